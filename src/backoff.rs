@@ -1,0 +1,599 @@
+//! The delay schedule: nominal delays per backoff kind, the cap, and jitter.
+//!
+//! Pure arithmetic over `Duration`s and a caller-supplied random generator; no clock, no sleep,
+//! no process. Every computation saturates at `max`, so no attempt number, base or multiplier a
+//! user can type overflows or panics.
+
+use std::time::Duration;
+
+use rand::{Rng, RngExt};
+
+/// How the nominal delay grows from one retry to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backoff {
+    /// base * multiplier^(n-1)
+    Exponential,
+    /// base, every time
+    Constant,
+    /// base * n
+    Linear,
+    /// base * fib(n): 1, 1, 2, 3, 5, ...
+    Fibonacci,
+    /// IEEE 802.3 truncated binary exponential backoff: r * base, r in [0, 2^min(n,10) - 1]
+    Ethernet,
+}
+
+impl Backoff {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backoff::Exponential => "exponential",
+            Backoff::Constant => "constant",
+            Backoff::Linear => "linear",
+            Backoff::Fibonacci => "fibonacci",
+            Backoff::Ethernet => "ethernet",
+        }
+    }
+}
+
+/// How a nominal delay is randomised.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Jitter {
+    None,
+    /// uniform in [0, d]
+    Full,
+    /// d/2 + uniform in [0, d/2]
+    Equal,
+    /// min(max, uniform in [base, 3 * previous delay])
+    Decorrelated,
+    /// d * (1 + uniform in [-f, f])
+    Factor(f64),
+    /// d + uniform in [0, a]
+    Addend(Duration),
+}
+
+/// Attempts `ethernet` makes when no attempt limit is given, as in IEEE 802.3.
+pub const ETHERNET_ATTEMPTS: u64 = 16;
+
+/// The exponent cap of `ethernet`: past ten collisions the range stops growing.
+const ETHERNET_MAX_EXPONENT: u64 = 10;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    pub backoff: Backoff,
+    pub jitter: Jitter,
+    pub base: Duration,
+    pub max: Duration,
+    pub multiplier: f64,
+}
+
+impl Schedule {
+    /// The nominal delay d(n) before retry `n` (1-based), capped at `max`. For `ethernet`, the
+    /// top of its random range.
+    pub fn nominal(&self, n: u64) -> Duration {
+        let n = n.max(1);
+        let max = nanos(self.max);
+        let base = nanos(self.base);
+        let uncapped = match self.backoff {
+            Backoff::Constant => base,
+            Backoff::Linear => base.saturating_mul(u128::from(n)),
+            Backoff::Exponential => exponential(base, self.multiplier, n - 1, max),
+            Backoff::Fibonacci => fibonacci_times(base, n, max),
+            Backoff::Ethernet => base.saturating_mul(ethernet_slots(n)),
+        };
+        duration(uncapped.min(max))
+    }
+
+    /// The least and the most retry `n` can wait, jitter included.
+    pub fn range(&self, n: u64) -> (Duration, Duration) {
+        let d = self.nominal(n);
+        if self.backoff == Backoff::Ethernet {
+            return (Duration::ZERO, d);
+        }
+        match self.jitter {
+            Jitter::None => (d, d),
+            Jitter::Full => (Duration::ZERO, d),
+            Jitter::Equal => (d / 2, d),
+            Jitter::Factor(f) => (scale(d, 1.0 - f), scale(d, 1.0 + f).min(self.max)),
+            Jitter::Addend(a) => (d, d.saturating_add(a).min(self.max)),
+            Jitter::Decorrelated => {
+                let low = self.base.min(self.max);
+                let mut high = low;
+                // The top of the range triples per retry until it reaches max (or stays at
+                // zero): at most ~60 steps from 1ns, so a large n costs nothing.
+                for _ in 0..n {
+                    if high >= self.max || high.is_zero() {
+                        break;
+                    }
+                    high = self.decorrelated_top(high);
+                }
+                (low, high)
+            }
+        }
+    }
+
+    fn decorrelated_top(&self, previous: Duration) -> Duration {
+        duration(nanos(previous).saturating_mul(3).min(nanos(self.max)))
+    }
+}
+
+/// Draws the actual delays of one run, in order: the splay, then one delay per retry.
+pub struct Delays<R> {
+    schedule: Schedule,
+    rng: R,
+    previous: Duration,
+}
+
+impl<R: Rng> Delays<R> {
+    pub fn new(schedule: Schedule, rng: R) -> Self {
+        Delays {
+            schedule,
+            rng,
+            previous: schedule.base,
+        }
+    }
+
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// A uniform wait in [0, splay], drawn from the same generator as the delays.
+    pub fn splay(&mut self, splay: Duration) -> Duration {
+        self.uniform(Duration::ZERO, splay)
+    }
+
+    /// The wait before retry `n` (1-based).
+    pub fn delay(&mut self, n: u64) -> Duration {
+        let s = self.schedule;
+        let d = s.nominal(n);
+        let wait = if s.backoff == Backoff::Ethernet {
+            let slots = self.rng.random_range(0..=ethernet_slots(n));
+            duration(slots.saturating_mul(nanos(s.base)).min(nanos(s.max)))
+        } else {
+            match s.jitter {
+                Jitter::None => d,
+                Jitter::Full => self.uniform(Duration::ZERO, d),
+                Jitter::Equal => d / 2 + self.uniform(Duration::ZERO, d - d / 2),
+                Jitter::Factor(f) => {
+                    let (low, high) = s.range(n);
+                    let factor = 1.0 + f * self.rng.random_range(-1.0..=1.0);
+                    scale(d, factor).clamp(low, high)
+                }
+                Jitter::Addend(a) => d.saturating_add(self.uniform(Duration::ZERO, a)).min(s.max),
+                Jitter::Decorrelated => {
+                    let top = s.decorrelated_top(self.previous);
+                    let (low, high) = (s.base.min(top), s.base.max(top));
+                    self.uniform(low, high).min(s.max)
+                }
+            }
+        };
+        self.previous = wait;
+        wait
+    }
+
+    /// Starts the schedule over from its first delay (after a success under `--consecutive`).
+    pub fn restart(&mut self) {
+        self.previous = self.schedule.base;
+    }
+
+    fn uniform(&mut self, low: Duration, high: Duration) -> Duration {
+        duration(self.rng.random_range(nanos(low)..=nanos(high)))
+    }
+}
+
+fn nanos(d: Duration) -> u128 {
+    d.as_nanos()
+}
+
+/// Nanoseconds back to a `Duration`, saturating at `Duration::MAX`.
+fn duration(nanos: u128) -> Duration {
+    const PER_SEC: u128 = 1_000_000_000;
+    match u64::try_from(nanos / PER_SEC) {
+        Ok(secs) => Duration::new(secs, (nanos % PER_SEC) as u32),
+        Err(_) => Duration::MAX,
+    }
+}
+
+/// `d * factor` rounded to the nanosecond; a factor <= 0 gives zero and an overflow saturates.
+fn scale(d: Duration, factor: f64) -> Duration {
+    let scaled = nanos(d) as f64 * factor;
+    if scaled.is_nan() || scaled <= 0.0 {
+        Duration::ZERO
+    } else if scaled >= u128::MAX as f64 {
+        Duration::MAX
+    } else {
+        duration(scaled.round() as u128)
+    }
+}
+
+/// base * multiplier^exponent in nanoseconds, saturating at `cap`.
+fn exponential(base: u128, multiplier: f64, exponent: u64, cap: u128) -> u128 {
+    if base == 0 || multiplier <= 1.0 || exponent == 0 {
+        return base;
+    }
+    let value = base as f64 * multiplier.powf(exponent as f64);
+    if !value.is_finite() || value >= cap as f64 {
+        cap
+    } else {
+        value.round() as u128
+    }
+}
+
+/// base * fib(n) in nanoseconds, saturating at `cap`; stops as soon as the cap is reached, so
+/// any `n` costs at most ~140 steps.
+fn fibonacci_times(base: u128, n: u64, cap: u128) -> u128 {
+    if base == 0 {
+        return 0;
+    }
+    let (mut current, mut next) = (base, base);
+    for _ in 1..n {
+        if current >= cap {
+            return cap;
+        }
+        (current, next) = (next, current.saturating_add(next));
+    }
+    current
+}
+
+/// The largest slot multiple `ethernet` can draw for retry `n`: 2^min(n, 10) - 1.
+fn ethernet_slots(n: u64) -> u128 {
+    (1u128 << n.clamp(1, ETHERNET_MAX_EXPONENT)) - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn schedule(backoff: Backoff, jitter: Jitter) -> Schedule {
+        Schedule {
+            backoff,
+            jitter,
+            base: ms(100),
+            max: ms(5000),
+            multiplier: 2.0,
+        }
+    }
+
+    fn delays(s: Schedule, count: u64) -> Vec<Duration> {
+        let mut delays = Delays::new(s, StdRng::seed_from_u64(1));
+        (1..=count).map(|n| delays.delay(n)).collect()
+    }
+
+    fn millis(values: &[u64]) -> Vec<Duration> {
+        values.iter().copied().map(ms).collect()
+    }
+
+    #[test]
+    fn exponential_sequence() {
+        let s = schedule(Backoff::Exponential, Jitter::None);
+        assert_eq!(
+            delays(s, 8),
+            millis(&[100, 200, 400, 800, 1600, 3200, 5000, 5000])
+        );
+    }
+
+    #[test]
+    fn exponential_with_a_fractional_multiplier() {
+        let s = Schedule {
+            multiplier: 1.5,
+            ..schedule(Backoff::Exponential, Jitter::None)
+        };
+        assert_eq!(
+            delays(s, 4),
+            [100_000, 150_000, 225_000, 337_500].map(Duration::from_micros)
+        );
+    }
+
+    #[test]
+    fn constant_sequence() {
+        let s = schedule(Backoff::Constant, Jitter::None);
+        assert_eq!(delays(s, 4), millis(&[100, 100, 100, 100]));
+    }
+
+    #[test]
+    fn linear_sequence() {
+        let s = schedule(Backoff::Linear, Jitter::None);
+        assert_eq!(delays(s, 5), millis(&[100, 200, 300, 400, 500]));
+        assert_eq!(s.nominal(60), ms(5000));
+    }
+
+    #[test]
+    fn fibonacci_sequence() {
+        let s = schedule(Backoff::Fibonacci, Jitter::None);
+        assert_eq!(
+            delays(s, 10),
+            millis(&[100, 100, 200, 300, 500, 800, 1300, 2100, 3400, 5000])
+        );
+    }
+
+    #[test]
+    fn ethernet_draws_whole_slots_within_its_window() {
+        let s = schedule(Backoff::Ethernet, Jitter::None);
+        let mut d = Delays::new(s, StdRng::seed_from_u64(3));
+        for n in 1..=20u64 {
+            let top = (1u64 << n.min(10)) - 1;
+            for _ in 0..200 {
+                let wait = d.delay(n);
+                assert_eq!(wait.as_nanos() % ms(100).as_nanos(), 0, "whole slots");
+                assert!(wait <= ms(100 * top).min(ms(5000)), "retry {n}: {wait:?}");
+            }
+        }
+        assert_eq!(s.nominal(1), ms(100));
+        assert_eq!(s.nominal(2), ms(300));
+        assert_eq!(s.range(3), (Duration::ZERO, ms(700)));
+    }
+
+    #[test]
+    fn ethernet_ignores_jitter() {
+        let a = delays(schedule(Backoff::Ethernet, Jitter::None), 12);
+        let b = delays(schedule(Backoff::Ethernet, Jitter::Full), 12);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn base_above_max_gives_max() {
+        let s = Schedule {
+            base: ms(10_000),
+            ..schedule(Backoff::Exponential, Jitter::None)
+        };
+        assert_eq!(delays(s, 3), millis(&[5000, 5000, 5000]));
+    }
+
+    #[test]
+    fn zero_base_gives_zero_for_every_kind() {
+        for backoff in [
+            Backoff::Exponential,
+            Backoff::Constant,
+            Backoff::Linear,
+            Backoff::Fibonacci,
+            Backoff::Ethernet,
+        ] {
+            for jitter in [
+                Jitter::None,
+                Jitter::Full,
+                Jitter::Equal,
+                Jitter::Decorrelated,
+            ] {
+                let s = Schedule {
+                    base: Duration::ZERO,
+                    ..schedule(backoff, jitter)
+                };
+                assert!(
+                    delays(s, 50).iter().all(|d| d.is_zero()),
+                    "{backoff:?}/{jitter:?}"
+                );
+            }
+        }
+    }
+
+    fn check_bounds(
+        jitter: Jitter,
+        low_of: impl Fn(Duration) -> Duration,
+        high_of: impl Fn(Duration) -> Duration,
+    ) {
+        let s = schedule(Backoff::Exponential, jitter);
+        for seed in 0..20 {
+            let mut d = Delays::new(s, StdRng::seed_from_u64(seed));
+            for n in 1..=10 {
+                let nominal = s.nominal(n);
+                for _ in 0..25 {
+                    let wait = d.delay(n);
+                    assert!(
+                        wait >= low_of(nominal),
+                        "{jitter:?} n={n}: {wait:?} < {:?}",
+                        low_of(nominal)
+                    );
+                    assert!(
+                        wait <= high_of(nominal),
+                        "{jitter:?} n={n}: {wait:?} > {:?}",
+                        high_of(nominal)
+                    );
+                    let (low, high) = s.range(n);
+                    assert!(low <= wait && wait <= high, "{jitter:?} range({n})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn full_jitter_bounds() {
+        check_bounds(Jitter::Full, |_| Duration::ZERO, |d| d);
+    }
+
+    #[test]
+    fn equal_jitter_bounds() {
+        check_bounds(Jitter::Equal, |d| d / 2, |d| d);
+    }
+
+    #[test]
+    fn factor_jitter_bounds() {
+        check_bounds(
+            Jitter::Factor(0.2),
+            |d| scale(d, 0.8),
+            |d| scale(d, 1.2).min(ms(5000)),
+        );
+    }
+
+    #[test]
+    fn addend_jitter_bounds() {
+        check_bounds(
+            Jitter::Addend(ms(300)),
+            |d| d,
+            |d| (d + ms(300)).min(ms(5000)),
+        );
+    }
+
+    #[test]
+    fn decorrelated_jitter_bounds() {
+        let s = schedule(Backoff::Exponential, Jitter::Decorrelated);
+        for seed in 0..50 {
+            let mut d = Delays::new(s, StdRng::seed_from_u64(seed));
+            let mut previous = s.base;
+            for n in 1..=30 {
+                let wait = d.delay(n);
+                assert!(wait >= s.base && wait <= s.max, "{wait:?}");
+                assert!(
+                    wait <= (previous * 3).min(s.max),
+                    "{wait:?} vs previous {previous:?}"
+                );
+                let (low, high) = s.range(n);
+                assert!(
+                    low <= wait && wait <= high,
+                    "range({n}) = {low:?}..{high:?}, got {wait:?}"
+                );
+                previous = wait;
+            }
+        }
+    }
+
+    #[test]
+    fn restart_resets_decorrelated_state() {
+        let s = schedule(Backoff::Exponential, Jitter::Decorrelated);
+        let mut d = Delays::new(s, StdRng::seed_from_u64(9));
+        for n in 1..=20 {
+            d.delay(n);
+        }
+        d.restart();
+        assert!(d.delay(1) <= ms(300));
+    }
+
+    #[test]
+    fn jitter_spreads_delays_at_the_cap() {
+        let s = schedule(Backoff::Exponential, Jitter::Equal);
+        let mut d = Delays::new(s, StdRng::seed_from_u64(5));
+        let waits: std::collections::BTreeSet<_> = (0..100).map(|_| d.delay(40)).collect();
+        assert!(waits.len() > 90, "equal jitter at the cap still spreads");
+        assert!(waits.iter().all(|&w| w >= ms(2500) && w <= ms(5000)));
+    }
+
+    #[test]
+    fn equal_jitter_covers_its_whole_range() {
+        let s = schedule(Backoff::Constant, Jitter::Equal);
+        let mut d = Delays::new(s, StdRng::seed_from_u64(11));
+        let waits: Vec<_> = (0..5000).map(|_| d.delay(1)).collect();
+        let low = waits.iter().min().unwrap();
+        let high = waits.iter().max().unwrap();
+        assert!(*low < ms(52) && *high > ms(98), "{low:?}..{high:?}");
+    }
+
+    #[test]
+    fn same_seed_same_delays() {
+        let s = schedule(Backoff::Exponential, Jitter::Equal);
+        assert_eq!(delays(s, 20), delays(s, 20));
+        let mut other = Delays::new(s, StdRng::seed_from_u64(2));
+        let other: Vec<_> = (1..=20).map(|n| other.delay(n)).collect();
+        assert_ne!(delays(s, 20), other);
+    }
+
+    #[test]
+    fn splay_is_within_its_bound() {
+        let s = schedule(Backoff::Exponential, Jitter::Equal);
+        let mut d = Delays::new(s, StdRng::seed_from_u64(4));
+        for _ in 0..1000 {
+            assert!(d.splay(ms(700)) <= ms(700));
+        }
+        assert_eq!(d.splay(Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn extreme_values_saturate() {
+        let years = Duration::from_secs(3600 * 24 * 365 * 100);
+        for backoff in [
+            Backoff::Exponential,
+            Backoff::Constant,
+            Backoff::Linear,
+            Backoff::Fibonacci,
+            Backoff::Ethernet,
+        ] {
+            let s = Schedule {
+                backoff,
+                jitter: Jitter::Equal,
+                base: years,
+                max: Duration::MAX,
+                multiplier: 1e6,
+            };
+            let mut d = Delays::new(s, StdRng::seed_from_u64(0));
+            for n in [1, 2, 10, 1000, u64::from(u32::MAX), u64::MAX] {
+                let wait = d.delay(n);
+                assert!(wait <= Duration::MAX);
+                let _ = s.range(n);
+            }
+        }
+    }
+
+    fn any_backoff() -> impl Strategy<Value = Backoff> {
+        prop_oneof![
+            Just(Backoff::Exponential),
+            Just(Backoff::Constant),
+            Just(Backoff::Linear),
+            Just(Backoff::Fibonacci),
+            Just(Backoff::Ethernet),
+        ]
+    }
+
+    fn any_jitter() -> impl Strategy<Value = Jitter> {
+        prop_oneof![
+            Just(Jitter::None),
+            Just(Jitter::Full),
+            Just(Jitter::Equal),
+            Just(Jitter::Decorrelated),
+            (0.0..=1.0f64).prop_map(Jitter::Factor),
+            any::<u64>().prop_map(|n| Jitter::Addend(Duration::from_nanos(n))),
+        ]
+    }
+
+    fn any_duration() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            (0u64..10_000_000_000).prop_map(Duration::from_nanos),
+            any::<u64>().prop_map(Duration::from_secs),
+            Just(Duration::MAX),
+            Just(Duration::ZERO),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn every_delay_is_within_its_range_and_the_cap(
+            backoff in any_backoff(),
+            jitter in any_jitter(),
+            base in any_duration(),
+            max in any_duration(),
+            multiplier in prop_oneof![1.0..=1e6f64, Just(1.0), Just(1e6)],
+            n in prop_oneof![1u64..100, any::<u64>(), Just(u64::from(u32::MAX))],
+            seed in any::<u64>(),
+        ) {
+            let s = Schedule { backoff, jitter, base, max, multiplier };
+            let mut d = Delays::new(s, StdRng::seed_from_u64(seed));
+            let nominal = s.nominal(n);
+            prop_assert!(nominal <= max);
+            let (low, high) = s.range(n);
+            prop_assert!(low <= high && high <= max);
+            for step in 0..3 {
+                let wait = d.delay(n + step.min(u64::MAX - n));
+                prop_assert!(wait <= max, "{:?} > max {:?}", wait, max);
+            }
+            let wait = d.delay(n);
+            if jitter != Jitter::Decorrelated {
+                prop_assert!(low <= wait && wait <= high, "{:?} outside {:?}..{:?}", wait, low, high);
+            }
+        }
+
+        #[test]
+        fn nominal_delays_never_shrink(
+            backoff in prop_oneof![Just(Backoff::Exponential), Just(Backoff::Linear), Just(Backoff::Fibonacci), Just(Backoff::Ethernet)],
+            base in any_duration(),
+            max in any_duration(),
+            multiplier in 1.0..=1e6f64,
+            n in 1u64..10_000,
+        ) {
+            let s = Schedule { backoff, jitter: Jitter::None, base, max, multiplier };
+            prop_assert!(s.nominal(n) <= s.nominal(n + 1));
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The command line as typed: clap's derive definition, whose doc comments are also the help
+//! text, the man page and the completions.
+//!
+//! Values are parsed and checked here (see `parse`), but defaults are not applied: a flag left out
+//! is `None`, so that a configuration file can fill it in. `config` turns this into `Settings`.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser};
+
+use crate::backoff::{Backoff, Jitter};
+use crate::parse::{self, CodeSet};
+
+const EXAMPLES: &str = "\
+Examples:
+  retry -- curl -fsS https://example.com/health
+  retry --base 1s --max 64s --max-time 5m -- curl -fsS https://example.com/health
+  retry --attempts 3 --timeout 10s --retry-on-exit 1,75-78 -- ./deploy.sh
+  retry --forever --max-time 2m --backoff constant --base 2s -- pg_isready -h db
+  retry --dry-run --base 500ms --seed 7
+";
+
+/// Run a command until it succeeds, with backoff and jitter between attempts.
+///
+/// retry runs COMMAND directly (PATH lookup, no shell), judges each attempt by its exit code,
+/// waits per the delay schedule, and tries again. It exits 0 once an attempt succeeds, or with the
+/// last attempt's status once retries or time run out.
+#[derive(Debug, Default, Parser)]
+#[command(
+    name = "retry",
+    version,
+    about = "Run a command until it succeeds, with backoff and jitter between attempts.",
+    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...",
+    after_help = "Use --help for details and examples.",
+    after_long_help = EXAMPLES,
+    max_term_width = 100,
+    args_override_self = true,
+)]
+pub struct Cli {
+    /// Retries after the first attempt; 0 runs the command once [default: 5]
+    #[arg(
+        short,
+        long,
+        value_name = "N",
+        help_heading = "Attempts and time limits"
+    )]
+    pub retries: Option<u64>,
+
+    /// Total attempts, at least 1 (another spelling of --retries)
+    #[arg(
+        short,
+        long,
+        value_name = "N",
+        conflicts_with = "retries",
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "Attempts and time limits"
+    )]
+    pub attempts: Option<u64>,
+
+    /// Retry without an attempt limit (usually with --max-time)
+    #[arg(
+        long,
+        conflicts_with_all = ["retries", "attempts"],
+        help_heading = "Attempts and time limits"
+    )]
+    pub forever: bool,
+
+    /// Deadline for the whole run, measured from start; 0 disables it [default: none]
+    ///
+    /// No attempt starts after it, a wait that would cross it ends the run at once, and an
+    /// attempt still running at the deadline is terminated (status 124).
+    #[arg(short, long, value_name = "DUR", value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    pub max_time: Option<Duration>,
+
+    /// Time limit for one attempt; 0 disables it [default: none]
+    ///
+    /// On expiry the attempt's process group gets --kill-signal, its status is 124, and it
+    /// counts as a retryable failure.
+    #[arg(short, long, value_name = "DUR", value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    pub timeout: Option<Duration>,
+
+    /// Grace between the terminating signal and SIGKILL [default: 2s]
+    #[arg(long, value_name = "DUR", value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    pub kill_after: Option<Duration>,
+
+    /// Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]
+    #[arg(long, value_name = "SIG", value_parser = parse::signal, help_heading = "Attempts and time limits")]
+    pub kill_signal: Option<i32>,
+
+    /// First nominal delay (for ethernet: the slot time) [default: 1s]
+    ///
+    /// Durations read like 250ms, 1s, 1m30s, 2h, or bare decimal seconds (1.5).
+    #[arg(short, long, value_name = "DUR", value_parser = parse::duration, help_heading = "Delay schedule")]
+    pub base: Option<Duration>,
+
+    /// Cap on any single delay, after jitter too [default: 30s]
+    #[arg(long, value_name = "DUR", value_parser = parse::duration, help_heading = "Delay schedule")]
+    pub max: Option<Duration>,
+
+    /// Growth factor of exponential backoff, at least 1 [default: 2]
+    #[arg(long, value_name = "F", value_parser = parse::multiplier, help_heading = "Delay schedule")]
+    pub multiplier: Option<f64>,
+
+    /// How the nominal delay grows [default: exponential]
+    ///
+    /// ethernet gives up after 16 attempts unless an attempt limit is given.
+    #[arg(long, value_name = "KIND", help_heading = "Delay schedule")]
+    pub backoff: Option<Backoff>,
+
+    /// How delays are randomised [default: equal]
+    ///
+    /// none; full: uniform in [0, d]; equal: d/2 + uniform in [0, d/2]; decorrelated:
+    /// min(max, uniform in [base, 3 * previous]); a factor such as 0.2: d * (1 ± 0.2); an addend
+    /// such as +1s: d + uniform in [0, 1s].
+    #[arg(long, value_name = "KIND", value_parser = parse::jitter, help_heading = "Delay schedule")]
+    pub jitter: Option<Jitter>,
+
+    /// Seed for the jitter, so the same flags give the same delays [default: from OS entropy]
+    #[arg(long, value_name = "N", help_heading = "Delay schedule")]
+    pub seed: Option<u64>,
+
+    /// Wait a random time in [0, DUR] before the first attempt [default: none]
+    #[arg(long, value_name = "DUR", value_parser = parse::duration, help_heading = "Delay schedule")]
+    pub splay: Option<Duration>,
+
+    /// Retry only these exit codes; any other failure ends the run (e.g. 1,75-78)
+    #[arg(long, value_name = "CODES", value_parser = parse::code_set, help_heading = "Success and failure")]
+    pub retry_on_exit: Option<CodeSet>,
+
+    /// These exit codes end the run at once, as a permanent failure (e.g. 2,126-127)
+    #[arg(long, value_name = "CODES", value_parser = parse::code_set, help_heading = "Success and failure")]
+    pub stop_on_exit: Option<CodeSet>,
+
+    /// Swap success and failure: retry until COMMAND fails
+    #[arg(long, help_heading = "Success and failure")]
+    pub invert: bool,
+
+    /// Succeed only after N successful attempts in a row [default: 1]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "Success and failure"
+    )]
+    pub consecutive: Option<u64>,
+
+    /// Exit with N instead of the failed run's status (e.g. 1 for Docker's HEALTHCHECK)
+    #[arg(long, value_name = "N", value_parser = parse::exit_code, help_heading = "Success and failure")]
+    pub fail_exit: Option<u8>,
+
+    /// Keep the attempt in retry's own process group, for commands that read the terminal
+    ///
+    /// Then only the attempt itself, not its children, is signalled on timeout.
+    #[arg(long, help_heading = "Processes")]
+    pub foreground: bool,
+
+    /// Print only retry's own errors
+    #[arg(short, long, conflicts_with = "verbose", help_heading = "Output")]
+    pub quiet: bool,
+
+    /// Say more: each attempt's start, the seed, the success
+    #[arg(short, long, action = ArgAction::SetTrue, help_heading = "Output")]
+    pub verbose: bool,
+
+    /// Print the planned schedule and exit without running anything
+    #[arg(long, help_heading = "Output")]
+    pub dry_run: bool,
+
+    /// The command to run, and its arguments
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        num_args = 1..,
+    )]
+    pub command: Vec<OsString>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn options_after_the_command_belong_to_it() {
+        let cli = Cli::try_parse_from(["retry", "-r", "2", "ls", "-r", "--base", "x"]).unwrap();
+        assert_eq!(cli.retries, Some(2));
+        assert_eq!(cli.command, ["ls", "-r", "--base", "x"]);
+    }
+
+    #[test]
+    fn double_dash_starts_the_command() {
+        let cli = Cli::try_parse_from(["retry", "--", "--weird", "-x"]).unwrap();
+        assert_eq!(cli.command, ["--weird", "-x"]);
+    }
+
+    #[test]
+    fn unknown_options_before_the_command_are_errors() {
+        assert!(Cli::try_parse_from(["retry", "--bogus", "ls"]).is_err());
+    }
+}

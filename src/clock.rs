@@ -1,0 +1,34 @@
+//! The real, interruptible sleep: a wait on the signal channel that a shutdown signal ends.
+
+use std::time::{Duration, Instant};
+
+use crate::driver::{Interrupted, Sleep};
+use crate::signals::{Event, Events};
+
+pub struct RealClock<'a> {
+    events: &'a Events,
+}
+
+impl<'a> RealClock<'a> {
+    pub fn new(events: &'a Events) -> Self {
+        RealClock { events }
+    }
+}
+
+impl Sleep for RealClock<'_> {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&mut self, duration: Duration) -> Result<(), Interrupted> {
+        // A wait past what `Instant` can hold is a wait for a signal.
+        let until = Instant::now().checked_add(duration);
+        loop {
+            match self.events.next(until) {
+                None => return Ok(()),
+                Some(Event::Shutdown(signal)) => return Err(Interrupted(signal)),
+                Some(Event::Child) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,641 @@
+//! The retry loop: run an attempt, judge it, wait, and go again, within the attempt and time
+//! limits.
+//!
+//! Generic over `Execute` (how an attempt runs) and `Sleep` (how time passes), so the loop is
+//! unit-tested with fakes that record every wait. No `std::process` and no real clock here.
+
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use crate::backoff::Delays;
+use crate::config::Settings;
+use crate::outcome::{AttemptEnd, Limit, RunEnd};
+use crate::predicate::{Matches, Verdict};
+use crate::report::{Event, GiveUp, Reporter};
+
+/// What the executor needs to know to run one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptSpec {
+    /// 1-based.
+    pub number: u64,
+    pub max_attempts: Option<u64>,
+    /// The previous attempt's status, from the second attempt on.
+    pub last_status: Option<u8>,
+    /// When the attempt must be terminated, and which limit that instant comes from.
+    pub deadline: Option<(Instant, Limit)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptReport {
+    pub end: AttemptEnd,
+    pub ran: Duration,
+    pub matches: Matches,
+    /// Why the command could not be started, when it could not.
+    pub start_error: Option<String>,
+}
+
+/// `retry` itself received this signal; the attempt, if any, has been dealt with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interrupted(pub i32);
+
+pub trait Execute {
+    fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted>;
+}
+
+pub trait Sleep {
+    fn now(&self) -> Instant;
+    /// Waits `duration`, unless a signal ends the wait first.
+    fn sleep(&mut self, duration: Duration) -> Result<(), Interrupted>;
+}
+
+/// Runs the whole loop and says how it ended.
+pub fn drive<E: Execute, S: Sleep, R: Rng>(
+    settings: &Settings,
+    executor: &mut E,
+    clock: &mut S,
+    delays: &mut Delays<R>,
+    reporter: &mut Reporter,
+) -> RunEnd {
+    let mut run = Run {
+        settings,
+        start: clock.now(),
+        reporter,
+    };
+    match run.drive(executor, clock, delays) {
+        Ok(end) => end,
+        Err(Interrupted(signal)) => {
+            run.reporter.emit(&Event::Interrupted { signal });
+            RunEnd::Interrupted(signal)
+        }
+    }
+}
+
+struct Run<'a> {
+    settings: &'a Settings,
+    start: Instant,
+    reporter: &'a mut Reporter,
+}
+
+impl Run<'_> {
+    fn drive<E: Execute, S: Sleep, R: Rng>(
+        &mut self,
+        executor: &mut E,
+        clock: &mut S,
+        delays: &mut Delays<R>,
+    ) -> Result<RunEnd, Interrupted> {
+        let settings = self.settings;
+        let max_attempts = settings.max_attempts;
+        // A deadline past what `Instant` can hold is no deadline.
+        let deadline = settings
+            .max_time
+            .and_then(|limit| self.start.checked_add(limit));
+        let past_deadline = |at: Instant| deadline.is_some_and(|deadline| at >= deadline);
+
+        if !settings.splay.is_zero() {
+            let wait = delays.splay(settings.splay);
+            if past_deadline(clock.now() + wait) {
+                // Fine point 21: no time is left for a first attempt.
+                return Ok(self.give_up(GiveUp::MaxTime, 0, None, clock));
+            }
+            self.reporter.emit(&Event::Splay { wait });
+            clock.sleep(wait)?;
+        }
+
+        let mut last: Option<AttemptEnd> = None;
+        let mut streak = 0;
+        let mut retry_number = 0u64;
+        let mut reported_cannot_start = false;
+        for attempt in 1u64.. {
+            let now = clock.now();
+            if past_deadline(now) {
+                return Ok(self.give_up(GiveUp::MaxTime, attempt - 1, last, clock));
+            }
+            let spec = AttemptSpec {
+                number: attempt,
+                max_attempts,
+                last_status: last.map(AttemptEnd::status),
+                deadline: attempt_deadline(now, settings.timeout, deadline),
+            };
+            self.reporter.emit(&Event::AttemptStart {
+                attempt,
+                max_attempts,
+            });
+            let report = executor.run(&spec)?;
+            let end = report.end;
+            last = Some(end);
+            if let (Some(error), false) = (&report.start_error, reported_cannot_start) {
+                reported_cannot_start = true;
+                self.reporter.emit(&Event::CannotStart {
+                    command: &settings.command[0],
+                    end,
+                    error,
+                });
+            }
+            let is_last = max_attempts.is_some_and(|max| attempt >= max);
+            let failed = |next| Event::AttemptFailed {
+                attempt,
+                max_attempts,
+                end,
+                ran: report.ran,
+                next,
+            };
+
+            let verdict = settings.judge.judge(end, report.matches);
+            let wait = match verdict {
+                Verdict::BrokenPipe => return Ok(RunEnd::BrokenPipe),
+                Verdict::Stop => {
+                    if !end.could_not_start() {
+                        self.reporter.emit(&failed(None));
+                        return Ok(self.give_up(GiveUp::Permanent, attempt, last, clock));
+                    }
+                    return Ok(RunEnd::Failed { last });
+                }
+                Verdict::Succeed => {
+                    streak += 1;
+                    if streak >= settings.consecutive {
+                        self.reporter.emit(&Event::Success {
+                            attempt,
+                            ran: report.ran,
+                            total: clock.now() - self.start,
+                        });
+                        return Ok(RunEnd::Succeeded);
+                    }
+                    // Fine point 19: after a success the schedule starts over at d(1).
+                    retry_number = 1;
+                    delays.restart();
+                    let wait = delays.delay(retry_number);
+                    let streak_event = |next| Event::StreakContinues {
+                        attempt,
+                        max_attempts,
+                        streak,
+                        needed: settings.consecutive,
+                        next,
+                    };
+                    if is_last || past_deadline(clock.now() + wait) {
+                        self.reporter.emit(&streak_event(None));
+                        let reason = if is_last {
+                            GiveUp::Exhausted
+                        } else {
+                            GiveUp::MaxTime
+                        };
+                        return Ok(self.give_up(reason, attempt, last, clock));
+                    }
+                    self.reporter.emit(&streak_event(Some(wait)));
+                    wait
+                }
+                Verdict::Retry => {
+                    streak = 0;
+                    if is_last {
+                        self.reporter.emit(&failed(None));
+                        return Ok(self.give_up(GiveUp::Exhausted, attempt, last, clock));
+                    }
+                    retry_number = retry_number.saturating_add(1);
+                    let wait = delays.delay(retry_number);
+                    if past_deadline(clock.now() + wait) {
+                        self.reporter.emit(&failed(None));
+                        return Ok(self.give_up(GiveUp::MaxTime, attempt, last, clock));
+                    }
+                    self.reporter.emit(&failed(Some(wait)));
+                    wait
+                }
+            };
+            clock.sleep(wait)?;
+        }
+        unreachable!("attempt numbers are unbounded")
+    }
+
+    fn give_up<S: Sleep>(
+        &mut self,
+        reason: GiveUp,
+        attempts: u64,
+        last: Option<AttemptEnd>,
+        clock: &S,
+    ) -> RunEnd {
+        let end = RunEnd::Failed { last };
+        self.reporter.emit(&Event::GiveUp {
+            reason,
+            attempts,
+            total: clock.now() - self.start,
+            status: end.exit_status(None),
+        });
+        end
+    }
+}
+
+/// The earlier of the attempt's own timeout and the run's deadline.
+fn attempt_deadline(
+    now: Instant,
+    timeout: Option<Duration>,
+    run_deadline: Option<Instant>,
+) -> Option<(Instant, Limit)> {
+    let own = timeout
+        .and_then(|timeout| now.checked_add(timeout))
+        .map(|at| (at, Limit::Attempt));
+    let run = run_deadline.map(|at| (at, Limit::Run));
+    match (own, run) {
+        (Some(own), Some(run)) => Some(if own.0 < run.0 { own } else { run }),
+        (own, run) => own.or(run),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use crate::config::Verbosity;
+    use crate::outcome::Limit;
+    use clap::Parser;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+    use std::cell::Cell;
+    use std::io::{self, Write};
+    use std::rc::Rc;
+    use std::sync::{Arc, Mutex};
+
+    /// A clock that only moves when the fakes move it.
+    #[derive(Clone)]
+    struct FakeTime {
+        origin: Instant,
+        elapsed: Rc<Cell<Duration>>,
+    }
+
+    impl FakeTime {
+        fn new() -> Self {
+            FakeTime {
+                origin: Instant::now(),
+                elapsed: Rc::new(Cell::new(Duration::ZERO)),
+            }
+        }
+        fn advance(&self, d: Duration) {
+            self.elapsed.set(self.elapsed.get() + d);
+        }
+        fn now(&self) -> Instant {
+            self.origin + self.elapsed.get()
+        }
+    }
+
+    struct FakeSleep {
+        time: FakeTime,
+        slept: Vec<Duration>,
+        interrupt_at: Option<usize>,
+    }
+
+    impl Sleep for FakeSleep {
+        fn now(&self) -> Instant {
+            self.time.now()
+        }
+        fn sleep(&mut self, d: Duration) -> Result<(), Interrupted> {
+            if self.interrupt_at == Some(self.slept.len()) {
+                return Err(Interrupted(libc::SIGTERM));
+            }
+            self.slept.push(d);
+            self.time.advance(d);
+            Ok(())
+        }
+    }
+
+    /// Plays back scripted attempt ends, each taking `ran`; the last one repeats.
+    struct Script {
+        time: FakeTime,
+        ends: Vec<(AttemptEnd, Duration)>,
+        specs: Vec<AttemptSpec>,
+    }
+
+    impl Execute for Script {
+        fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted> {
+            self.specs.push(*spec);
+            let index = (self.specs.len() - 1).min(self.ends.len() - 1);
+            let (mut end, mut ran) = self.ends[index];
+            // Honour the deadline the way the real runner does.
+            if let Some((deadline, limit)) = spec.deadline {
+                let left = deadline.saturating_duration_since(self.time.now());
+                if ran >= left {
+                    (end, ran) = (AttemptEnd::TimedOut(limit), left);
+                }
+            }
+            self.time.advance(ran);
+            Ok(AttemptReport {
+                end,
+                ran,
+                matches: Matches::default(),
+                start_error: end.could_not_start().then(|| "not found".to_string()),
+            })
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    struct Outcome {
+        end: RunEnd,
+        slept: Vec<Duration>,
+        specs: Vec<AttemptSpec>,
+        output: String,
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn exited(code: u8, ran_ms: u64) -> (AttemptEnd, Duration) {
+        (AttemptEnd::Exited(code), ms(ran_ms))
+    }
+
+    fn run_with(
+        args: &[&str],
+        ends: &[(AttemptEnd, Duration)],
+        interrupt_at: Option<usize>,
+    ) -> Outcome {
+        let cli = Cli::try_parse_from(
+            [
+                "retry", "--jitter", "none", "--base", "100ms", "--max", "10s",
+            ]
+            .iter()
+            .chain(args)
+            .chain(&["cmd"]),
+        )
+        .unwrap();
+        let settings = Settings::resolve(cli).unwrap();
+        let time = FakeTime::new();
+        let mut script = Script {
+            time: time.clone(),
+            ends: ends.to_vec(),
+            specs: Vec::new(),
+        };
+        let mut clock = FakeSleep {
+            time,
+            slept: Vec::new(),
+            interrupt_at,
+        };
+        let lines = Lines::default();
+        let mut reporter = Reporter::new(Verbosity::Normal, Box::new(lines.clone()));
+        let mut delays = Delays::new(
+            settings.schedule,
+            StdRng::seed_from_u64(settings.seed.unwrap_or(0)),
+        );
+        let end = drive(
+            &settings,
+            &mut script,
+            &mut clock,
+            &mut delays,
+            &mut reporter,
+        );
+        let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        Outcome {
+            end,
+            slept: clock.slept,
+            specs: script.specs,
+            output,
+        }
+    }
+
+    fn run(args: &[&str], ends: &[(AttemptEnd, Duration)]) -> Outcome {
+        run_with(args, ends, None)
+    }
+
+    fn failed(end: AttemptEnd) -> RunEnd {
+        RunEnd::Failed { last: Some(end) }
+    }
+
+    #[test]
+    fn success_at_once_does_not_sleep() {
+        let out = run(&[], &[exited(0, 5)]);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert!(out.slept.is_empty());
+        assert_eq!(out.output, "");
+    }
+
+    #[test]
+    fn retries_until_success_with_the_schedule() {
+        let out = run(&[], &[exited(1, 5), exited(1, 5), exited(0, 5)]);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.slept, vec![ms(100), ms(200)]);
+        assert_eq!(out.specs.len(), 3);
+        assert_eq!(
+            out.output,
+            "retry: attempt 1/6 failed (exit 1) after 5ms; next attempt in 100ms\n\
+             retry: attempt 2/6 failed (exit 1) after 5ms; next attempt in 200ms\n"
+        );
+    }
+
+    #[test]
+    fn exhausts_retries_with_the_last_status() {
+        let out = run(
+            &["--retries", "2"],
+            &[exited(1, 0), exited(2, 0), exited(3, 0)],
+        );
+        assert_eq!(out.end, failed(AttemptEnd::Exited(3)));
+        assert_eq!(out.slept, vec![ms(100), ms(200)]);
+        assert_eq!(out.output.lines().count(), 4);
+        assert!(
+            out.output.ends_with(
+                "retry: attempt 3/3 failed (exit 3) after 0s\n\
+             retry: giving up after 3 attempts in 300ms: no retries left (exit status 3)\n"
+            ),
+            "{}",
+            out.output
+        );
+    }
+
+    #[test]
+    fn attempts_and_env_facts() {
+        let out = run(&["--attempts", "3"], &[exited(7, 0)]);
+        let numbers: Vec<_> = out.specs.iter().map(|s| s.number).collect();
+        assert_eq!(numbers, [1, 2, 3]);
+        let last: Vec<_> = out.specs.iter().map(|s| s.last_status).collect();
+        assert_eq!(last, [None, Some(7), Some(7)]);
+        assert!(out.specs.iter().all(|s| s.max_attempts == Some(3)));
+    }
+
+    #[test]
+    fn retries_zero_runs_once() {
+        let out = run(&["--retries", "0"], &[exited(1, 0)]);
+        assert_eq!(out.specs.len(), 1);
+        assert!(out.slept.is_empty());
+    }
+
+    #[test]
+    fn forever_keeps_going() {
+        let mut ends = vec![exited(1, 0); 50];
+        ends.push(exited(0, 0));
+        let out = run(&["--forever", "--max", "100ms"], &ends);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.specs.len(), 51);
+        assert!(out.specs.iter().all(|s| s.max_attempts.is_none()));
+    }
+
+    #[test]
+    fn stop_on_exit_ends_at_once() {
+        let out = run(
+            &["--stop-on-exit", "2"],
+            &[exited(1, 0), exited(2, 0), exited(0, 0)],
+        );
+        assert_eq!(out.end, failed(AttemptEnd::Exited(2)));
+        assert_eq!(out.specs.len(), 2);
+        assert!(out.output.contains("permanent failure"));
+    }
+
+    #[test]
+    fn cannot_start_is_not_retried() {
+        let out = run(&[], &[(AttemptEnd::NotFound, Duration::ZERO)]);
+        assert_eq!(out.end, failed(AttemptEnd::NotFound));
+        assert_eq!(out.specs.len(), 1);
+        assert_eq!(
+            out.output,
+            "retry: cannot run 'cmd': not found (command not found)\n"
+        );
+    }
+
+    #[test]
+    fn cannot_start_is_retried_when_listed() {
+        let out = run(
+            &["--retry-on-exit", "127", "-r", "2"],
+            &[(AttemptEnd::NotFound, Duration::ZERO)],
+        );
+        assert_eq!(out.specs.len(), 3);
+        assert_eq!(out.output.matches("cannot run").count(), 1);
+    }
+
+    #[test]
+    fn sigpipe_ends_quietly() {
+        let out = run(&[], &[(AttemptEnd::Signaled(libc::SIGPIPE), ms(1))]);
+        assert_eq!(out.end, RunEnd::BrokenPipe);
+        assert_eq!(out.output, "");
+        assert_eq!(out.specs.len(), 1);
+    }
+
+    #[test]
+    fn timeout_is_given_to_each_attempt() {
+        let out = run(&["--timeout", "50ms", "-r", "1"], &[exited(0, 80)]);
+        assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Attempt)));
+        assert_eq!(out.specs.len(), 2);
+    }
+
+    #[test]
+    fn max_time_stops_a_wait_that_would_cross_it() {
+        // Waits of 100, 200, 400ms: the third would end at 700+ms > 500ms.
+        let out = run(&["--max-time", "500ms", "--forever"], &[exited(1, 0)]);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(out.slept, vec![ms(100), ms(200)]);
+        assert!(out.output.contains("--max-time reached"));
+    }
+
+    #[test]
+    fn max_time_terminates_a_running_attempt() {
+        let out = run(&["--max-time", "250ms", "--forever"], &[exited(1, 100)]);
+        // 100 run + 100 wait, then the second attempt is cut at 250ms.
+        assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Run)));
+        assert_eq!(out.specs.len(), 2);
+        assert_eq!(out.specs[1].deadline.map(|d| d.1), Some(Limit::Run));
+    }
+
+    #[test]
+    fn attempt_deadline_is_the_earlier_limit() {
+        let out = run(&["--max-time", "10s", "--timeout", "1s"], &[exited(0, 0)]);
+        assert_eq!(out.specs[0].deadline.map(|d| d.1), Some(Limit::Attempt));
+        let out = run(&["--max-time", "1s", "--timeout", "10s"], &[exited(0, 0)]);
+        assert_eq!(out.specs[0].deadline.map(|d| d.1), Some(Limit::Run));
+    }
+
+    #[test]
+    fn splay_that_leaves_no_time_gives_124() {
+        let out = run(
+            &["--splay", "1s", "--max-time", "1ns", "--seed", "1"],
+            &[exited(0, 0)],
+        );
+        assert_eq!(out.end, RunEnd::Failed { last: None });
+        assert_eq!(out.end.exit_status(None), 124);
+        assert!(out.specs.is_empty());
+    }
+
+    #[test]
+    fn splay_comes_first_and_counts() {
+        let out = run(
+            &["--splay", "50ms", "--seed", "3"],
+            &[exited(1, 0), exited(0, 0)],
+        );
+        assert_eq!(out.slept.len(), 2);
+        assert!(out.slept[0] <= ms(50));
+        assert_eq!(out.slept[1], ms(100));
+    }
+
+    #[test]
+    fn invert_retries_until_failure() {
+        let out = run(&["--invert"], &[exited(0, 0), exited(0, 0), exited(3, 0)]);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.specs.len(), 3);
+    }
+
+    #[test]
+    fn failed_run_with_exit_0_last_exits_1() {
+        let out = run(&["--invert", "-r", "1"], &[exited(0, 0)]);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
+        assert_eq!(out.end.exit_status(None), 1);
+    }
+
+    #[test]
+    fn consecutive_needs_a_streak_and_restarts_the_schedule() {
+        let ends = [
+            exited(0, 0),
+            exited(1, 0),
+            exited(1, 0),
+            exited(0, 0),
+            exited(0, 0),
+            exited(0, 0),
+        ];
+        let out = run(&["--consecutive", "3", "-r", "10"], &ends);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.specs.len(), 6);
+        // success -> d(1); failures -> d(2), d(3); successes -> d(1), d(1).
+        assert_eq!(out.slept, vec![ms(100), ms(200), ms(400), ms(100), ms(100)]);
+    }
+
+    #[test]
+    fn consecutive_exhausted_on_a_success_exits_1() {
+        let out = run(&["--consecutive", "3", "-r", "1"], &[exited(0, 0)]);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
+        assert_eq!(out.end.exit_status(None), 1);
+        assert_eq!(out.specs.len(), 2);
+    }
+
+    #[test]
+    fn signal_during_sleep_ends_the_run() {
+        let out = run_with(&[], &[exited(1, 0)], Some(1));
+        assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+        assert_eq!(out.specs.len(), 2);
+        assert!(out.output.ends_with("retry: stopped by SIGTERM\n"));
+    }
+
+    #[test]
+    fn ethernet_stops_after_16_attempts() {
+        let out = run(&["--backoff", "ethernet", "--seed", "1"], &[exited(1, 0)]);
+        assert_eq!(out.specs.len(), 16);
+    }
+
+    #[test]
+    fn huge_limits_do_not_overflow() {
+        let out = run(
+            &[
+                "--max-time",
+                "18446744073709551615",
+                "--timeout",
+                "18446744073709551615",
+                "-r",
+                "1",
+            ],
+            &[exited(1, 0)],
+        );
+        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+    }
+}

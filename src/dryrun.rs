@@ -1,0 +1,341 @@
+//! `--dry-run`: the planned schedule as text. Pure: settings in, text out.
+//!
+//! With `--seed`, it draws the delays with the same generator, in the same order, as a real run
+//! does (the splay first, then one delay per retry), so it predicts that run exactly, assuming
+//! every attempt fails at once.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::backoff::{Backoff, Delays, Jitter};
+use crate::config::Settings;
+use crate::report::human;
+
+/// Rows shown before the table is cut short.
+const MAX_ROWS: u64 = 100;
+/// Width of the bar chart, in cells.
+const BAR_WIDTH: usize = 40;
+
+struct Row {
+    label: String,
+    nominal: Option<Duration>,
+    least: Duration,
+    most: Duration,
+    elapsed_least: Duration,
+    elapsed_most: Duration,
+    drawn: Option<Duration>,
+    note: &'static str,
+}
+
+pub fn plan(settings: &Settings) -> String {
+    let schedule = settings.schedule;
+    let mut out = String::new();
+    let command = if settings.command.is_empty() {
+        "(no command given)".to_string()
+    } else {
+        let words: Vec<_> = settings
+            .command
+            .iter()
+            .map(|w| w.to_string_lossy())
+            .collect();
+        words.join(" ")
+    };
+    let _ = writeln!(out, "dry run: {command}");
+    let jitter = match (schedule.backoff, schedule.jitter) {
+        (Backoff::Ethernet, _) => "random slots".to_string(),
+        (_, Jitter::None) => "no jitter".to_string(),
+        (_, Jitter::Full) => "full jitter".to_string(),
+        (_, Jitter::Equal) => "equal jitter".to_string(),
+        (_, Jitter::Decorrelated) => "decorrelated jitter".to_string(),
+        (_, Jitter::Factor(f)) => format!("jitter ±{}%", f * 100.0),
+        (_, Jitter::Addend(a)) => format!("jitter +0..{}", human(a)),
+    };
+    let growth = match schedule.backoff {
+        Backoff::Exponential => format!(", multiplier {}", schedule.multiplier),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "schedule: {} backoff, base {}, max {}{growth}, {jitter}",
+        schedule.backoff.name(),
+        human(schedule.base),
+        human(schedule.max),
+    );
+    let _ = writeln!(
+        out,
+        "limits: {}, max-time {}, timeout {}",
+        match settings.max_attempts {
+            Some(1) => "1 attempt".to_string(),
+            Some(n) => format!("{n} attempts"),
+            None => "no attempt limit".to_string(),
+        },
+        settings.max_time.map_or("none".into(), human),
+        settings.timeout.map_or("none".into(), human),
+    );
+    let _ = writeln!(
+        out,
+        "seed: {}",
+        settings.seed.map_or(
+            "none (each run draws its own delays; --seed N shows them)".to_string(),
+            |s| s.to_string()
+        )
+    );
+    let _ = writeln!(
+        out,
+        "elapsed counts waits only: each attempt adds its own running time"
+    );
+    let _ = writeln!(out);
+
+    let (rows, more) = rows(settings);
+    let max_most = rows.iter().map(|r| r.most).max().unwrap_or_default();
+    let show_drawn = settings.seed.is_some();
+    let _ = writeln!(
+        out,
+        "{:>6}  {:>9}  {:>19}  {:>21}  {}{}",
+        "retry",
+        "nominal",
+        "wait",
+        "elapsed",
+        if show_drawn { "    drawn  " } else { "" },
+        "delays"
+    );
+    for row in &rows {
+        let drawn = match (show_drawn, row.drawn) {
+            (true, Some(d)) => format!("{:>9}  ", human(d)),
+            (true, None) => format!("{:>9}  ", "-"),
+            (false, _) => String::new(),
+        };
+        let line = format!(
+            "{:>6}  {:>9}  {:>19}  {:>21}  {drawn}{}{}",
+            row.label,
+            row.nominal.map_or("-".into(), human),
+            span(row.least, row.most),
+            span(row.elapsed_least, row.elapsed_most),
+            bar(row.least, row.most, max_most),
+            row.note,
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if let Some(more) = more {
+        let _ = writeln!(out, "{more}");
+    }
+    out
+}
+
+/// The rows of the table, and a line saying what was left out, if anything.
+fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
+    let schedule = settings.schedule;
+    let mut draws = settings
+        .seed
+        .map(|seed| Delays::new(schedule, StdRng::seed_from_u64(seed)));
+    let max_time = settings.max_time;
+    let mut rows = Vec::new();
+    let (mut elapsed_least, mut elapsed_most) = (Duration::ZERO, Duration::ZERO);
+    let mut drawn_elapsed = Some(Duration::ZERO);
+
+    if !settings.splay.is_zero() {
+        let drawn = draws.as_mut().map(|d| d.splay(settings.splay));
+        elapsed_most = settings.splay;
+        drawn_elapsed = drawn;
+        rows.push(Row {
+            label: "splay".into(),
+            nominal: None,
+            least: Duration::ZERO,
+            most: settings.splay,
+            elapsed_least,
+            elapsed_most,
+            drawn,
+            note: past(max_time, elapsed_least, elapsed_most, drawn_elapsed),
+        });
+    }
+
+    let retries = settings.max_attempts.map(|max| max - 1);
+    let mut n = 0u64;
+    loop {
+        if retries.is_some_and(|retries| n >= retries) {
+            return (rows, None);
+        }
+        if let Some(limit) = max_time {
+            let ended = match drawn_elapsed {
+                Some(drawn) => drawn >= limit,
+                None => elapsed_least >= limit,
+            };
+            if ended && n > 0 {
+                return (
+                    rows,
+                    Some(format!(
+                        "--max-time {} allows at most {n} attempts (fewer when attempts take time)",
+                        human(limit)
+                    )),
+                );
+            }
+        }
+        if n >= MAX_ROWS {
+            let rest = match retries {
+                Some(retries) => format!("{} more retries", retries - n),
+                None => "retries without limit".to_string(),
+            };
+            return (
+                rows,
+                Some(format!(
+                    "... {rest}, each waiting at most {}",
+                    human(schedule.max)
+                )),
+            );
+        }
+        n += 1;
+        let (least, most) = schedule.range(n);
+        let drawn = draws.as_mut().map(|d| d.delay(n));
+        elapsed_least = elapsed_least.saturating_add(least);
+        elapsed_most = elapsed_most.saturating_add(most);
+        drawn_elapsed = drawn_elapsed.zip(drawn).map(|(e, d)| e.saturating_add(d));
+        rows.push(Row {
+            label: n.to_string(),
+            nominal: Some(schedule.nominal(n)),
+            least,
+            most,
+            elapsed_least,
+            elapsed_most,
+            drawn,
+            note: past(max_time, elapsed_least, elapsed_most, drawn_elapsed),
+        });
+    }
+}
+
+/// The note for a row whose wait may reach `--max-time`; a wait that would reach the deadline
+/// ends the run instead.
+fn past(
+    max_time: Option<Duration>,
+    least: Duration,
+    most: Duration,
+    drawn: Option<Duration>,
+) -> &'static str {
+    let Some(limit) = max_time else { return "" };
+    match drawn {
+        Some(drawn) if drawn >= limit => "  <- --max-time ends the run instead",
+        Some(_) => "",
+        None if least >= limit => "  <- --max-time ends the run instead",
+        None if most >= limit => "  <- --max-time may end the run here",
+        None => "",
+    }
+}
+
+fn span(least: Duration, most: Duration) -> String {
+    if least == most {
+        human(least)
+    } else {
+        format!("{}..{}", human(least), human(most))
+    }
+}
+
+/// `█` up to the least wait, `░` from there to the most, scaled to the longest wait shown.
+fn bar(least: Duration, most: Duration, scale: Duration) -> String {
+    if scale.is_zero() {
+        return String::new();
+    }
+    let cells =
+        |d: Duration| ((d.as_secs_f64() / scale.as_secs_f64()) * BAR_WIDTH as f64).round() as usize;
+    let (solid, total) = (cells(least), cells(most).max(1));
+    format!(
+        "{}{}",
+        "█".repeat(solid),
+        "░".repeat(total.saturating_sub(solid))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn plan_for(args: &[&str]) -> String {
+        let cli = Cli::try_parse_from(["retry", "--dry-run"].iter().chain(args)).unwrap();
+        plan(&Settings::resolve(cli).unwrap())
+    }
+
+    #[test]
+    fn one_row_per_retry() {
+        let text = plan_for(&["--retries", "3", "--jitter", "none", "--base", "1s"]);
+        let table: Vec<_> = text.lines().skip(6).collect();
+        assert_eq!(table.len(), 4, "{text}");
+        assert!(table[1].contains("1s"), "{text}");
+        assert!(table[3].contains("4s"), "{text}");
+        assert!(table[3].contains("7s"), "elapsed 1+2+4: {text}");
+    }
+
+    #[test]
+    fn equal_jitter_ranges_and_elapsed() {
+        let text = plan_for(&["--retries", "2", "--base", "1s"]);
+        assert!(text.contains("500ms..1s"), "{text}");
+        assert!(text.contains("1s..2s"), "{text}");
+        assert!(text.contains("1.5s..3s"), "elapsed: {text}");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_plan() {
+        let args = ["--seed", "7", "--retries", "4"];
+        assert_eq!(plan_for(&args), plan_for(&args));
+        assert!(plan_for(&args).contains("drawn"));
+        assert_ne!(
+            plan_for(&args),
+            plan_for(&["--seed", "8", "--retries", "4"])
+        );
+    }
+
+    #[test]
+    fn max_time_cuts_the_table() {
+        let text = plan_for(&[
+            "--forever",
+            "--jitter",
+            "none",
+            "--base",
+            "1s",
+            "--max-time",
+            "10s",
+        ]);
+        assert!(
+            text.contains("--max-time 10s allows at most 4 attempts"),
+            "{text}"
+        );
+        assert!(
+            text.contains("<- --max-time ends the run instead"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unlimited_runs_are_cut_short() {
+        let text = plan_for(&["--forever", "--max", "1s"]);
+        assert!(
+            text.contains("... retries without limit, each waiting at most 1s"),
+            "{text}"
+        );
+        assert!(text.lines().count() < 120);
+    }
+
+    #[test]
+    fn splay_is_shown() {
+        let text = plan_for(&["--splay", "30s", "--seed", "1"]);
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with("splay")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn huge_limits_do_not_hang_or_overflow() {
+        let text = plan_for(&[
+            "--retries",
+            "18446744073709551615",
+            "--base",
+            "1000000000h",
+            "--multiplier",
+            "1000000",
+        ]);
+        assert!(text.contains("more retries"), "{text}");
+    }
+}

@@ -1,0 +1,140 @@
+//! `retry`: run a command until it succeeds, with backoff and jitter between attempts.
+//!
+//! `run` wires the pieces: argv -> `Cli` -> `Settings` -> driver (with the real runner and
+//! clock) -> `RunEnd` -> exit status. Each module's own doc says what it owns.
+
+pub mod backoff;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod driver;
+pub mod dryrun;
+pub mod outcome;
+pub mod parse;
+pub mod predicate;
+pub mod report;
+pub mod runner;
+pub mod signals;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use rand::rngs::{StdRng, SysRng};
+use rand::{SeedableRng, TryRng};
+
+use crate::backoff::Delays;
+use crate::cli::Cli;
+use crate::clock::RealClock;
+use crate::config::Settings;
+use crate::outcome::{MISUSE, RunEnd};
+use crate::report::{Event, Reporter};
+use crate::runner::Runner;
+use crate::signals::Events;
+
+/// How `retry` ends: with a status, or by re-raising a signal it received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Status(u8),
+    Signal(i32),
+}
+
+impl Exit {
+    pub fn exit(self) -> ! {
+        match self {
+            Exit::Status(status) => std::process::exit(i32::from(status)),
+            Exit::Signal(signal) => signals::exit_by(signal),
+        }
+    }
+}
+
+pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => return clap_exit(&error),
+    };
+    let settings = match Settings::resolve(cli) {
+        Ok(settings) => settings,
+        Err(error) => return misuse(&format!("{error:#}")),
+    };
+    if settings.dry_run {
+        return print_stdout(&dryrun::plan(&settings));
+    }
+    let events = match Events::listen() {
+        Ok(events) => events,
+        Err(error) => return misuse(&format!("{error:#}")),
+    };
+    let seed = settings.seed.unwrap_or_else(os_seed);
+    let mut delays = Delays::new(settings.schedule, StdRng::seed_from_u64(seed));
+    let mut reporter = Reporter::stderr(settings.verbosity);
+    reporter.emit(&Event::Start {
+        command: &settings.command,
+        max_attempts: settings.max_attempts,
+        seed,
+    });
+    let mut runner = Runner {
+        events: &events,
+        command: &settings.command,
+        foreground: settings.foreground,
+        kill_signal: settings.kill_signal,
+        kill_after: settings.kill_after,
+    };
+    let mut clock = RealClock::new(&events);
+    match driver::drive(
+        &settings,
+        &mut runner,
+        &mut clock,
+        &mut delays,
+        &mut reporter,
+    ) {
+        RunEnd::Interrupted(signal) => Exit::Signal(signal),
+        end => Exit::Status(end.exit_status(settings.fail_exit)),
+    }
+}
+
+/// A seed from the OS, so that processes started together draw different delays.
+fn os_seed() -> u64 {
+    SysRng.try_next_u64().unwrap_or_else(|_| {
+        // No entropy source: the pid and the clock still differ between processes.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        nanos ^ (u64::from(std::process::id()) << 32)
+    })
+}
+
+/// Help and version go to stdout with status 0; every other clap error is misuse, said in one
+/// line.
+fn clap_exit(error: &clap::Error) -> Exit {
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            print_stdout(&error.render().to_string())
+        }
+        _ => {
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            misuse(first.strip_prefix("error: ").unwrap_or(first))
+        }
+    }
+}
+
+fn misuse(message: &str) -> Exit {
+    let _ = writeln!(io::stderr(), "retry: {message}");
+    Exit::Status(MISUSE)
+}
+
+/// Writes to stdout; a reader that has gone away ends `retry` quietly, like other filters.
+fn print_stdout(text: &str) -> Exit {
+    let mut stdout = io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Exit::Status(0),
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+            Exit::Status(RunEnd::BrokenPipe.exit_status(None))
+        }
+        Err(error) => misuse(&format!("cannot write to stdout: {error}")),
+    }
+}

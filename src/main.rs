@@ -1,0 +1,3 @@
+fn main() {
+    retry::run(std::env::args_os()).exit()
+}

@@ -1,0 +1,155 @@
+//! How an attempt ended, how a run ended, and the one mapping from those to `retry`'s exit
+//! status (the table in the README and the contract).
+
+use std::fmt;
+
+use crate::parse::signal_name;
+
+/// Status for an attempt `retry` terminated for `--timeout` or `--max-time`, as `timeout(1)`.
+pub const TIMED_OUT: u8 = 124;
+/// Status for misuse of `retry` itself: a bad flag, value or configuration.
+pub const MISUSE: u8 = 125;
+/// Status for a command that was found but could not be executed.
+pub const NOT_EXECUTABLE: u8 = 126;
+/// Status for a command that was not found.
+pub const NOT_FOUND: u8 = 127;
+
+/// Which limit made `retry` terminate an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// `--timeout`, the per-attempt limit.
+    Attempt,
+    /// `--max-time`, the deadline of the whole run.
+    Run,
+}
+
+/// How one attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptEnd {
+    Exited(u8),
+    Signaled(i32),
+    TimedOut(Limit),
+    NotFound,
+    NotExecutable,
+}
+
+impl AttemptEnd {
+    /// The attempt's status as `retry` reports it: what predicates judge, what
+    /// `RETRY_LAST_EXIT` holds, and what `retry` exits with when this attempt is the last.
+    pub fn status(self) -> u8 {
+        match self {
+            AttemptEnd::Exited(code) => code,
+            AttemptEnd::Signaled(signal) => 128u8.saturating_add(signal.clamp(0, 127) as u8),
+            AttemptEnd::TimedOut(_) => TIMED_OUT,
+            AttemptEnd::NotFound => NOT_FOUND,
+            AttemptEnd::NotExecutable => NOT_EXECUTABLE,
+        }
+    }
+
+    /// The command never ran: it was not found or not executable.
+    pub fn could_not_start(self) -> bool {
+        matches!(self, AttemptEnd::NotFound | AttemptEnd::NotExecutable)
+    }
+}
+
+impl fmt::Display for AttemptEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AttemptEnd::Exited(code) => write!(f, "exit {code}"),
+            AttemptEnd::Signaled(signal) => match signal_name(signal) {
+                Some(name) => write!(f, "killed by {name}"),
+                None => write!(f, "killed by signal {signal}"),
+            },
+            AttemptEnd::TimedOut(Limit::Attempt) => f.write_str("timed out"),
+            AttemptEnd::TimedOut(Limit::Run) => f.write_str("stopped at --max-time"),
+            AttemptEnd::NotFound => f.write_str("command not found"),
+            AttemptEnd::NotExecutable => f.write_str("command not executable"),
+        }
+    }
+}
+
+/// How a whole run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    Succeeded,
+    /// Retries or time ran out, or a failure was permanent; `last` is the final attempt's end.
+    /// `None` only when `--splay` left no time for any attempt.
+    Failed {
+        last: Option<AttemptEnd>,
+    },
+    /// An attempt died of SIGPIPE: its reader has gone, so the run ends quietly.
+    BrokenPipe,
+    /// `retry` itself received this signal.
+    Interrupted(i32),
+}
+
+impl RunEnd {
+    /// The exit status of `retry`, with `--fail-exit` applied to failed runs.
+    pub fn exit_status(self, fail_exit: Option<u8>) -> u8 {
+        match self {
+            RunEnd::Succeeded => 0,
+            RunEnd::Failed { last } => fail_exit.unwrap_or(match last {
+                None => TIMED_OUT,
+                // A failed run never reports success, even when the last attempt exited 0.
+                Some(end) => end.status().max(1),
+            }),
+            RunEnd::BrokenPipe => AttemptEnd::Signaled(libc::SIGPIPE).status(),
+            RunEnd::Interrupted(signal) => AttemptEnd::Signaled(signal).status(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempt_statuses() {
+        assert_eq!(AttemptEnd::Exited(0).status(), 0);
+        assert_eq!(AttemptEnd::Exited(255).status(), 255);
+        assert_eq!(AttemptEnd::Signaled(libc::SIGKILL).status(), 137);
+        assert_eq!(AttemptEnd::Signaled(libc::SIGTERM).status(), 143);
+        assert_eq!(AttemptEnd::TimedOut(Limit::Attempt).status(), 124);
+        assert_eq!(AttemptEnd::TimedOut(Limit::Run).status(), 124);
+        assert_eq!(AttemptEnd::NotFound.status(), 127);
+        assert_eq!(AttemptEnd::NotExecutable.status(), 126);
+    }
+
+    #[test]
+    fn run_statuses() {
+        let failed = |end| RunEnd::Failed { last: Some(end) };
+        assert_eq!(RunEnd::Succeeded.exit_status(None), 0);
+        assert_eq!(RunEnd::Succeeded.exit_status(Some(1)), 0);
+        assert_eq!(failed(AttemptEnd::Exited(3)).exit_status(None), 3);
+        assert_eq!(failed(AttemptEnd::Exited(0)).exit_status(None), 1);
+        assert_eq!(failed(AttemptEnd::Signaled(9)).exit_status(None), 137);
+        assert_eq!(
+            failed(AttemptEnd::TimedOut(Limit::Run)).exit_status(None),
+            124
+        );
+        assert_eq!(failed(AttemptEnd::NotFound).exit_status(None), 127);
+        assert_eq!(failed(AttemptEnd::NotExecutable).exit_status(None), 126);
+        assert_eq!(RunEnd::Failed { last: None }.exit_status(None), 124);
+        assert_eq!(RunEnd::BrokenPipe.exit_status(None), 141);
+        assert_eq!(RunEnd::Interrupted(libc::SIGINT).exit_status(None), 130);
+        assert_eq!(RunEnd::Interrupted(libc::SIGTERM).exit_status(None), 143);
+    }
+
+    #[test]
+    fn fail_exit_replaces_only_failures() {
+        let failed = |end| RunEnd::Failed { last: Some(end) };
+        for end in [
+            AttemptEnd::Exited(3),
+            AttemptEnd::Exited(0),
+            AttemptEnd::TimedOut(Limit::Attempt),
+            AttemptEnd::NotFound,
+            AttemptEnd::NotExecutable,
+            AttemptEnd::Signaled(9),
+        ] {
+            assert_eq!(failed(end).exit_status(Some(1)), 1);
+        }
+        assert_eq!(RunEnd::Failed { last: None }.exit_status(Some(2)), 2);
+        assert_eq!(RunEnd::BrokenPipe.exit_status(Some(1)), 141);
+        assert_eq!(RunEnd::Interrupted(libc::SIGTERM).exit_status(Some(1)), 143);
+    }
+}

@@ -1,0 +1,362 @@
+//! Parsing of the value types `retry` accepts: durations, exit-code lists, signals,
+//! jitter kinds and multipliers.
+//!
+//! Pure functions from `&str` to a value or a one-line message; the message never repeats the
+//! input's flag name, because the caller (clap, or the config loader) adds where the value came
+//! from. Nothing here reads the environment, files or clocks.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::backoff::Jitter;
+
+/// A duration: humantime (`250ms`, `1m30s`, `2h`) or bare decimal seconds (`1.5`).
+///
+/// Negative, empty, NaN, exponent notation and values past `Duration::MAX` are rejected.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("empty duration; expected e.g. 500ms, 1.5, 1m30s".into());
+    }
+    if text.starts_with('-') {
+        return Err(format!("negative duration '{text}'"));
+    }
+    if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return bare_seconds(text);
+    }
+    humantime::parse_duration(text).map_err(|err| {
+        format!("invalid duration '{text}' ({err}); expected e.g. 500ms, 1.5, 1m30s")
+    })
+}
+
+/// Decimal seconds with an optional fraction, exact to the nanosecond (digits past the ninth
+/// decimal are dropped).
+fn bare_seconds(text: &str) -> Result<Duration, String> {
+    let invalid = || format!("invalid duration '{text}'; expected e.g. 500ms, 1.5, 1m30s");
+    let (whole, fraction) = match text.split_once('.') {
+        Some((whole, fraction)) => (whole, fraction),
+        None => (text, ""),
+    };
+    if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+        return Err(invalid());
+    }
+    let secs: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole
+            .parse()
+            .map_err(|_| format!("duration '{text}' is too large"))?
+    };
+    let mut nanos: u32 = 0;
+    for (i, digit) in fraction.bytes().take(9).enumerate() {
+        nanos += u32::from(digit - b'0') * 10u32.pow(8 - i as u32);
+    }
+    Ok(Duration::new(secs, nanos))
+}
+
+/// A set of exit statuses 0..=255, written like `1,75-78`.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct CodeSet([u128; 2]);
+
+impl CodeSet {
+    pub fn contains(&self, code: u8) -> bool {
+        self.0[usize::from(code / 128)] & (1u128 << (code % 128)) != 0
+    }
+
+    pub fn insert(&mut self, code: u8) {
+        self.0[usize::from(code / 128)] |= 1u128 << (code % 128);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0, 0]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=255u8).filter(|&code| self.contains(code))
+    }
+}
+
+impl fmt::Debug for CodeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl FromIterator<u8> for CodeSet {
+    fn from_iter<I: IntoIterator<Item = u8>>(codes: I) -> Self {
+        let mut set = CodeSet::default();
+        for code in codes {
+            set.insert(code);
+        }
+        set
+    }
+}
+
+/// An exit-code list: comma-separated codes and inclusive ranges, e.g. `1,75-78`.
+pub fn code_set(text: &str) -> Result<CodeSet, String> {
+    let mut set = CodeSet::default();
+    for item in text.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(if text.trim().is_empty() {
+                "empty exit-code list; expected e.g. 1,75-78".into()
+            } else {
+                format!("empty item in exit-code list '{text}'")
+            });
+        }
+        let (low, high) = match item.split_once('-') {
+            Some((low, high)) => (exit_code(low.trim())?, exit_code(high.trim())?),
+            None => {
+                let code = exit_code(item)?;
+                (code, code)
+            }
+        };
+        if low > high {
+            return Err(format!("reversed range '{item}' in exit-code list"));
+        }
+        for code in low..=high {
+            set.insert(code);
+        }
+    }
+    Ok(set)
+}
+
+/// One exit status, 0..=255.
+pub fn exit_code(text: &str) -> Result<u8, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("invalid exit code '{text}'; expected 0..255"));
+    }
+    text.parse()
+        .map_err(|_| format!("exit code '{text}' is outside 0..255"))
+}
+
+/// Signal names `retry` understands, without their `SIG` prefix.
+const SIGNALS: &[(&str, libc::c_int)] = &[
+    ("HUP", libc::SIGHUP),
+    ("INT", libc::SIGINT),
+    ("QUIT", libc::SIGQUIT),
+    ("ILL", libc::SIGILL),
+    ("TRAP", libc::SIGTRAP),
+    ("ABRT", libc::SIGABRT),
+    ("BUS", libc::SIGBUS),
+    ("FPE", libc::SIGFPE),
+    ("KILL", libc::SIGKILL),
+    ("USR1", libc::SIGUSR1),
+    ("SEGV", libc::SIGSEGV),
+    ("USR2", libc::SIGUSR2),
+    ("PIPE", libc::SIGPIPE),
+    ("ALRM", libc::SIGALRM),
+    ("TERM", libc::SIGTERM),
+    ("CHLD", libc::SIGCHLD),
+    ("CONT", libc::SIGCONT),
+    ("STOP", libc::SIGSTOP),
+    ("TSTP", libc::SIGTSTP),
+    ("TTIN", libc::SIGTTIN),
+    ("TTOU", libc::SIGTTOU),
+    ("URG", libc::SIGURG),
+    ("XCPU", libc::SIGXCPU),
+    ("XFSZ", libc::SIGXFSZ),
+    ("VTALRM", libc::SIGVTALRM),
+    ("PROF", libc::SIGPROF),
+    ("WINCH", libc::SIGWINCH),
+    ("IO", libc::SIGIO),
+    ("SYS", libc::SIGSYS),
+];
+
+/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
+pub fn signal(text: &str) -> Result<libc::c_int, String> {
+    let unknown = || format!("unknown signal '{text}'; expected a name like TERM or a number");
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        let number: libc::c_int = text.parse().map_err(|_| unknown())?;
+        return if signal_name(number).is_some() {
+            Ok(number)
+        } else {
+            Err(format!("'{text}' is not a signal number"))
+        };
+    }
+    let upper = text.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    SIGNALS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|&(_, number)| number)
+        .ok_or_else(unknown)
+}
+
+/// The conventional name of a signal (`SIGTERM`), or `None` for a number that is not one.
+pub fn signal_name(number: libc::c_int) -> Option<String> {
+    SIGNALS
+        .iter()
+        .find(|&&(_, known)| known == number)
+        .map(|(name, _)| format!("SIG{name}"))
+}
+
+/// A jitter kind: `none`, `full`, `equal`, `decorrelated`, a factor in [0, 1] such as `0.2`, or
+/// an addend such as `+1s`.
+pub fn jitter(text: &str) -> Result<Jitter, String> {
+    match text {
+        "none" => return Ok(Jitter::None),
+        "full" => return Ok(Jitter::Full),
+        "equal" => return Ok(Jitter::Equal),
+        "decorrelated" => return Ok(Jitter::Decorrelated),
+        _ => {}
+    }
+    if let Some(addend) = text.strip_prefix('+') {
+        return duration(addend).map(Jitter::Addend);
+    }
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let factor: f64 = text
+            .parse()
+            .map_err(|_| format!("invalid jitter factor '{text}'"))?;
+        return if (0.0..=1.0).contains(&factor) {
+            Ok(Jitter::Factor(factor))
+        } else {
+            Err(format!("jitter factor '{text}' is outside [0, 1]"))
+        };
+    }
+    Err(format!(
+        "unknown jitter '{text}'; expected none, full, equal, decorrelated, a factor like 0.2 or an addend like +1s"
+    ))
+}
+
+/// A growth factor: a finite decimal number, at least 1.
+pub fn multiplier(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid multiplier '{text}'; expected a number >= 1"))?;
+    if !value.is_finite() {
+        return Err(format!("multiplier '{text}' is not finite"));
+    }
+    if value < 1.0 {
+        return Err(format!("multiplier '{text}' is below 1"));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn durations_in_humantime_and_bare_seconds() {
+        assert_eq!(duration("250ms"), Ok(ms(250)));
+        assert_eq!(duration("1s"), Ok(ms(1000)));
+        assert_eq!(duration("1m30s"), Ok(ms(90_000)));
+        assert_eq!(duration("2h"), Ok(ms(7_200_000)));
+        assert_eq!(duration("1.5"), Ok(ms(1500)));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        assert_eq!(duration("0.000000001"), Ok(Duration::from_nanos(1)));
+        assert_eq!(duration(".5"), Ok(ms(500)));
+        assert_eq!(duration("3."), Ok(ms(3000)));
+        assert_eq!(duration("12"), Ok(ms(12_000)));
+    }
+
+    #[test]
+    fn bad_durations_are_rejected() {
+        for bad in [
+            "", " ", "-1", "-1s", "nan", "NaN", "inf", "1e3", "1.5e2", "1..5", ".", "abc", "1x",
+            "1.2.3",
+        ] {
+            assert!(duration(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn overflowing_durations_are_rejected() {
+        assert!(duration("99999999999999999999999").is_err());
+        assert!(duration("99999999999999999999999s").is_err());
+        assert!(duration("18446744073709551616").is_err());
+        assert!(duration("18446744073709551615").is_ok());
+    }
+
+    #[test]
+    fn error_messages_are_one_line() {
+        for bad in ["", "-1", "1e3", "x", "99999999999999999999999"] {
+            let message = duration(bad).unwrap_err();
+            assert!(!message.contains('\n'), "{message}");
+        }
+    }
+
+    #[test]
+    fn code_lists() {
+        let set = code_set("1,75-78").unwrap();
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![1, 75, 76, 77, 78]);
+        assert_eq!(code_set("0").unwrap().iter().collect::<Vec<_>>(), vec![0]);
+        assert_eq!(code_set("0-255").unwrap().iter().count(), 256);
+        assert!(code_set("255").unwrap().contains(255));
+        assert!(!code_set("254").unwrap().contains(255));
+        assert_eq!(
+            code_set(" 3 , 5 ").unwrap().iter().collect::<Vec<_>>(),
+            vec![3, 5]
+        );
+    }
+
+    #[test]
+    fn bad_code_lists_are_rejected() {
+        for bad in [
+            "", " ", ",", "1,", ",1", "256", "-1", "1-", "-", "5-3", "a", "1.5", "1-2-3", "300-301",
+        ] {
+            assert!(code_set(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn signals_by_name_and_number() {
+        assert_eq!(signal("TERM"), Ok(libc::SIGTERM));
+        assert_eq!(signal("SIGTERM"), Ok(libc::SIGTERM));
+        assert_eq!(signal("term"), Ok(libc::SIGTERM));
+        assert_eq!(signal("15"), Ok(libc::SIGTERM));
+        assert_eq!(signal("KILL"), Ok(libc::SIGKILL));
+        assert_eq!(signal("INT"), Ok(libc::SIGINT));
+        assert_eq!(signal("HUP"), Ok(libc::SIGHUP));
+        assert_eq!(signal("9"), Ok(libc::SIGKILL));
+        for bad in [
+            "",
+            "0",
+            "999",
+            "FOO",
+            "SIG",
+            "-15",
+            "SIGFOO",
+            "99999999999999999999",
+        ] {
+            assert!(signal(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert_eq!(signal_name(libc::SIGTERM).as_deref(), Some("SIGTERM"));
+        assert_eq!(signal_name(0), None);
+    }
+
+    #[test]
+    fn jitter_kinds() {
+        assert_eq!(jitter("none"), Ok(Jitter::None));
+        assert_eq!(jitter("full"), Ok(Jitter::Full));
+        assert_eq!(jitter("equal"), Ok(Jitter::Equal));
+        assert_eq!(jitter("decorrelated"), Ok(Jitter::Decorrelated));
+        assert_eq!(jitter("0.2"), Ok(Jitter::Factor(0.2)));
+        assert_eq!(jitter("0"), Ok(Jitter::Factor(0.0)));
+        assert_eq!(jitter("1"), Ok(Jitter::Factor(1.0)));
+        assert_eq!(jitter("+1s"), Ok(Jitter::Addend(ms(1000))));
+        assert_eq!(jitter("+250ms"), Ok(Jitter::Addend(ms(250))));
+        for bad in [
+            "", "1.5", "-0.2", "+", "+-1s", "NONE", "nan", "random", "2", "1e-1",
+        ] {
+            assert!(jitter(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn multipliers() {
+        assert_eq!(multiplier("2"), Ok(2.0));
+        assert_eq!(multiplier("1"), Ok(1.0));
+        assert_eq!(multiplier("1.5"), Ok(1.5));
+        assert_eq!(multiplier("1000000"), Ok(1e6));
+        for bad in ["", "0.5", "0", "-2", "nan", "inf", "x"] {
+            assert!(multiplier(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The only code that spawns, waits for and signals attempts.
+//!
+//! Each attempt runs in a process group of its own (unless `--foreground`), so a timeout or a
+//! shutdown reaches the whole tree. Termination follows `timeout(1)`: the terminating signal,
+//! SIGCONT so a stopped process can act on it, the `--kill-after` grace, then SIGKILL. Once the
+//! attempt itself has died, whatever is left of its group gets the rest of the grace and then
+//! SIGKILL too, so no grandchild outlives a terminated attempt.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use crate::driver::{AttemptReport, AttemptSpec, Execute, Interrupted};
+use crate::outcome::AttemptEnd;
+use crate::predicate::Matches;
+use crate::signals::{Event, Events};
+
+pub struct Runner<'a> {
+    pub events: &'a Events,
+    pub command: &'a [OsString],
+    pub foreground: bool,
+    pub kill_signal: i32,
+    pub kill_after: Duration,
+}
+
+/// Where a signal meant for the attempt goes.
+#[derive(Clone, Copy)]
+enum Target {
+    Group(libc::pid_t),
+    Process(libc::pid_t),
+}
+
+impl Target {
+    fn send(self, signal: i32) {
+        let pid = match self {
+            Target::Group(pgid) => -pgid,
+            Target::Process(pid) => pid,
+        };
+        // SAFETY: kill(2) with a pid we spawned (or its group); failure (already gone) is fine.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+
+    /// Sends the terminating signal, then SIGCONT so that a stopped process can act on it.
+    fn terminate(self, signal: i32) {
+        self.send(signal);
+        if signal != libc::SIGKILL && signal != libc::SIGCONT {
+            self.send(libc::SIGCONT);
+        }
+    }
+
+    /// Whether any process of the group is left (always false for a single process: its end
+    /// was already seen).
+    fn group_alive(self) -> bool {
+        match self {
+            // SAFETY: kill(2) with signal 0 only checks for existence.
+            Target::Group(pgid) => unsafe { libc::kill(-pgid, 0) == 0 },
+            Target::Process(_) => false,
+        }
+    }
+}
+
+/// Where the attempt is in being stopped by `retry`.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Running,
+    /// The terminating signal was sent; SIGKILL follows at this instant.
+    Terminating {
+        kill_at: Instant,
+    },
+    Killed,
+}
+
+impl Execute for Runner<'_> {
+    fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted> {
+        let started = Instant::now();
+        let mut child = match self.command(spec).spawn() {
+            Ok(child) => child,
+            Err(error) => return Ok(cannot_start(&error, started)),
+        };
+        let pid = child.id() as libc::pid_t;
+        let target = if self.foreground {
+            Target::Process(pid)
+        } else {
+            Target::Group(pid)
+        };
+
+        let mut phase = Phase::Running;
+        let mut timed_out = None;
+        let mut interrupted = None;
+        let status = loop {
+            let wake_at = match phase {
+                Phase::Running => spec.deadline.map(|(at, _)| at),
+                Phase::Terminating { kill_at } => Some(kill_at),
+                Phase::Killed => None,
+            };
+            match self.events.next(wake_at) {
+                Some(Event::Child) => {
+                    if let Some(status) = reap(&mut child) {
+                        break status;
+                    }
+                }
+                Some(Event::Shutdown(signal)) => {
+                    if interrupted.is_some() {
+                        // A second request (Ctrl-C again): no more grace.
+                        target.send(libc::SIGKILL);
+                        phase = Phase::Killed;
+                    } else {
+                        interrupted = Some(signal);
+                        target.terminate(signal);
+                        if phase == Phase::Running {
+                            phase = self.terminating();
+                        }
+                    }
+                }
+                None => match phase {
+                    Phase::Running => {
+                        timed_out = spec.deadline.map(|(_, limit)| limit);
+                        target.terminate(self.kill_signal);
+                        phase = self.terminating();
+                    }
+                    Phase::Terminating { .. } | Phase::Killed => {
+                        target.send(libc::SIGKILL);
+                        phase = Phase::Killed;
+                    }
+                },
+            }
+        };
+        let ran = started.elapsed();
+
+        if let Phase::Terminating { kill_at } = phase {
+            if let Some(signal) = self.clear_group(target, kill_at) {
+                interrupted.get_or_insert(signal);
+            }
+        }
+        if let Some(signal) = interrupted {
+            return Err(Interrupted(signal));
+        }
+        let end = match timed_out {
+            Some(limit) => AttemptEnd::TimedOut(limit),
+            None => end_of(status),
+        };
+        Ok(AttemptReport {
+            end,
+            ran,
+            matches: Matches::default(),
+            start_error: None,
+        })
+    }
+}
+
+impl Runner<'_> {
+    fn command(&self, spec: &AttemptSpec) -> Command {
+        let mut command = Command::new(&self.command[0]);
+        command
+            .args(&self.command[1..])
+            .env("RETRY_ATTEMPT", spec.number.to_string())
+            .env(
+                "RETRY_MAX_ATTEMPTS",
+                spec.max_attempts.unwrap_or(0).to_string(),
+            );
+        match spec.last_status {
+            Some(status) => command.env("RETRY_LAST_EXIT", status.to_string()),
+            None => command.env_remove("RETRY_LAST_EXIT"),
+        };
+        if !self.foreground {
+            command.process_group(0);
+        }
+        command
+    }
+
+    fn terminating(&self) -> Phase {
+        match Instant::now().checked_add(self.kill_after) {
+            Some(kill_at) => Phase::Terminating { kill_at },
+            // A grace too long to represent never escalates.
+            None => Phase::Killed,
+        }
+    }
+
+    /// After a terminated attempt has died, gives what is left of its group until `kill_at`,
+    /// then SIGKILL. Returns a shutdown signal received meanwhile, which also cuts the grace.
+    ///
+    /// Processes that are not our children send no SIGCHLD, so this one rare path checks the
+    /// group at growing intervals (1ms to 50ms) instead of waiting for an event.
+    fn clear_group(&self, target: Target, kill_at: Instant) -> Option<i32> {
+        let mut pause = Duration::from_millis(1);
+        while target.group_alive() {
+            let now = Instant::now();
+            if now >= kill_at {
+                target.send(libc::SIGKILL);
+                return None;
+            }
+            if let Some(Event::Shutdown(signal)) =
+                self.events.next(Some((now + pause).min(kill_at)))
+            {
+                target.send(libc::SIGKILL);
+                return Some(signal);
+            }
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+/// The child's exit status, if it has ended.
+fn reap(child: &mut Child) -> Option<ExitStatus> {
+    match child.try_wait() {
+        Ok(status) => status,
+        // ECHILD cannot happen (we are the only waiter); if it did, the child is gone and its
+        // status lost: report a plain failure rather than wait forever.
+        Err(_) => Some(ExitStatus::from_raw(1 << 8)),
+    }
+}
+
+fn end_of(status: ExitStatus) -> AttemptEnd {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => AttemptEnd::Exited(code as u8),
+        (None, Some(signal)) => AttemptEnd::Signaled(signal),
+        (None, None) => AttemptEnd::Exited(1),
+    }
+}
+
+fn cannot_start(error: &io::Error, started: Instant) -> AttemptReport {
+    let end = match error.kind() {
+        io::ErrorKind::NotFound => AttemptEnd::NotFound,
+        _ => AttemptEnd::NotExecutable,
+    };
+    let text = error.to_string();
+    // "Permission denied (os error 13)" reads better without its errno.
+    let text = match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    };
+    AttemptReport {
+        end,
+        ran: started.elapsed(),
+        matches: Matches::default(),
+        start_error: Some(text),
+    }
+}
