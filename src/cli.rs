@@ -43,6 +43,7 @@ pub struct Cli {
         short,
         long,
         value_name = "N",
+        allow_hyphen_values = true,
         help_heading = "Attempts and time limits"
     )]
     pub retries: Option<u64>,
@@ -51,7 +52,7 @@ pub struct Cli {
     #[arg(
         short,
         long,
-        value_name = "N",
+        value_name = "N", allow_hyphen_values = true,
         conflicts_with = "retries",
         value_parser = clap::value_parser!(u64).range(1..),
         help_heading = "Attempts and time limits"
@@ -70,42 +71,47 @@ pub struct Cli {
     ///
     /// No attempt starts after it, a wait that would cross it ends the run at once, and an
     /// attempt still running at the deadline is terminated (status 124).
-    #[arg(short, long, value_name = "DUR", value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(short, long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub max_time: Option<Duration>,
 
     /// Time limit for one attempt; 0 disables it [default: none]
     ///
     /// On expiry the attempt's process group gets --kill-signal, its status is 124, and it
     /// counts as a retryable failure.
-    #[arg(short, long, value_name = "DUR", value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(short, long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub timeout: Option<Duration>,
 
     /// Grace between the terminating signal and SIGKILL [default: 2s]
-    #[arg(long, value_name = "DUR", value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub kill_after: Option<Duration>,
 
     /// Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]
-    #[arg(long, value_name = "SIG", value_parser = parse::signal, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "SIG", allow_hyphen_values = true, value_parser = parse::signal, help_heading = "Attempts and time limits")]
     pub kill_signal: Option<i32>,
 
     /// First nominal delay (for ethernet: the slot time) [default: 1s]
     ///
     /// Durations read like 250ms, 1s, 1m30s, 2h, or bare decimal seconds (1.5).
-    #[arg(short, long, value_name = "DUR", value_parser = parse::duration, help_heading = "Delay schedule")]
+    #[arg(short, long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub base: Option<Duration>,
 
     /// Cap on any single delay, after jitter too [default: 30s]
-    #[arg(long, value_name = "DUR", value_parser = parse::duration, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub max: Option<Duration>,
 
     /// Growth factor of exponential backoff, at least 1 [default: 2]
-    #[arg(long, value_name = "F", value_parser = parse::multiplier, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "F", allow_hyphen_values = true, value_parser = parse::multiplier, help_heading = "Delay schedule")]
     pub multiplier: Option<f64>,
 
     /// How the nominal delay grows [default: exponential]
     ///
     /// ethernet gives up after 16 attempts unless an attempt limit is given.
-    #[arg(long, value_name = "KIND", help_heading = "Delay schedule")]
+    #[arg(
+        long,
+        value_name = "KIND",
+        allow_hyphen_values = true,
+        help_heading = "Delay schedule"
+    )]
     pub backoff: Option<Backoff>,
 
     /// How delays are randomised [default: equal]
@@ -113,23 +119,28 @@ pub struct Cli {
     /// none; full: uniform in [0, d]; equal: d/2 + uniform in [0, d/2]; decorrelated:
     /// min(max, uniform in [base, 3 * previous]); a factor such as 0.2: d * (1 ± 0.2); an addend
     /// such as +1s: d + uniform in [0, 1s].
-    #[arg(long, value_name = "KIND", value_parser = parse::jitter, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "KIND", allow_hyphen_values = true, value_parser = parse::jitter, help_heading = "Delay schedule")]
     pub jitter: Option<Jitter>,
 
     /// Seed for the jitter, so the same flags give the same delays [default: from OS entropy]
-    #[arg(long, value_name = "N", help_heading = "Delay schedule")]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Delay schedule"
+    )]
     pub seed: Option<u64>,
 
     /// Wait a random time in [0, DUR] before the first attempt [default: none]
-    #[arg(long, value_name = "DUR", value_parser = parse::duration, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub splay: Option<Duration>,
 
     /// Retry only these exit codes; any other failure ends the run (e.g. 1,75-78)
-    #[arg(long, value_name = "CODES", value_parser = parse::code_set, help_heading = "Success and failure")]
+    #[arg(long, value_name = "CODES", allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
     pub retry_on_exit: Option<CodeSet>,
 
     /// These exit codes end the run at once, as a permanent failure (e.g. 2,126-127)
-    #[arg(long, value_name = "CODES", value_parser = parse::code_set, help_heading = "Success and failure")]
+    #[arg(long, value_name = "CODES", allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
     pub stop_on_exit: Option<CodeSet>,
 
     /// Swap success and failure: retry until COMMAND fails
@@ -139,14 +150,14 @@ pub struct Cli {
     /// Succeed only after N successful attempts in a row [default: 1]
     #[arg(
         long,
-        value_name = "N",
+        value_name = "N", allow_hyphen_values = true,
         value_parser = clap::value_parser!(u64).range(1..),
         help_heading = "Success and failure"
     )]
     pub consecutive: Option<u64>,
 
     /// Exit with N instead of the failed run's status (e.g. 1 for Docker's HEALTHCHECK)
-    #[arg(long, value_name = "N", value_parser = parse::exit_code, help_heading = "Success and failure")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse::exit_code, help_heading = "Success and failure")]
     pub fail_exit: Option<u8>,
 
     /// Keep the attempt in retry's own process group, for commands that read the terminal

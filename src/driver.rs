@@ -156,6 +156,7 @@ impl Run<'_> {
                     if streak >= settings.consecutive {
                         self.reporter.emit(&Event::Success {
                             attempt,
+                            max_attempts,
                             ran: report.ran,
                             total: clock.now() - self.start,
                         });

@@ -94,13 +94,12 @@ pub fn plan(settings: &Settings) -> String {
     let show_drawn = settings.seed.is_some();
     let _ = writeln!(
         out,
-        "{:>6}  {:>9}  {:>19}  {:>21}  {}{}",
+        "{:>6}  {:>9}  {:>19}  {:>21}  {}delays",
         "retry",
         "nominal",
         "wait",
         "elapsed",
         if show_drawn { "    drawn  " } else { "" },
-        "delays"
     );
     for row in &rows {
         let drawn = match (show_drawn, row.drawn) {
@@ -155,9 +154,6 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
     let retries = settings.max_attempts.map(|max| max - 1);
     let mut n = 0u64;
     loop {
-        if retries.is_some_and(|retries| n >= retries) {
-            return (rows, None);
-        }
         if let Some(limit) = max_time {
             let ended = match drawn_elapsed {
                 Some(drawn) => drawn >= limit,
@@ -172,6 +168,9 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
                     )),
                 );
             }
+        }
+        if retries.is_some_and(|retries| n >= retries) {
+            return (rows, None);
         }
         if n >= MAX_ROWS {
             let rest = match retries {

@@ -18,6 +18,9 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     if text.is_empty() {
         return Err("empty duration; expected e.g. 500ms, 1.5, 1m30s".into());
     }
+    if text.starts_with("--") {
+        return Err(format!("expected a duration, found the flag '{text}'"));
+    }
     if text.starts_with('-') {
         return Err(format!("negative duration '{text}'"));
     }
@@ -94,6 +97,9 @@ impl FromIterator<u8> for CodeSet {
 
 /// An exit-code list: comma-separated codes and inclusive ranges, e.g. `1,75-78`.
 pub fn code_set(text: &str) -> Result<CodeSet, String> {
+    if text.trim_start().starts_with('-') {
+        return Err(format!("negative exit code in '{text}'; expected 0..255"));
+    }
     let mut set = CodeSet::default();
     for item in text.split(',') {
         let item = item.trim();

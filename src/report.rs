@@ -60,6 +60,7 @@ pub enum Event<'a> {
     },
     Success {
         attempt: u64,
+        max_attempts: Option<u64>,
         ran: Duration,
         total: Duration,
     },
@@ -166,10 +167,12 @@ fn text(event: &Event<'_>) -> String {
         } => format!("cannot run {}: {error} ({end})", quote(command)),
         Event::Success {
             attempt,
+            max_attempts,
             ran,
             total,
         } => format!(
-            "attempt {attempt} succeeded after {}; done in {}",
+            "attempt {} succeeded after {}; done in {}",
+            of(attempt, max_attempts),
             human(ran),
             human(total)
         ),

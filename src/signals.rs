@@ -11,7 +11,7 @@
 //!
 //! Waiting on the channel with a timeout is also how `retry` sleeps, so a signal ends any wait.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::Instant;
 
@@ -64,10 +64,7 @@ impl Events {
             None => self.receiver.recv().ok(),
             Some(until) => {
                 let left = until.saturating_duration_since(Instant::now());
-                match self.receiver.recv_timeout(left) {
-                    Ok(event) => Some(event),
-                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-                }
+                self.receiver.recv_timeout(left).ok()
             }
         }
     }

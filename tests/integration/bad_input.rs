@@ -1,0 +1,131 @@
+//! Malformed values and combinations: exit 125, one line on stderr naming the flag, no panic.
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+fn misuse(args: &[&str], names: &str) {
+    retry()
+        .args(args)
+        .args(["true"])
+        .assert()
+        .code(125)
+        .stdout("")
+        .stderr(predicate::str::starts_with("retry: "))
+        .stderr(predicate::str::contains(names))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
+#[test]
+fn malformed_durations() {
+    for flag in [
+        "--max-time",
+        "--timeout",
+        "--kill-after",
+        "--base",
+        "--max",
+        "--splay",
+    ] {
+        for value in [
+            "",
+            "-1",
+            "-1s",
+            "nan",
+            "inf",
+            "1e3",
+            "abc",
+            "1x",
+            "1..5",
+            "99999999999999999999999",
+            "5 s s",
+        ] {
+            misuse(&[flag, value], flag);
+        }
+        // The `--flag=value` spelling too.
+        misuse(&[&format!("{flag}=oops")], flag);
+    }
+}
+
+#[test]
+fn malformed_counts() {
+    for flag in ["--retries", "--attempts", "--seed", "--consecutive"] {
+        for value in ["", "x", "-1", "1.5", "99999999999999999999999"] {
+            misuse(&[flag, value], flag);
+        }
+    }
+    misuse(&["--attempts", "0"], "--attempts");
+    misuse(&["--consecutive", "0"], "--consecutive");
+}
+
+#[test]
+fn malformed_code_lists() {
+    for flag in ["--retry-on-exit", "--stop-on-exit"] {
+        for value in ["", ",", "1,", "256", "-1", "5-3", "a", "1-2-3", "1.5"] {
+            misuse(&[flag, value], flag);
+        }
+    }
+    for value in ["256", "-1", "x", ""] {
+        misuse(&["--fail-exit", value], "--fail-exit");
+    }
+}
+
+#[test]
+fn malformed_signals() {
+    for value in ["", "0", "999", "FOO", "SIGFOO", "-9"] {
+        misuse(&["--kill-signal", value], "--kill-signal");
+    }
+}
+
+#[test]
+fn malformed_schedule_kinds() {
+    for value in ["", "random", "1.5", "-0.2", "+", "+x", "2"] {
+        misuse(&["--jitter", value], "--jitter");
+    }
+    for value in ["", "quadratic", "EXP"] {
+        misuse(&["--backoff", value], "--backoff");
+    }
+    for value in ["", "0.5", "0", "-2", "nan", "inf", "x"] {
+        misuse(&["--multiplier", value], "--multiplier");
+    }
+}
+
+#[test]
+fn conflicting_flags() {
+    misuse(&["--retries", "1", "--attempts", "2"], "--attempts");
+    misuse(&["--forever", "--retries", "2"], "--forever");
+    misuse(&["--forever", "--attempts", "2"], "--forever");
+    misuse(&["--quiet", "--verbose"], "--quiet");
+}
+
+#[test]
+fn unknown_flags_and_missing_values() {
+    misuse(&["--no-such-flag"], "--no-such-flag");
+    retry()
+        .args(["--base"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("--base"))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
+#[test]
+fn a_missing_command_is_misuse() {
+    for args in [vec![], vec!["--retries", "2"], vec!["--"]] {
+        retry()
+            .args(args)
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains("no command"))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+}
+
+#[test]
+fn a_later_flag_overrides_an_earlier_one() {
+    retry()
+        .args(["--retries", "9", "--retries", "0", "--base", "0", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("attempt 1/1 failed"));
+}

@@ -1,0 +1,34 @@
+//! `--dry-run`: the schedule on stdout, nothing run.
+
+use crate::util::*;
+
+#[test]
+fn runs_nothing() {
+    let r = retry().args(["--dry-run", "--"]);
+    let marker = r.path("ran");
+    let script = format!("touch '{}'", marker.display());
+    let r = r.args(sh(&script));
+    r.assert().code(0).stderr("");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn fixed_seed_output() {
+    retry()
+        .args(["--dry-run", "--seed", "7", "--retries", "3", "--base", "1s", "--max-time", "5s", "curl", "-f", "url"])
+        .assert()
+        .code(0)
+        .stdout(
+            "dry run: curl -f url\n\
+             schedule: exponential backoff, base 1s, max 30s, multiplier 2, equal jitter\n\
+             limits: 4 attempts, max-time 5s, timeout none\n\
+             seed: 7\n\
+             elapsed counts waits only: each attempt adds its own running time\n\
+             \n\
+             \x20retry    nominal                 wait                elapsed      drawn  delays\n\
+             \x20    1         1s            500ms..1s              500ms..1s    653.5ms  █████░░░░░\n\
+             \x20    2         2s               1s..2s               1.5s..3s     1.542s  ██████████░░░░░░░░░░\n\
+             \x20    3         4s               2s..4s               3.5s..7s     3.902s  ████████████████████░░░░░░░░░░░░░░░░░░░░  <- --max-time ends the run instead\n\
+             --max-time 5s allows at most 3 attempts (fewer when attempts take time)\n",
+        );
+}

@@ -1,0 +1,215 @@
+//! Every row of the contract's exit-status table, produced by the real binary, and `--fail-exit`.
+
+use std::os::unix::fs::PermissionsExt;
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+#[test]
+fn success_is_0() {
+    retry().args(["--", "true"]).assert().code(0).stderr("");
+}
+
+#[test]
+fn success_after_failures_is_0() {
+    let r = retry().args(["--base", "1ms"]);
+    let command = r.flaky(2);
+    let r = r.args(command);
+    r.assert().code(0);
+    assert_eq!(r.runs(), 3);
+}
+
+#[test]
+fn exhausted_gives_the_last_exit_code() {
+    retry()
+        .args(["-r", "2", "--base", "0"])
+        .args(sh("exit $((RETRY_ATTEMPT + 40))"))
+        .assert()
+        .code(43);
+}
+
+#[test]
+fn every_exit_code_comes_back() {
+    for code in [1, 2, 42, 100, 123, 124, 125, 126, 127, 128, 200, 255] {
+        retry()
+            .args(["-r", "0", "--"])
+            .args(sh(&format!("exit {code}")))
+            .assert()
+            .code(code);
+    }
+}
+
+#[test]
+fn death_by_signal_is_128_plus_n() {
+    for (signal, status) in [("TERM", 143), ("KILL", 137), ("INT", 130), ("USR1", 138)] {
+        retry()
+            .args(["-r", "1", "--base", "0"])
+            .args(sh(&format!("kill -{signal} $$")))
+            .assert()
+            .code(status)
+            .stderr(predicate::str::contains(format!("killed by SIG{signal}")));
+    }
+}
+
+#[test]
+fn timeout_is_124() {
+    retry()
+        .args(["-r", "0", "--timeout", "50ms", "sleep", "5"])
+        .assert()
+        .code(124)
+        .stderr(predicate::str::contains("timed out"));
+}
+
+#[test]
+fn max_time_cutting_an_attempt_is_124() {
+    retry()
+        .args(["--forever", "--max-time", "100ms", "sleep", "5"])
+        .assert()
+        .code(124);
+}
+
+#[test]
+fn not_found_is_127_not_retried() {
+    retry()
+        .args(["--base", "0", "no-such-command-for-retry"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains("no-such-command-for-retry"))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
+#[test]
+fn not_executable_is_126_not_retried() {
+    let r = retry().args(["--base", "0"]);
+    let script = r.path("script.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    r.args([script.to_str().unwrap()])
+        .assert()
+        .code(126)
+        .stderr(predicate::str::contains("script.sh"))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
+#[test]
+fn a_directory_is_not_executable() {
+    retry().args(["/"]).assert().code(126);
+}
+
+#[test]
+fn not_found_is_retried_when_listed() {
+    retry()
+        .args([
+            "-r",
+            "2",
+            "--base",
+            "0",
+            "--retry-on-exit",
+            "127",
+            "no-such-command-for-retry",
+        ])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains(
+            "attempt 3/3 failed (command not found)",
+        ));
+}
+
+#[test]
+fn misuse_is_125() {
+    retry().args(["--retries", "x", "true"]).assert().code(125);
+    retry().args(["--no-such-flag", "true"]).assert().code(125);
+    retry().assert().code(125);
+}
+
+#[test]
+fn help_version_and_dry_run_are_0() {
+    retry()
+        .args(["--help"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Usage:"));
+    retry()
+        .args(["-h"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("--retries"));
+    retry()
+        .args(["--version"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::starts_with("retry "));
+    retry().args(["--dry-run", "false"]).assert().code(0);
+}
+
+#[test]
+fn failed_run_whose_last_attempt_exited_0_exits_1() {
+    retry()
+        .args(["-r", "1", "--base", "0", "--invert", "true"])
+        .assert()
+        .code(1);
+    retry()
+        .args(["--stop-on-exit", "0", "true"])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn sigpipe_death_is_141_quietly_and_not_retried() {
+    let r = retry().args(["--base", "0", "--fail-exit", "1"]);
+    let script = format!("echo x >> '{}'; kill -PIPE $$", r.path("runs").display());
+    let r = r.args(sh(&script));
+    r.assert().code(141).stderr("");
+    let runs = std::fs::read_to_string(r.path("runs")).unwrap();
+    assert_eq!(runs.lines().count(), 1);
+}
+
+#[test]
+fn fail_exit_replaces_failed_statuses() {
+    for (args, _why) in [
+        (vec!["-r", "1", "--base", "0", "false"], "exhausted"),
+        (
+            vec!["--stop-on-exit", "3", "sh", "-c", "exit 3"],
+            "permanent",
+        ),
+        (
+            vec!["-r", "0", "--timeout", "20ms", "sleep", "5"],
+            "timeout",
+        ),
+        (vec!["no-such-command-for-retry"], "not found"),
+        (vec!["/"], "not executable"),
+        (vec!["-r", "0", "sh", "-c", "kill -KILL $$"], "signal"),
+    ] {
+        retry()
+            .args(["--fail-exit", "7"])
+            .args(args)
+            .assert()
+            .code(7);
+    }
+}
+
+#[test]
+fn fail_exit_does_not_touch_success_or_misuse() {
+    retry().args(["--fail-exit", "7", "true"]).assert().code(0);
+    retry()
+        .args(["--fail-exit", "7", "--base", "bad", "true"])
+        .assert()
+        .code(125);
+}
+
+#[test]
+fn fail_exit_range_is_checked() {
+    retry()
+        .args(["--fail-exit", "256", "true"])
+        .assert()
+        .code(125);
+    retry()
+        .args(["--fail-exit", "-1", "true"])
+        .assert()
+        .code(125);
+    retry()
+        .args(["--fail-exit", "0", "-r0", "false"])
+        .assert()
+        .code(0);
+}

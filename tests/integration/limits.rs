@@ -1,0 +1,242 @@
+//! Attempts and time limits, seen through the attempts' own environment.
+
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// Prints the attempt's environment as one line per attempt and fails.
+fn env_line(code: u8) -> Vec<String> {
+    sh(&format!(
+        "echo \"$RETRY_ATTEMPT/$RETRY_MAX_ATTEMPTS/${{RETRY_LAST_EXIT-unset}}\"; exit {code}"
+    ))
+}
+
+fn stdout_lines(r: &Retry) -> Vec<String> {
+    let output = r.command().output().expect("run");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn retries_n_makes_n_plus_1_attempts_with_their_environment() {
+    let r = retry()
+        .args(["--retries", "2", "--base", "0"])
+        .args(env_line(3));
+    assert_eq!(stdout_lines(&r), ["1/3/unset", "2/3/3", "3/3/3"]);
+}
+
+#[test]
+fn default_is_5_retries() {
+    let r = retry().args(["--base", "0"]).args(env_line(1));
+    assert_eq!(stdout_lines(&r).len(), 6);
+}
+
+#[test]
+fn retries_0_runs_once() {
+    let r = retry().args(["--retries", "0"]).args(env_line(1));
+    assert_eq!(stdout_lines(&r), ["1/1/unset"]);
+}
+
+#[test]
+fn attempts_counts_all_runs() {
+    let r = retry()
+        .args(["--attempts", "2", "--base", "0"])
+        .args(env_line(4));
+    assert_eq!(stdout_lines(&r), ["1/2/unset", "2/2/4"]);
+}
+
+#[test]
+fn last_exit_reports_timeouts_and_signals_as_retry_sees_them() {
+    let r = retry()
+        .args(["--attempts", "3", "--base", "0", "--timeout", "100ms"])
+        .args(sh(
+            "echo \"${RETRY_LAST_EXIT-unset}\"; case $RETRY_ATTEMPT in 1) exec sleep 5;; 2) kill -KILL $$;; esac",
+        ));
+    assert_eq!(stdout_lines(&r), ["unset", "124", "137"]);
+}
+
+#[test]
+fn forever_has_no_limit_and_says_0() {
+    let r = retry().args(["--forever", "--base", "0"]);
+    let script = format!(
+        "echo $RETRY_MAX_ATTEMPTS >> '{}'; [ $RETRY_ATTEMPT -ge 20 ]",
+        r.path("max").display()
+    );
+    let r = r.args(sh(&script));
+    r.assert().code(0);
+    let max = std::fs::read_to_string(r.path("max")).unwrap();
+    assert_eq!(max.lines().count(), 20);
+    assert!(max.lines().all(|l| l == "0"));
+}
+
+#[test]
+fn ethernet_without_a_limit_makes_16_attempts() {
+    let r = retry()
+        .args(["--backoff", "ethernet", "--base", "0"])
+        .args(env_line(1));
+    let lines = stdout_lines(&r);
+    assert_eq!(lines.len(), 16);
+    assert_eq!(lines[15], "16/16/1");
+}
+
+#[test]
+fn max_time_ends_the_run_before_a_wait_that_would_cross_it() {
+    let start = Instant::now();
+    retry()
+        .args([
+            "--forever",
+            "--max-time",
+            "300ms",
+            "--base",
+            "100ms",
+            "--jitter",
+            "none",
+            "--backoff",
+            "constant",
+        ])
+        .args(["sh", "-c", "exit 3"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("--max-time reached"));
+    let took = start.elapsed();
+    // Waits at 100 and 200ms; a third would end at 300ms, the deadline, so the run ends.
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn max_time_terminates_a_running_attempt() {
+    let start = Instant::now();
+    retry()
+        .args(["--forever", "--max-time", "200ms", "sleep", "10"])
+        .assert()
+        .code(124);
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn max_time_0_is_no_limit() {
+    retry()
+        .args(["--max-time", "0", "-r", "0", "sleep", "0.2"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn timeout_limits_each_attempt_and_is_retried() {
+    let start = Instant::now();
+    let r = retry().args(["--retries", "2", "--base", "0", "--timeout", "100ms"]);
+    let script = format!("echo x >> '{}'; exec sleep 10", r.path("runs").display());
+    let r = r.args(sh(&script));
+    r.assert().code(124);
+    assert_eq!(
+        std::fs::read_to_string(r.path("runs"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+}
+
+#[test]
+fn timeout_0_is_no_limit() {
+    retry()
+        .args(["--timeout", "0", "-r", "0", "sleep", "0.2"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn kill_signal_is_what_the_attempt_receives() {
+    retry()
+        .args(["-r", "0", "--timeout", "100ms", "--kill-signal", "INT"])
+        .args(sh("trap 'echo got-INT; exit 9' INT; sleep 10 & wait"))
+        .assert()
+        .code(124)
+        .stdout(predicate::str::contains("got-INT"));
+    retry()
+        .args(["-r", "0", "--timeout", "100ms", "--kill-signal", "SIGUSR1"])
+        .args(sh("trap 'echo got-USR1; exit 9' USR1; sleep 10 & wait"))
+        .assert()
+        .code(124)
+        .stdout(predicate::str::contains("got-USR1"));
+}
+
+#[test]
+fn kill_after_escalates_to_sigkill() {
+    let start = Instant::now();
+    retry()
+        .args(["-r", "0", "--timeout", "100ms", "--kill-after", "300ms"])
+        .args(sh("trap '' TERM; echo ready; while :; do sleep 0.05; done"))
+        .assert()
+        .code(124)
+        .stdout(predicate::str::contains("ready"));
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(400), "{took:?}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+}
+
+#[test]
+fn kill_after_0_kills_at_once() {
+    let start = Instant::now();
+    retry()
+        .args(["-r", "0", "--timeout", "100ms", "--kill-after", "0"])
+        .args(sh("trap '' TERM; while :; do sleep 0.05; done"))
+        .assert()
+        .code(124);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn splay_delays_the_first_attempt_and_counts_toward_max_time() {
+    // A splay drawn up to 10s with a 50ms max-time: with this seed the draw exceeds it.
+    let r = retry().args(["--splay", "10s", "--max-time", "50ms", "--seed", "1"]);
+    let marker = r.path("ran");
+    let script = format!("touch '{}'", marker.display());
+    let r = r.args(sh(&script));
+    r.assert().code(124);
+    assert!(!marker.exists(), "no attempt may start");
+}
+
+#[test]
+fn splay_waits_before_the_first_attempt() {
+    let start = Instant::now();
+    // seed 3 draws a splay in [0, 400ms]; --dry-run shows the same draw.
+    let plan = retry()
+        .args(["--dry-run", "--splay", "400ms", "--seed", "3"])
+        .command()
+        .output()
+        .unwrap();
+    let plan = String::from_utf8(plan.stdout).unwrap();
+    let splay_line = plan
+        .lines()
+        .find(|l| l.trim_start().starts_with("splay"))
+        .expect("splay row");
+    let drawn = splay_line
+        .split_whitespace()
+        .nth(4)
+        .expect("drawn column")
+        .to_string();
+    retry()
+        .args(["--splay", "400ms", "--seed", "3", "-v", "true"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(format!(
+            "splay: first attempt in {drawn}"
+        )));
+    assert!(start.elapsed() < Duration::from_secs(5));
+}

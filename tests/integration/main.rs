@@ -1,0 +1,11 @@
+//! End-to-end tests against the real `retry` binary, one module per concern.
+
+mod util;
+
+mod bad_input;
+mod dry_run;
+mod exit_status;
+mod limits;
+mod messages;
+mod processes;
+mod schedule;

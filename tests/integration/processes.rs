@@ -1,0 +1,216 @@
+//! Process groups, termination, and signals sent to `retry` itself.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+fn pids(r: &Retry, lines: usize) -> Vec<i32> {
+    wait_for_lines(&r.path("pids"), lines)
+        .iter()
+        .map(|l| l.parse().expect("a pid"))
+        .collect()
+}
+
+/// A command that records its own pid and a background grandchild's, then waits.
+fn family(r: &Retry, grandchild_setup: &str) -> Vec<String> {
+    let pids = r.path("pids");
+    sh(&format!(
+        "echo $$ > '{p}'; ({grandchild_setup} exec sleep 30 </dev/null >/dev/null 2>&1) & echo $! >> '{p}'; wait",
+        p = pids.display()
+    ))
+}
+
+#[test]
+fn each_attempt_leads_its_own_process_group() {
+    let r = retry().args(["-r", "1", "--base", "0"]);
+    let script = format!(
+        "echo $$ $(cut -d' ' -f5 /proc/$$/stat) >> '{}'; exit 1",
+        r.path("groups").display()
+    );
+    let r = r.args(sh(&script));
+    r.assert().code(1);
+    let groups = std::fs::read_to_string(r.path("groups")).unwrap();
+    for line in groups.lines() {
+        let (pid, pgid) = line.split_once(' ').unwrap();
+        assert_eq!(pid, pgid, "the attempt leads its group");
+    }
+}
+
+#[test]
+fn foreground_keeps_the_attempt_in_retrys_group() {
+    retry()
+        .args(["--foreground", "-r", "0"])
+        .args(sh(
+            "[ \"$(cut -d' ' -f5 /proc/$$/stat)\" = \"$(cut -d' ' -f5 /proc/$PPID/stat)\" ]",
+        ))
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn a_timeout_leaves_no_grandchild() {
+    let r = retry().args(["-r", "0", "--timeout", "100ms"]);
+    let command = family(&r, "");
+    let r = r.args(command);
+    r.assert().code(124);
+    for pid in pids(&r, 2) {
+        assert!(gone_soon(pid), "process {pid} survived the timeout");
+    }
+}
+
+#[test]
+fn a_grandchild_ignoring_the_signal_is_killed_after_the_grace() {
+    let start = Instant::now();
+    let r = retry().args(["-r", "0", "--timeout", "100ms", "--kill-after", "200ms"]);
+    let command = family(&r, "trap '' TERM;");
+    let r = r.args(command);
+    r.assert().code(124);
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    for pid in pids(&r, 2) {
+        assert!(gone_soon(pid), "process {pid} survived the timeout");
+    }
+}
+
+#[test]
+fn foreground_timeout_signals_only_the_attempt() {
+    let r = retry().args(["--foreground", "-r", "0", "--timeout", "100ms"]);
+    let command = family(&r, "");
+    let r = r.args(command);
+    r.assert().code(124);
+    let pids = pids(&r, 2);
+    assert!(gone_soon(pids[0]));
+    assert!(
+        alive(pids[1]),
+        "the grandchild is not signalled in --foreground"
+    );
+    // SAFETY: kill(2) on the grandchild this test started.
+    unsafe { libc::kill(pids[1], libc::SIGKILL) };
+}
+
+/// The grandchild of a non-interactive shell ignores SIGINT and SIGQUIT, so for those the
+/// escalation to SIGKILL after `--kill-after` is what ends it.
+fn signal_during_attempt(signal: i32, status: i32) {
+    let r = retry().args(["--base", "0", "--kill-after", "300ms"]);
+    let command = family(&r, "");
+    let r = r.args(command);
+    let mut child = r.spawn();
+    let family = pids(&r, 2);
+    let sent = Instant::now();
+    send(&child, signal);
+    let exit = wait_bounded(&mut child);
+    assert_eq!(shell_status(exit), status, "{exit:?}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    for pid in family {
+        assert!(gone_soon(pid), "process {pid} survived");
+    }
+    assert_eq!(
+        wait_for_lines(&r.path("pids"), 2).len(),
+        2,
+        "no further attempt"
+    );
+}
+
+#[test]
+fn sigterm_during_an_attempt() {
+    signal_during_attempt(libc::SIGTERM, 143);
+}
+
+#[test]
+fn sigint_during_an_attempt() {
+    signal_during_attempt(libc::SIGINT, 130);
+}
+
+#[test]
+fn sighup_during_an_attempt() {
+    signal_during_attempt(libc::SIGHUP, 129);
+}
+
+#[test]
+fn sigquit_during_an_attempt() {
+    signal_during_attempt(libc::SIGQUIT, 131);
+}
+
+fn signal_during_sleep(signal: i32, status: i32) {
+    let r = retry().args(["--base", "1h", "false"]);
+    let mut child = r.spawn();
+    wait_for_stderr(&mut child, "next attempt in");
+    let sent = Instant::now();
+    send(&child, signal);
+    let exit = wait_bounded(&mut child);
+    assert_eq!(shell_status(exit), status, "{exit:?}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
+}
+
+#[test]
+fn sigterm_during_a_sleep_ends_retry_at_once() {
+    signal_during_sleep(libc::SIGTERM, 143);
+}
+
+#[test]
+fn sigint_during_a_sleep_ends_retry_at_once() {
+    signal_during_sleep(libc::SIGINT, 130);
+}
+
+#[test]
+fn an_attempt_ignoring_the_signal_is_killed_after_the_grace() {
+    let r = retry().args(["--kill-after", "200ms"]);
+    let command = family(&r, "trap '' TERM;");
+    let r = r.args(command);
+    let mut child = r.spawn();
+    let family = pids(&r, 2);
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    let exit = wait_bounded(&mut child);
+    assert_eq!(shell_status(exit), 143);
+    assert!(
+        sent.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        sent.elapsed()
+    );
+    for pid in family {
+        assert!(gone_soon(pid), "process {pid} survived");
+    }
+}
+
+#[test]
+fn fail_exit_does_not_replace_an_interruption() {
+    let r = retry().args(["--fail-exit", "1", "--base", "1h", "false"]);
+    let mut child = r.spawn();
+    wait_for_stderr(&mut child, "next attempt in");
+    send(&child, libc::SIGTERM);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
+}
+
+#[test]
+fn a_closed_stdout_ends_retry_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = std::process::Command::new(BIN)
+        .args(["--dry-run", "--forever"])
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(shell_status(output.status), 141);
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
+
+#[test]
+fn stdin_reaches_the_attempt() {
+    retry()
+        .args(["-r", "0", "cat"])
+        .command()
+        .write_stdin("hello\n")
+        .assert()
+        .code(0)
+        .stdout("hello\n");
+}

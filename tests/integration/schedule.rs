@@ -1,0 +1,222 @@
+//! The delay schedule as the real binary applies it.
+
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// The "next attempt in X" values a run reports.
+fn waits(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.split("next attempt in ").nth(1))
+        .map(str::to_string)
+        .collect()
+}
+
+fn run_waits(args: &[&str]) -> Vec<String> {
+    let output = retry().args(args).command().output().unwrap();
+    waits(&String::from_utf8(output.stderr).unwrap())
+}
+
+#[test]
+fn exact_delays_for_every_backoff_kind_without_jitter() {
+    let base = [
+        "--jitter", "none", "--base", "1ms", "--max", "20ms", "-r", "7", "false",
+    ];
+    let cases = [
+        (
+            "exponential",
+            vec!["1ms", "2ms", "4ms", "8ms", "16ms", "20ms", "20ms"],
+        ),
+        ("constant", vec!["1ms"; 7]),
+        (
+            "linear",
+            vec!["1ms", "2ms", "3ms", "4ms", "5ms", "6ms", "7ms"],
+        ),
+        (
+            "fibonacci",
+            vec!["1ms", "1ms", "2ms", "3ms", "5ms", "8ms", "13ms"],
+        ),
+    ];
+    for (kind, expected) in cases {
+        let mut args = vec!["--backoff", kind];
+        args.extend(base);
+        assert_eq!(run_waits(&args), expected, "{kind}");
+    }
+}
+
+#[test]
+fn multiplier_sets_the_growth() {
+    let waits = run_waits(&[
+        "--jitter",
+        "none",
+        "--base",
+        "1ms",
+        "--multiplier",
+        "3",
+        "-r",
+        "3",
+        "false",
+    ]);
+    assert_eq!(waits, ["1ms", "3ms", "9ms"]);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_delays() {
+    let args = ["--seed", "99", "--base", "2ms", "-r", "4", "false"];
+    let first = run_waits(&args);
+    assert_eq!(first.len(), 4);
+    assert_eq!(first, run_waits(&args));
+}
+
+#[test]
+fn without_a_seed_runs_differ() {
+    let args = ["--base", "10ms", "--jitter", "full", "-r", "3", "false"];
+    let runs: Vec<_> = (0..4).map(|_| run_waits(&args)).collect();
+    assert!(runs.iter().any(|r| r != &runs[0]), "{runs:?}");
+}
+
+#[test]
+fn dry_run_with_a_seed_predicts_the_real_run() {
+    for jitter in ["equal", "full", "decorrelated", "0.3", "+5ms"] {
+        let args = [
+            "--seed", "7", "--base", "2ms", "--max", "30ms", "-r", "5", "--jitter", jitter,
+        ];
+        let plan = retry()
+            .args(["--dry-run"])
+            .args(args)
+            .command()
+            .output()
+            .unwrap();
+        let plan = String::from_utf8(plan.stdout).unwrap();
+        let drawn: Vec<String> = plan
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("retry"))
+            .skip(1)
+            .map(|l| {
+                l.split_whitespace()
+                    .nth(4)
+                    .expect("drawn column")
+                    .to_string()
+            })
+            .collect();
+        let real = run_waits(&[&args[..], &["false"]].concat());
+        assert_eq!(drawn, real, "jitter {jitter}\n{plan}");
+    }
+}
+
+#[test]
+fn equal_jitter_waits_at_least_half() {
+    // Four retries of base 40ms: at least 20 + 40 + 80 + 160 = 300ms of waiting.
+    let start = Instant::now();
+    retry()
+        .args(["--base", "40ms", "-r", "4", "false"])
+        .assert()
+        .code(1);
+    assert!(
+        start.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn delays_never_exceed_max() {
+    let start = Instant::now();
+    retry()
+        .args(["--base", "1h", "--max", "20ms", "-r", "3", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("next attempt in 1h").not());
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn consecutive_needs_successes_in_a_row() {
+    let r = retry().args(["--consecutive", "3", "--base", "0", "-r", "10"]);
+    let command = r.flaky(1);
+    let r = r.args(command);
+    r.assert()
+        .code(0)
+        .stderr(predicate::str::contains("succeeded (2 of 3 in a row)"));
+    assert_eq!(r.runs(), 4);
+}
+
+#[test]
+fn consecutive_counts_against_the_attempt_limit() {
+    retry()
+        .args(["--consecutive", "3", "--base", "0", "-r", "1", "true"])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn invert_retries_until_the_command_fails() {
+    let r = retry().args(["--invert", "--base", "0"]);
+    let script = format!(
+        "n=$(cat '{p}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{p}'; [ $n -lt 3 ]",
+        p = r.path("runs").display()
+    );
+    let r = r.args(sh(&script));
+    r.assert().code(0);
+    assert_eq!(r.runs(), 3);
+}
+
+#[test]
+fn retry_on_exit_retries_only_listed_codes() {
+    let r = retry().args(["--retry-on-exit", "1,75-78", "--base", "0"]);
+    let command = r.flaky_with(2, 76);
+    let r = r.args(command);
+    r.assert().code(0);
+    assert_eq!(r.runs(), 3);
+    let r = retry().args(["--retry-on-exit", "1,75-78", "--base", "0"]);
+    let command = r.flaky_with(2, 79);
+    let r = r.args(command);
+    r.assert().code(79);
+    assert_eq!(r.runs(), 1);
+}
+
+#[test]
+fn retry_on_exit_124_retries_timeouts_and_1_does_not() {
+    let r = retry().args([
+        "--retry-on-exit",
+        "1",
+        "--timeout",
+        "50ms",
+        "--base",
+        "0",
+        "sleep",
+        "5",
+    ]);
+    r.assert()
+        .code(124)
+        .stderr(predicate::str::contains("attempt 1/6 failed (timed out)"))
+        .stderr(predicate::str::contains("attempt 2/6").not());
+    retry()
+        .args([
+            "--retry-on-exit",
+            "124",
+            "--timeout",
+            "50ms",
+            "--base",
+            "0",
+            "-r",
+            "1",
+            "sleep",
+            "5",
+        ])
+        .assert()
+        .code(124)
+        .stderr(predicate::str::contains("attempt 2/2 failed (timed out)"));
+}
+
+#[test]
+fn stop_on_exit_wins_over_retry_on_exit() {
+    let r = retry().args(["--retry-on-exit", "3", "--stop-on-exit", "3", "--base", "0"]);
+    let command = r.flaky_with(2, 3);
+    let r = r.args(command);
+    r.assert().code(3);
+    assert_eq!(r.runs(), 1);
+}

@@ -1,0 +1,210 @@
+//! The one builder over the real binary: a clean environment (no `RETRY_*`, no config, no CI),
+//! a private temporary directory as the working directory, and bounded waits everywhere.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+
+/// Every wait on a process ends within this, so a broken build fails instead of hanging.
+pub const BOUND: Duration = Duration::from_secs(20);
+
+pub struct Retry {
+    pub dir: TempDir,
+    args: Vec<String>,
+}
+
+pub fn retry() -> Retry {
+    Retry {
+        dir: tempfile::tempdir().expect("temporary directory"),
+        args: Vec::new(),
+    }
+}
+
+impl Retry {
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A `sh -c` script that fails `n` times (exit 1, or `code`) and then succeeds, counting its
+    /// runs in the file `runs`.
+    pub fn flaky(&self, n: u32) -> Vec<String> {
+        self.flaky_with(n, 1)
+    }
+
+    pub fn flaky_with(&self, n: u32, code: u8) -> Vec<String> {
+        let runs = self.path("runs");
+        sh(&format!(
+            "n=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'; [ $n -gt {n} ] || exit {code}",
+            runs = runs.display()
+        ))
+    }
+
+    /// How many times the flaky script ran.
+    pub fn runs(&self) -> u32 {
+        fs::read_to_string(self.path("runs"))
+            .map(|s| s.trim().parse().expect("a count"))
+            .unwrap_or(0)
+    }
+
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        clean_env(command.current_dir(self.dir.path()));
+        command.args(&self.args).timeout(BOUND);
+        command
+    }
+
+    pub fn assert(&self) -> assert_cmd::assert::Assert {
+        self.command().assert()
+    }
+
+    /// Starts `retry` in the background with stdin from /dev/null and stderr piped.
+    pub fn spawn(&self) -> Child {
+        let mut command = std::process::Command::new(BIN);
+        for (key, _) in std::env::vars_os() {
+            if is_ours(&key) {
+                command.env_remove(&key);
+            }
+        }
+        command
+            .current_dir(self.dir.path())
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn retry")
+    }
+}
+
+fn is_ours(key: &OsStr) -> bool {
+    let key = key.to_string_lossy();
+    key.starts_with("RETRY_") || key == "CI" || key == "NO_COLOR" || key == "XDG_CONFIG_HOME"
+}
+
+fn clean_env(command: &mut Command) -> &mut Command {
+    for (key, _) in std::env::vars_os() {
+        if is_ours(&key) {
+            command.env_remove(&key);
+        }
+    }
+    command
+}
+
+/// `sh -c SCRIPT` as the command words.
+pub fn sh(script: &str) -> Vec<String> {
+    vec!["sh".into(), "-c".into(), script.into()]
+}
+
+/// Waits for `child` up to `BOUND`; kills it and panics past that.
+pub fn wait_bounded(child: &mut Child) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            panic!("retry did not exit within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits until `path` holds at least `lines` lines, up to `BOUND`.
+pub fn wait_for_lines(path: &Path, lines: usize) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        let found: Vec<String> = text.lines().map(str::to_string).collect();
+        if found.len() >= lines {
+            return found;
+        }
+        assert!(
+            start.elapsed() < BOUND,
+            "{} never got {lines} lines",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Whether a process is alive (zombies count as gone: they only wait to be reaped).
+pub fn alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            state != Some("Z") && state != Some("X")
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits up to one second for a process to be gone; returns whether it went.
+pub fn gone_soon(pid: i32) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+pub fn send(child: &Child, signal: i32) {
+    // SAFETY: kill(2) on the pid of a child this test spawned.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+}
+
+/// The status as a shell sees it: the exit code, or 128 + N for a death by signal N.
+pub fn shell_status(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .expect("an exit code or a signal")
+}
+
+/// Reads the child's stderr until a line containing `needle` appears, or the bound passes.
+pub fn wait_for_stderr(child: &mut Child, needle: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let needle = needle.to_string();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains(&needle) {
+                let _ = sender.send(seen.clone());
+            }
+        }
+    });
+    receiver
+        .recv_timeout(BOUND)
+        .expect("the expected stderr line")
+}
