@@ -1,23 +1,27 @@
-//! The only signal-handling code: one thread turns signals into events on a channel.
+//! The only signal-handling code: signals become events, read from signal-hook's self-pipe.
 //!
 //! Policy, and why:
 //! - SIGINT, SIGTERM, SIGHUP, SIGQUIT become `Event::Shutdown`: `retry` passes the signal on to
 //!   the running attempt, starts nothing more, and exits 128 + N. Ctrl-C ends `retry`, never just
 //!   the current attempt.
 //! - SIGCHLD becomes `Event::Child`, so the end of an attempt is noticed at once, with no
-//!   polling and no thread per attempt.
+//!   polling and no thread.
 //! - SIGPIPE stays ignored (Rust's default): a write to a closed pipe is an error `retry`
-//!   handles. Children get the default disposition back when they exec.
+//!   handles. Children get default dispositions back when they exec.
 //!
-//! Waiting on the channel with a timeout is also how `retry` sleeps, so a signal ends any wait.
+//! Waiting for the next event with a deadline (`ppoll`, nanosecond precision) is also how `retry`
+//! sleeps, so a signal ends any wait at once. There is no signal thread: start-up stays cheap.
 
-use std::sync::mpsc::{self, Receiver};
-use std::thread;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-use signal_hook::iterator::Signals;
+use signal_hook::iterator::backend::SignalDelivery;
+use signal_hook::iterator::exfiltrator::SignalOnly;
 
 /// The signals that end `retry`.
 pub const SHUTDOWN: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
@@ -31,41 +35,75 @@ pub enum Event {
 }
 
 pub struct Events {
-    receiver: Receiver<Event>,
+    state: RefCell<State>,
+}
+
+struct State {
+    delivery: SignalDelivery<UnixStream, SignalOnly>,
+    queued: VecDeque<Event>,
 }
 
 impl Events {
-    /// Installs the handlers and starts the thread that forwards signals as events.
+    /// Installs the handlers. Signals that arrive from here on are queued until read.
     pub fn listen() -> Result<Events> {
-        let mut signals = Signals::new(SHUTDOWN.iter().copied().chain([SIGCHLD]))
-            .context("cannot install signal handlers")?;
-        let (sender, receiver) = mpsc::channel();
-        thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || {
-                for signal in signals.forever() {
-                    let event = if signal == SIGCHLD {
-                        Event::Child
-                    } else {
-                        Event::Shutdown(signal)
-                    };
-                    if sender.send(event).is_err() {
-                        break;
-                    }
-                }
-            })
-            .context("cannot start the signal thread")?;
-        Ok(Events { receiver })
+        let (read, write) = UnixStream::pair().context("cannot create the signal pipe")?;
+        read.set_nonblocking(true)
+            .and_then(|()| write.set_nonblocking(true))
+            .context("cannot set up the signal pipe")?;
+        let delivery = SignalDelivery::with_pipe(
+            read,
+            write,
+            SignalOnly,
+            SHUTDOWN.iter().copied().chain([SIGCHLD]),
+        )
+        .context("cannot install signal handlers")?;
+        Ok(Events {
+            state: RefCell::new(State {
+                delivery,
+                queued: VecDeque::new(),
+            }),
+        })
     }
 
     /// The next event, or `None` once `until` has passed. Without `until`, waits for an event.
     pub fn next(&self, until: Option<Instant>) -> Option<Event> {
-        match until {
-            None => self.receiver.recv().ok(),
-            Some(until) => {
-                let left = until.saturating_duration_since(Instant::now());
-                self.receiver.recv_timeout(left).ok()
+        let mut state = self.state.borrow_mut();
+        loop {
+            if let Some(event) = state.queued.pop_front() {
+                return Some(event);
             }
+            let timeout = match until {
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    Some(libc::timespec {
+                        tv_sec: left.as_secs().min(i64::MAX as u64) as libc::time_t,
+                        tv_nsec: left.subsec_nanos().into(),
+                    })
+                }
+                None => None,
+            };
+            let mut poll = libc::pollfd {
+                fd: state.delivery.get_read().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let timeout_ptr = timeout
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            // SAFETY: one valid pollfd, a valid or null timespec, no signal mask change.
+            let ready = unsafe { libc::ppoll(&mut poll, 1, timeout_ptr, std::ptr::null()) };
+            if ready == 0 {
+                return None;
+            }
+            // ready < 0 is EINTR (a signal landed mid-wait): its byte is in the pipe now.
+            let arrived: Vec<i32> = state.delivery.pending().collect();
+            state.queued.extend(arrived.into_iter().map(|signal| {
+                if signal == SIGCHLD {
+                    Event::Child
+                } else {
+                    Event::Shutdown(signal)
+                }
+            }));
         }
     }
 }
