@@ -5,6 +5,7 @@
 //! is `None`, so that a configuration file can fill it in. `config` turns this into `Settings`.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Parser};
@@ -159,6 +160,30 @@ pub struct Cli {
     /// Exit with N instead of the failed run's status (e.g. 1 for Docker's HEALTHCHECK)
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse::exit_code, help_heading = "Success and failure")]
     pub fail_exit: Option<u8>,
+
+    /// Run CMD through `sh -c` before each retry's wait
+    ///
+    /// Its environment has RETRY_ATTEMPT (the attempt that just failed), RETRY_LAST_EXIT (its
+    /// status) and RETRY_NEXT_DELAY_MS. A hook's failure is reported and never changes retry's
+    /// exit status; its stdin is /dev/null and its stdout goes to retry's stderr.
+    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    pub on_retry: Option<String>,
+
+    /// Run CMD through `sh -c` once when retry gives up
+    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    pub on_failure: Option<String>,
+
+    /// Run CMD through `sh -c` once when the run succeeds
+    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    pub on_success: Option<String>,
+
+    /// Read settings from FILE instead of $RETRY_CONFIG or $XDG_CONFIG_HOME/retry/config.toml
+    #[arg(long, value_name = "FILE", help_heading = "Configuration")]
+    pub config: Option<PathBuf>,
+
+    /// Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]
+    #[arg(long, value_name = "NAME", help_heading = "Configuration")]
+    pub profile: Option<String>,
 
     /// Keep the attempt in retry's own process group, for commands that read the terminal
     ///

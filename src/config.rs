@@ -1,162 +1,537 @@
-//! Resolved settings: the parsed command line with every default applied and every cross-flag
-//! rule checked. Pure: no environment, no files, no clock.
+//! The configuration file: `[defaults]` and `[profile.NAME]` tables whose keys are the long
+//! flag names, turned into command-line arguments.
+//!
+//! There is one definition of the settings, the clap command: a key is valid exactly when it is
+//! a configurable flag, and its value is checked by that flag's own parser. So a new flag is a new
+//! key with nothing else to write, and the file can never accept what the command line refuses.
+//!
+//! Pure: this module takes the file's name and text, never a path to open. Discovery and reading
+//! are in `lib.rs`.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::time::Duration;
 
-use anyhow::{Result, bail};
+use clap::CommandFactory;
+use clap::parser::ValueSource;
+use toml::de::{DeTable, DeValue};
 
-use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
 use crate::cli::Cli;
-use crate::predicate::Judge;
 
-pub const DEFAULT_RETRIES: u64 = 5;
-pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
-pub const DEFAULT_BASE: Duration = Duration::from_secs(1);
-pub const DEFAULT_MAX: Duration = Duration::from_secs(30);
-pub const DEFAULT_MULTIPLIER: f64 = 2.0;
+/// Flags that are about this invocation, not about how to retry: they have no key.
+const NOT_KEYS: &[&str] = &["help", "version", "config", "profile", "dry-run"];
 
-/// Ordered: each level says everything the one before it says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verbosity {
-    Quiet,
-    Normal,
-    Verbose,
+/// Keys that spell one setting several ways: a layer that sets one replaces the others from
+/// lower layers, and one table may not set two of them.
+const GROUPS: &[&[&str]] = &[&["retries", "attempts", "forever"], &["quiet", "verbose"]];
+
+/// Every key a configuration file accepts, in the order of `--help`.
+pub fn keys() -> Vec<String> {
+    Cli::command()
+        .get_arguments()
+        .filter_map(|arg| arg.get_long())
+        .filter(|long| !NOT_KEYS.contains(long))
+        .map(str::to_string)
+        .collect()
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
-    /// Total attempts; `None` when unlimited.
-    pub max_attempts: Option<u64>,
-    pub max_time: Option<Duration>,
-    pub timeout: Option<Duration>,
-    pub kill_after: Duration,
-    pub kill_signal: i32,
-    pub schedule: Schedule,
-    pub seed: Option<u64>,
-    pub splay: Duration,
-    pub judge: Judge,
-    pub consecutive: u64,
-    pub fail_exit: Option<u8>,
-    pub foreground: bool,
-    pub verbosity: Verbosity,
-    pub dry_run: bool,
-    pub command: Vec<OsString>,
+/// One key of one table, spelled as command-line arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    key: String,
+    /// `["--base", "1s"]`, `["--invert"]`, or nothing for a flag set to false.
+    args: Vec<OsString>,
 }
 
-impl Settings {
-    pub fn resolve(cli: Cli) -> Result<Settings> {
-        let backoff = cli.backoff.unwrap_or(Backoff::Exponential);
-        let max_attempts = match (cli.retries, cli.attempts, cli.forever) {
-            (_, _, true) => None,
-            (Some(retries), _, _) => Some(retries.saturating_add(1)),
-            (None, Some(attempts), _) => Some(attempts),
-            (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
-            (None, None, false) => Some(DEFAULT_RETRIES + 1),
-        };
-        if cli.command.is_empty() && !cli.dry_run {
-            bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
-        }
-        Ok(Settings {
-            max_attempts,
-            // 0 disables a limit, as in timeout(1).
-            max_time: cli.max_time.filter(|d| !d.is_zero()),
-            timeout: cli.timeout.filter(|d| !d.is_zero()),
-            kill_after: cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER),
-            kill_signal: cli.kill_signal.unwrap_or(libc::SIGTERM),
-            schedule: Schedule {
-                backoff,
-                jitter: cli.jitter.unwrap_or(Jitter::Equal),
-                base: cli.base.unwrap_or(DEFAULT_BASE),
-                max: cli.max.unwrap_or(DEFAULT_MAX),
-                multiplier: cli.multiplier.unwrap_or(DEFAULT_MULTIPLIER),
-            },
-            seed: cli.seed,
-            splay: cli.splay.unwrap_or(Duration::ZERO),
-            judge: Judge {
-                retry_on_exit: cli.retry_on_exit,
-                stop_on_exit: cli.stop_on_exit,
-                invert: cli.invert,
-                has_until: false,
-            },
-            consecutive: cli.consecutive.unwrap_or(1),
-            fail_exit: cli.fail_exit,
-            foreground: cli.foreground,
-            verbosity: match (cli.quiet, cli.verbose) {
-                (true, _) => Verbosity::Quiet,
-                (false, true) => Verbosity::Verbose,
-                (false, false) => Verbosity::Normal,
-            },
-            dry_run: cli.dry_run,
-            command: cli.command,
-        })
+/// A validated configuration file.
+#[derive(Debug, Default)]
+pub struct ConfigFile {
+    name: String,
+    defaults: Vec<Entry>,
+    profiles: BTreeMap<String, Vec<Entry>>,
+}
+
+/// A problem with the file, already worded as one line: `FILE:LINE: key 'KEY': what is wrong`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigFile {
+    /// Parses and validates the whole file, every profile included.
+    pub fn parse(name: &str, text: &str) -> Result<ConfigFile, ConfigError> {
+        let at = |offset: usize| format!("{name}:{}", line_of(text, offset));
+        let document = DeTable::parse(text).map_err(|error| {
+            let line = error.span().map_or(1, |span| line_of(text, span.start));
+            let message = error
+                .message()
+                .lines()
+                .next()
+                .unwrap_or("invalid TOML")
+                .trim();
+            ConfigError(format!("{name}:{line}: TOML syntax error: {message}"))
+        })?;
+        let keys = keys();
+        let mut file = ConfigFile {
+            name: name.to_string(),
+            ..ConfigFile::default()
+        };
+        for (top, value) in document.get_ref() {
+            let where_ = at(top.span().start);
+            match (top.get_ref().as_ref(), value.get_ref()) {
+                ("defaults", DeValue::Table(table)) => {
+                    file.defaults = table_entries(table, "[defaults]", &keys, &at)?;
+                }
+                ("profile", DeValue::Table(profiles)) => {
+                    for (profile, table) in profiles {
+                        let label = format!("[profile.{}]", profile.get_ref());
+                        let DeValue::Table(table) = table.get_ref() else {
+                            return Err(ConfigError(format!(
+                                "{}: {label} must be a table of settings",
+                                at(profile.span().start)
+                            )));
+                        };
+                        let entries = table_entries(table, &label, &keys, &at)?;
+                        file.profiles.insert(profile.get_ref().to_string(), entries);
+                    }
+                }
+                ("defaults" | "profile", _) => {
+                    return Err(ConfigError(format!(
+                        "{where_}: '{}' must be a table",
+                        top.get_ref()
+                    )));
+                }
+                (other, _) => {
+                    let hint = suggestion(other, &["defaults", "profile"])
+                        .or_else(|| {
+                            keys.iter()
+                                .any(|k| k == other)
+                                .then(|| "put it under [defaults] or [profile.NAME]".to_string())
+                        })
+                        .map_or(String::new(), |hint| format!("; {hint}"));
+                    return Err(ConfigError(format!(
+                        "{where_}: unknown key '{other}': the file holds [defaults] and [profile.NAME] tables{hint}"
+                    )));
+                }
+            }
+        }
+        Ok(file)
+    }
+
+    /// The arguments the file contributes for `profile`, ahead of the command line's own: the
+    /// profile's settings over `[defaults]`, minus whatever `cli_keys` (keys given on the command
+    /// line) replace.
+    pub fn arguments(
+        &self,
+        profile: Option<&str>,
+        cli_keys: &[String],
+    ) -> Result<Vec<OsString>, ConfigError> {
+        let mut merged: Vec<Entry> = self.defaults.clone();
+        if let Some(profile) = profile {
+            let entries = self.profiles.get(profile).ok_or_else(|| {
+                let names: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+                let hint = suggestion(profile, &names).map_or(String::new(), |h| format!("; {h}"));
+                ConfigError(format!(
+                    "{}: profile '{profile}' not found{hint}",
+                    self.name
+                ))
+            })?;
+            for entry in entries {
+                merged.retain(|kept| !replaces(&entry.key, &kept.key));
+                merged.push(entry.clone());
+            }
+        }
+        merged.retain(|entry| !cli_keys.iter().any(|key| replaces(key, &entry.key)));
+        Ok(merged.into_iter().flat_map(|entry| entry.args).collect())
+    }
+}
+
+/// The keys given on the command line, from clap's view of it.
+pub fn command_line_keys(args: &[OsString]) -> Vec<String> {
+    let Ok(matches) = Cli::command().try_get_matches_from(args) else {
+        return Vec::new();
+    };
+    Cli::command()
+        .get_arguments()
+        .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .filter_map(|arg| arg.get_long().map(str::to_string))
+        .collect()
+}
+
+/// Whether setting `key` replaces a lower layer's `other`: the same key, or one of its group.
+fn replaces(key: &str, other: &str) -> bool {
+    key == other
+        || GROUPS
+            .iter()
+            .any(|group| group.contains(&key) && group.contains(&other))
+}
+
+fn table_entries(
+    table: &DeTable<'_>,
+    label: &str,
+    keys: &[String],
+    at: &dyn Fn(usize) -> String,
+) -> Result<Vec<Entry>, ConfigError> {
+    let command = Cli::command();
+    let mut entries = Vec::new();
+    let mut spans = Vec::new();
+    for (key, value) in table {
+        let name = key.get_ref().as_ref();
+        let where_ = at(key.span().start);
+        if !keys.iter().any(|k| k == name) {
+            let hint = suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>())
+                .map_or(String::new(), |hint| format!("; {hint}"));
+            return Err(ConfigError(format!(
+                "{where_}: unknown key '{name}' in {label}{hint}"
+            )));
+        }
+        let arg = command
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(name))
+            .expect("every key is a flag");
+        let takes_value = arg.get_action().takes_values();
+        let list = arg.get_value_names().is_some_and(|v| v == ["CODES"]);
+        let where_ = at(value.span().start);
+        let wrong_type = |expected: &str| {
+            ConfigError(format!(
+                "{where_}: key '{name}' in {label}: expected {expected}, found {}",
+                value.get_ref().type_str()
+            ))
+        };
+        let text = match value.get_ref() {
+            DeValue::Boolean(set) if !takes_value => {
+                entries.push(Entry {
+                    key: name.to_string(),
+                    args: if *set {
+                        vec![format!("--{name}").into()]
+                    } else {
+                        Vec::new()
+                    },
+                });
+                spans.push((name.to_string(), key.span().start));
+                continue;
+            }
+            _ if !takes_value => return Err(wrong_type("true or false")),
+            DeValue::String(text) => text.to_string(),
+            DeValue::Integer(number) => number.to_string(),
+            DeValue::Float(number) => number.to_string(),
+            DeValue::Array(items) if list => {
+                let mut codes = Vec::new();
+                for item in items.iter() {
+                    match item.get_ref() {
+                        DeValue::Integer(n) => codes.push(n.to_string()),
+                        DeValue::String(s) => codes.push(s.to_string()),
+                        _ => return Err(wrong_type("an array of exit codes")),
+                    }
+                }
+                codes.join(",")
+            }
+            _ if list => {
+                return Err(wrong_type(
+                    "a list of exit codes like [1, 75] or \"1,75-78\"",
+                ));
+            }
+            _ => return Err(wrong_type("a string or a number")),
+        };
+        let args: Vec<OsString> = vec![format!("--{name}").into(), text.clone().into()];
+        if let Err(error) = Cli::command()
+            .try_get_matches_from(["retry".into()].into_iter().chain(args.iter().cloned()))
+        {
+            return Err(ConfigError(format!(
+                "{where_}: key '{name}' in {label}: {}",
+                clap_reason(&error)
+            )));
+        }
+        entries.push(Entry {
+            key: name.to_string(),
+            args,
+        });
+        spans.push((name.to_string(), key.span().start));
+    }
+    // The table comes sorted by key; point at whichever spelling was written last.
+    spans.sort_by_key(|(_, offset)| *offset);
+    for group in GROUPS {
+        let set: Vec<&(String, usize)> = spans
+            .iter()
+            .filter(|(key, _)| group.contains(&key.as_str()))
+            .collect();
+        if let [first, second, ..] = set.as_slice() {
+            return Err(ConfigError(format!(
+                "{}: key '{}' in {label}: cannot be set together with '{}' (one spelling per table)",
+                at(second.1),
+                second.0,
+                first.0
+            )));
+        }
+    }
+    Ok(entries)
+}
+
+/// The reason part of a clap error, in one line.
+pub fn clap_reason(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let first = rendered.lines().next().unwrap_or("invalid value");
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// "did you mean 'X'?" for the closest candidate within a small edit distance.
+fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
+    candidates
+        .iter()
+        .map(|candidate| (edit_distance(word, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 4))
+        .min()
+        .map(|(_, candidate)| format!("did you mean '{candidate}'?"))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    fn settings(args: &[&str]) -> Settings {
-        let cli = Cli::try_parse_from(["retry"].iter().chain(args)).unwrap();
-        Settings::resolve(cli).unwrap()
+    fn args(file: &ConfigFile, profile: Option<&str>, cli: &[&str]) -> Vec<String> {
+        let cli: Vec<String> = cli.iter().map(|s| s.to_string()).collect();
+        file.arguments(profile, &cli)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    fn error(text: &str) -> String {
+        ConfigFile::parse("cfg.toml", text).unwrap_err().0
     }
 
     #[test]
-    fn defaults() {
-        let s = settings(&["true"]);
-        assert_eq!(s.max_attempts, Some(6));
-        assert_eq!(s.max_time, None);
-        assert_eq!(s.timeout, None);
-        assert_eq!(s.kill_after, Duration::from_secs(2));
-        assert_eq!(s.kill_signal, libc::SIGTERM);
-        assert_eq!(s.schedule.backoff, Backoff::Exponential);
-        assert_eq!(s.schedule.jitter, Jitter::Equal);
-        assert_eq!(s.schedule.base, Duration::from_secs(1));
-        assert_eq!(s.schedule.max, Duration::from_secs(30));
-        assert_eq!(s.schedule.multiplier, 2.0);
-        assert_eq!(s.consecutive, 1);
-        assert_eq!(s.verbosity, Verbosity::Normal);
+    fn keys_are_the_long_flags() {
+        let keys = keys();
+        for key in [
+            "retries",
+            "base",
+            "retry-on-exit",
+            "on-retry",
+            "invert",
+            "kill-signal",
+        ] {
+            assert!(keys.iter().any(|k| k == key), "{key}");
+        }
+        for not_key in NOT_KEYS {
+            assert!(!keys.iter().any(|k| k == not_key), "{not_key}");
+        }
     }
 
     #[test]
-    fn attempt_limits() {
-        assert_eq!(settings(&["-r", "0", "true"]).max_attempts, Some(1));
-        assert_eq!(settings(&["--attempts", "3", "true"]).max_attempts, Some(3));
-        assert_eq!(settings(&["--forever", "true"]).max_attempts, None);
+    fn natural_types_become_arguments() {
+        let file = ConfigFile::parse(
+            "cfg.toml",
+            r#"
+            [defaults]
+            base = "1s"
+            retries = 8
+            multiplier = 1.5
+            jitter = 0.2
+            invert = true
+            foreground = false
+            retry-on-exit = [1, 75, "80-82"]
+            stop-on-exit = "2,3"
+            "#,
+        )
+        .unwrap();
         assert_eq!(
-            settings(&["--retries", "18446744073709551615", "true"]).max_attempts,
-            Some(u64::MAX)
+            args(&file, None, &[]),
+            [
+                "--base",
+                "1s",
+                "--invert",
+                "--jitter",
+                "0.2",
+                "--multiplier",
+                "1.5",
+                "--retries",
+                "8",
+                "--retry-on-exit",
+                "1,75,80-82",
+                "--stop-on-exit",
+                "2,3"
+            ]
         );
     }
 
     #[test]
-    fn ethernet_gives_up_after_16_attempts_without_a_limit() {
+    fn precedence_profile_over_defaults_and_command_line_over_both() {
+        let file = ConfigFile::parse(
+            "cfg.toml",
+            r#"
+            [defaults]
+            base = "1s"
+            retries = 3
+            max = "10s"
+            [profile.ci]
+            base = "5s"
+            attempts = 2
+            "#,
+        )
+        .unwrap();
         assert_eq!(
-            settings(&["--backoff", "ethernet", "true"]).max_attempts,
-            Some(16)
+            args(&file, Some("ci"), &[]),
+            ["--max", "10s", "--attempts", "2", "--base", "5s"]
         );
         assert_eq!(
-            settings(&["--backoff", "ethernet", "-r", "2", "true"]).max_attempts,
-            Some(3)
+            args(&file, Some("ci"), &["base", "forever"]),
+            ["--max", "10s"]
         );
         assert_eq!(
-            settings(&["--backoff", "ethernet", "--forever", "true"]).max_attempts,
-            None
+            args(&file, None, &["attempts"]),
+            ["--base", "1s", "--max", "10s"]
         );
     }
 
     #[test]
-    fn zero_disables_time_limits() {
-        let s = settings(&["--timeout", "0", "--max-time", "0", "true"]);
-        assert_eq!((s.timeout, s.max_time), (None, None));
+    fn a_false_flag_in_a_profile_replaces_a_true_default() {
+        let file = ConfigFile::parse(
+            "cfg.toml",
+            "[defaults]\ninvert = true\n[profile.p]\ninvert = false\n",
+        )
+        .unwrap();
+        assert_eq!(args(&file, Some("p"), &[]), Vec::<String>::new());
+        assert_eq!(args(&file, None, &[]), ["--invert"]);
     }
 
     #[test]
-    fn a_command_is_required_except_for_a_dry_run() {
-        let cli = Cli::try_parse_from(["retry"]).unwrap();
-        assert!(Settings::resolve(cli).is_err());
-        assert!(settings(&["--dry-run"]).dry_run);
+    fn errors_name_the_file_the_line_and_the_key() {
+        assert_eq!(
+            error("[defaults]\nbase = \"1s\"\nretires = 3\n"),
+            "cfg.toml:3: unknown key 'retires' in [defaults]; did you mean 'retries'?"
+        );
+        let wrong_type = error("[defaults]\n\nretries = \"many\"\n");
+        assert!(
+            wrong_type.starts_with("cfg.toml:3: key 'retries' in [defaults]: invalid value 'many'"),
+            "{wrong_type}"
+        );
+        assert_eq!(
+            error("[defaults]\ninvert = \"yes\"\n"),
+            "cfg.toml:2: key 'invert' in [defaults]: expected true or false, found string"
+        );
+        assert_eq!(
+            error("[profile.x]\nbase = true\n"),
+            "cfg.toml:2: key 'base' in [profile.x]: expected a string or a number, found boolean"
+        );
+        let bad = error("[profile.x]\n\n\nbase = \"-1s\"\n");
+        assert!(
+            bad.starts_with("cfg.toml:4: key 'base' in [profile.x]:"),
+            "{bad}"
+        );
+        assert!(bad.contains("negative duration"), "{bad}");
+        assert_eq!(
+            error("[defaults]\nretry-on-exit = [true]\n"),
+            "cfg.toml:2: key 'retry-on-exit' in [defaults]: expected an array of exit codes, found array"
+        );
+        let both = error("[defaults]\nretries = 1\nattempts = 2\n");
+        assert!(
+            both.starts_with(
+                "cfg.toml:3: key 'attempts' in [defaults]: cannot be set together with 'retries'"
+            ),
+            "{both}"
+        );
+        let syntax = error("[defaults]\nbase = \n");
+        assert!(
+            syntax.starts_with("cfg.toml:2: TOML syntax error:"),
+            "{syntax}"
+        );
+        assert!(!syntax.contains('\n'));
+        let top = error("retries = 3\n");
+        assert_eq!(
+            top,
+            "cfg.toml:1: unknown key 'retries': the file holds [defaults] and [profile.NAME] tables; put it under [defaults] or [profile.NAME]"
+        );
+        assert!(error("[default]\n").contains("did you mean 'defaults'?"));
+    }
+
+    #[test]
+    fn every_profile_is_validated() {
+        let text = "[profile.a]\nbase = \"1s\"\n[profile.b]\nbase = \"soon\"\n";
+        assert!(error(text).starts_with("cfg.toml:4: key 'base' in [profile.b]"));
+    }
+
+    #[test]
+    fn a_missing_profile_names_the_file_and_the_profile() {
+        let file = ConfigFile::parse("cfg.toml", "[profile.nightly]\nretries = 1\n").unwrap();
+        assert_eq!(
+            file.arguments(Some("nightli"), &[]).unwrap_err().0,
+            "cfg.toml: profile 'nightli' not found; did you mean 'nightly'?"
+        );
+    }
+
+    #[test]
+    fn command_line_keys_are_seen() {
+        let argv: Vec<OsString> = [
+            "retry", "--base", "1s", "-r", "2", "--invert", "ls", "--max", "3",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        assert_eq!(command_line_keys(&argv), ["retries", "base", "invert"]);
+    }
+
+    const EXAMPLE: &str = include_str!("../config.example.toml");
+
+    #[test]
+    fn the_example_file_loads_with_every_profile() {
+        let file = ConfigFile::parse("config.example.toml", EXAMPLE).unwrap();
+        assert!(!file.defaults.is_empty());
+        for profile in ["api", "nightly", "ci"] {
+            let args = file.arguments(Some(profile), &[]).unwrap();
+            let argv = std::iter::once(OsString::from("retry")).chain(args);
+            Cli::command().try_get_matches_from(argv).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_example_file_documents_every_key() {
+        for key in keys() {
+            let documented = EXAMPLE.lines().any(|line| {
+                let line = line.trim_start_matches('#').trim_start();
+                line.strip_prefix(key.as_str())
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+            });
+            assert!(
+                documented,
+                "config.example.toml has no line for the key '{key}'"
+            );
+        }
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("retires", "retries"), 2);
+        assert_eq!(edit_distance("base", "base"), 0);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(suggestion("zzzzzz", &["base", "max"]), None);
     }
 }

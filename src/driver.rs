@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use crate::backoff::Delays;
-use crate::config::Settings;
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
 use crate::predicate::{Matches, Verdict};
 use crate::report::{Event, GiveUp, Reporter};
+use crate::settings::Settings;
 
 /// What the executor needs to know to run one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,12 +35,46 @@ pub struct AttemptReport {
     pub start_error: Option<String>,
 }
 
+/// Which hook runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookKind {
+    Retry,
+    Failure,
+    Success,
+}
+
+impl HookKind {
+    pub fn flag(self) -> &'static str {
+        match self {
+            HookKind::Retry => "--on-retry",
+            HookKind::Failure => "--on-failure",
+            HookKind::Success => "--on-success",
+        }
+    }
+}
+
+/// One run of a hook: `sh -c command` with the facts of the attempt that just ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookSpec<'a> {
+    pub kind: HookKind,
+    pub command: &'a str,
+    /// The attempt that just ended (0 when none ran).
+    pub attempt: u64,
+    pub last_status: u8,
+    /// The coming wait, for `--on-retry`.
+    pub next_delay: Option<Duration>,
+    /// The run's `--max-time` deadline, which bounds hooks too.
+    pub deadline: Option<Instant>,
+}
+
 /// `retry` itself received this signal; the attempt, if any, has been dealt with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interrupted(pub i32);
 
 pub trait Execute {
     fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted>;
+    /// Runs a hook to its end; how it ended is only reported, never judged.
+    fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted>;
 }
 
 pub trait Sleep {
@@ -57,12 +91,18 @@ pub fn drive<E: Execute, S: Sleep, R: Rng>(
     delays: &mut Delays<R>,
     reporter: &mut Reporter,
 ) -> RunEnd {
+    let start = clock.now();
     let mut run = Run {
         settings,
-        start: clock.now(),
+        start,
+        // A deadline past what `Instant` can hold is no deadline.
+        deadline: settings.max_time.and_then(|limit| start.checked_add(limit)),
+        executor,
+        clock,
+        delays,
         reporter,
     };
-    match run.drive(executor, clock, delays) {
+    match run.drive() {
         Ok(end) => end,
         Err(Interrupted(signal)) => {
             run.reporter.emit(&Event::Interrupted { signal });
@@ -71,35 +111,38 @@ pub fn drive<E: Execute, S: Sleep, R: Rng>(
     }
 }
 
-struct Run<'a> {
+struct Run<'a, E, S, R> {
     settings: &'a Settings,
     start: Instant,
+    deadline: Option<Instant>,
+    executor: &'a mut E,
+    clock: &'a mut S,
+    delays: &'a mut Delays<R>,
     reporter: &'a mut Reporter,
 }
 
-impl Run<'_> {
-    fn drive<E: Execute, S: Sleep, R: Rng>(
-        &mut self,
-        executor: &mut E,
-        clock: &mut S,
-        delays: &mut Delays<R>,
-    ) -> Result<RunEnd, Interrupted> {
+impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
+    fn past_deadline(&self, at: Instant) -> bool {
+        self.deadline.is_some_and(|deadline| at >= deadline)
+    }
+
+    /// Whether a wait of `wait` starting now would reach the deadline.
+    fn wait_crosses_deadline(&self, wait: Duration) -> bool {
+        self.past_deadline(self.clock.now() + wait)
+    }
+
+    fn drive(&mut self) -> Result<RunEnd, Interrupted> {
         let settings = self.settings;
         let max_attempts = settings.max_attempts;
-        // A deadline past what `Instant` can hold is no deadline.
-        let deadline = settings
-            .max_time
-            .and_then(|limit| self.start.checked_add(limit));
-        let past_deadline = |at: Instant| deadline.is_some_and(|deadline| at >= deadline);
 
         if !settings.splay.is_zero() {
-            let wait = delays.splay(settings.splay);
-            if past_deadline(clock.now() + wait) {
+            let wait = self.delays.splay(settings.splay);
+            if self.wait_crosses_deadline(wait) {
                 // Fine point 21: no time is left for a first attempt.
-                return Ok(self.give_up(GiveUp::MaxTime, 0, None, clock));
+                return self.give_up(GiveUp::MaxTime, 0, None, true);
             }
             self.reporter.emit(&Event::Splay { wait });
-            clock.sleep(wait)?;
+            self.clock.sleep(wait)?;
         }
 
         let mut last: Option<AttemptEnd> = None;
@@ -107,21 +150,21 @@ impl Run<'_> {
         let mut retry_number = 0u64;
         let mut reported_cannot_start = false;
         for attempt in 1u64.. {
-            let now = clock.now();
-            if past_deadline(now) {
-                return Ok(self.give_up(GiveUp::MaxTime, attempt - 1, last, clock));
+            let now = self.clock.now();
+            if self.past_deadline(now) {
+                return self.give_up(GiveUp::MaxTime, attempt - 1, last, true);
             }
             let spec = AttemptSpec {
                 number: attempt,
                 max_attempts,
                 last_status: last.map(AttemptEnd::status),
-                deadline: attempt_deadline(now, settings.timeout, deadline),
+                deadline: attempt_deadline(now, settings.timeout, self.deadline),
             };
             self.reporter.emit(&Event::AttemptStart {
                 attempt,
                 max_attempts,
             });
-            let report = executor.run(&spec)?;
+            let report = self.executor.run(&spec)?;
             let end = report.end;
             last = Some(end);
             if let (Some(error), false) = (&report.start_error, reported_cannot_start) {
@@ -141,15 +184,15 @@ impl Run<'_> {
                 next,
             };
 
-            let verdict = settings.judge.judge(end, report.matches);
-            let wait = match verdict {
+            let wait = match settings.judge.judge(end, report.matches) {
                 Verdict::BrokenPipe => return Ok(RunEnd::BrokenPipe),
                 Verdict::Stop => {
-                    if !end.could_not_start() {
+                    // A command that cannot start was already reported in its own line.
+                    let say = !end.could_not_start();
+                    if say {
                         self.reporter.emit(&failed(None));
-                        return Ok(self.give_up(GiveUp::Permanent, attempt, last, clock));
                     }
-                    return Ok(RunEnd::Failed { last });
+                    return self.give_up(GiveUp::Permanent, attempt, last, say);
                 }
                 Verdict::Succeed => {
                     streak += 1;
@@ -158,14 +201,15 @@ impl Run<'_> {
                             attempt,
                             max_attempts,
                             ran: report.ran,
-                            total: clock.now() - self.start,
+                            total: self.clock.now() - self.start,
                         });
+                        self.hook(HookKind::Success, attempt, end.status(), None)?;
                         return Ok(RunEnd::Succeeded);
                     }
                     // Fine point 19: after a success the schedule starts over at d(1).
                     retry_number = 1;
-                    delays.restart();
-                    let wait = delays.delay(retry_number);
+                    self.delays.restart();
+                    let wait = self.delays.delay(retry_number);
                     let streak_event = |next| Event::StreakContinues {
                         attempt,
                         max_attempts,
@@ -173,14 +217,14 @@ impl Run<'_> {
                         needed: settings.consecutive,
                         next,
                     };
-                    if is_last || past_deadline(clock.now() + wait) {
+                    if is_last || self.wait_crosses_deadline(wait) {
                         self.reporter.emit(&streak_event(None));
                         let reason = if is_last {
                             GiveUp::Exhausted
                         } else {
                             GiveUp::MaxTime
                         };
-                        return Ok(self.give_up(reason, attempt, last, clock));
+                        return self.give_up(reason, attempt, last, true);
                     }
                     self.reporter.emit(&streak_event(Some(wait)));
                     wait
@@ -189,38 +233,80 @@ impl Run<'_> {
                     streak = 0;
                     if is_last {
                         self.reporter.emit(&failed(None));
-                        return Ok(self.give_up(GiveUp::Exhausted, attempt, last, clock));
+                        return self.give_up(GiveUp::Exhausted, attempt, last, true);
                     }
                     retry_number = retry_number.saturating_add(1);
-                    let wait = delays.delay(retry_number);
-                    if past_deadline(clock.now() + wait) {
+                    let wait = self.delays.delay(retry_number);
+                    if self.wait_crosses_deadline(wait) {
                         self.reporter.emit(&failed(None));
-                        return Ok(self.give_up(GiveUp::MaxTime, attempt, last, clock));
+                        return self.give_up(GiveUp::MaxTime, attempt, last, true);
                     }
                     self.reporter.emit(&failed(Some(wait)));
+                    self.hook(HookKind::Retry, attempt, end.status(), Some(wait))?;
+                    if self.wait_crosses_deadline(wait) {
+                        // The hook used up the time the wait had.
+                        return self.give_up(GiveUp::MaxTime, attempt, last, true);
+                    }
                     wait
                 }
             };
-            clock.sleep(wait)?;
+            self.clock.sleep(wait)?;
         }
         unreachable!("attempt numbers are unbounded")
     }
 
-    fn give_up<S: Sleep>(
+    /// Ends a failed run: the give-up line (unless `say` is false), then `--on-failure`.
+    fn give_up(
         &mut self,
         reason: GiveUp,
         attempts: u64,
         last: Option<AttemptEnd>,
-        clock: &S,
-    ) -> RunEnd {
+        say: bool,
+    ) -> Result<RunEnd, Interrupted> {
         let end = RunEnd::Failed { last };
-        self.reporter.emit(&Event::GiveUp {
-            reason,
-            attempts,
-            total: clock.now() - self.start,
-            status: end.exit_status(None),
-        });
-        end
+        let status = end.exit_status(None);
+        if say {
+            self.reporter.emit(&Event::GiveUp {
+                reason,
+                attempts,
+                total: self.clock.now() - self.start,
+                status,
+            });
+        }
+        let last_status = last.map_or(status, AttemptEnd::status);
+        self.hook(HookKind::Failure, attempts, last_status, None)?;
+        Ok(end)
+    }
+
+    /// Runs the hook of `kind`, if one is set, and reports its failure.
+    fn hook(
+        &mut self,
+        kind: HookKind,
+        attempt: u64,
+        last_status: u8,
+        next_delay: Option<Duration>,
+    ) -> Result<(), Interrupted> {
+        let settings = self.settings;
+        let command = match kind {
+            HookKind::Retry => &settings.hooks.on_retry,
+            HookKind::Failure => &settings.hooks.on_failure,
+            HookKind::Success => &settings.hooks.on_success,
+        };
+        let Some(command) = command else {
+            return Ok(());
+        };
+        let end = self.executor.run_hook(&HookSpec {
+            kind,
+            command,
+            attempt,
+            last_status,
+            next_delay,
+            deadline: self.deadline,
+        })?;
+        if end != AttemptEnd::Exited(0) {
+            self.reporter.emit(&Event::HookFailed { kind, end });
+        }
+        Ok(())
     }
 }
 
@@ -244,8 +330,8 @@ fn attempt_deadline(
 mod tests {
     use super::*;
     use crate::cli::Cli;
-    use crate::config::Verbosity;
     use crate::outcome::Limit;
+    use crate::settings::Verbosity;
     use clap::Parser;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
@@ -301,6 +387,7 @@ mod tests {
         time: FakeTime,
         ends: Vec<(AttemptEnd, Duration)>,
         specs: Vec<AttemptSpec>,
+        hooks: Vec<String>,
     }
 
     impl Execute for Script {
@@ -323,6 +410,22 @@ mod tests {
                 start_error: end.could_not_start().then(|| "not found".to_string()),
             })
         }
+
+        fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted> {
+            self.hooks.push(format!(
+                "{:?} attempt={} last={} next={:?} at={:?}",
+                hook.kind,
+                hook.attempt,
+                hook.last_status,
+                hook.next_delay,
+                self.time.elapsed.get()
+            ));
+            Ok(if hook.command == "fail" {
+                AttemptEnd::Exited(3)
+            } else {
+                AttemptEnd::Exited(0)
+            })
+        }
     }
 
     #[derive(Clone, Default)]
@@ -342,6 +445,7 @@ mod tests {
         end: RunEnd,
         slept: Vec<Duration>,
         specs: Vec<AttemptSpec>,
+        hooks: Vec<String>,
         output: String,
     }
 
@@ -373,6 +477,7 @@ mod tests {
             time: time.clone(),
             ends: ends.to_vec(),
             specs: Vec::new(),
+            hooks: Vec::new(),
         };
         let mut clock = FakeSleep {
             time,
@@ -397,6 +502,7 @@ mod tests {
             end,
             slept: clock.slept,
             specs: script.specs,
+            hooks: script.hooks,
             output,
         }
     }
@@ -622,6 +728,88 @@ mod tests {
     fn ethernet_stops_after_16_attempts() {
         let out = run(&["--backoff", "ethernet", "--seed", "1"], &[exited(1, 0)]);
         assert_eq!(out.specs.len(), 16);
+    }
+
+    #[test]
+    fn hooks_run_at_their_points_with_their_facts() {
+        let out = run(
+            &[
+                "--on-retry",
+                "r",
+                "--on-failure",
+                "f",
+                "--on-success",
+                "s",
+                "-r",
+                "2",
+            ],
+            &[exited(4, 10), exited(5, 10), exited(0, 10)],
+        );
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(
+            out.hooks,
+            [
+                "Retry attempt=1 last=4 next=Some(100ms) at=10ms",
+                "Retry attempt=2 last=5 next=Some(200ms) at=120ms",
+                "Success attempt=3 last=0 next=None at=330ms",
+            ]
+        );
+        let out = run(
+            &["--on-retry", "r", "--on-failure", "f", "-r", "1"],
+            &[exited(6, 0)],
+        );
+        assert_eq!(
+            out.hooks,
+            [
+                "Retry attempt=1 last=6 next=Some(100ms) at=0ns",
+                "Failure attempt=2 last=6 next=None at=100ms"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failing_hook_is_reported_and_changes_nothing() {
+        let out = run(&["--on-retry", "fail", "-r", "1"], &[exited(6, 0)]);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(6)));
+        assert!(
+            out.output
+                .contains("retry: --on-retry hook failed (exit 3)\n"),
+            "{}",
+            out.output
+        );
+    }
+
+    #[test]
+    fn on_failure_runs_when_a_command_cannot_start_and_when_stopped() {
+        let out = run(
+            &["--on-failure", "f"],
+            &[(AttemptEnd::NotFound, Duration::ZERO)],
+        );
+        assert_eq!(out.hooks, ["Failure attempt=1 last=127 next=None at=0ns"]);
+        let out = run(
+            &["--on-failure", "f", "--stop-on-exit", "3"],
+            &[exited(3, 0)],
+        );
+        assert_eq!(out.hooks, ["Failure attempt=1 last=3 next=None at=0ns"]);
+    }
+
+    #[test]
+    fn no_hook_after_sigpipe_or_a_signal() {
+        let out = run(
+            &["--on-failure", "f"],
+            &[(AttemptEnd::Signaled(libc::SIGPIPE), ms(1))],
+        );
+        assert!(out.hooks.is_empty());
+        let out = run_with(&["--on-failure", "f"], &[exited(1, 0)], Some(0));
+        assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+        assert_eq!(out.hooks.len(), 0);
+    }
+
+    #[test]
+    fn on_retry_only_follows_failures_under_consecutive() {
+        let out = run(&["--on-retry", "r", "--consecutive", "2"], &[exited(0, 0)]);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert!(out.hooks.is_empty(), "{:?}", out.hooks);
     }
 
     #[test]

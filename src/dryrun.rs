@@ -11,8 +11,8 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::backoff::{Backoff, Delays, Jitter};
-use crate::config::Settings;
 use crate::report::human;
+use crate::settings::Settings;
 
 /// Rows shown before the table is cut short.
 const MAX_ROWS: u64 = 100;

@@ -14,10 +14,14 @@ pub mod parse;
 pub mod predicate;
 pub mod report;
 pub mod runner;
+pub mod settings;
 pub mod signals;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, anyhow, bail};
 
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -27,10 +31,11 @@ use rand::{SeedableRng, TryRng};
 use crate::backoff::Delays;
 use crate::cli::Cli;
 use crate::clock::RealClock;
-use crate::config::Settings;
+use crate::config::ConfigFile;
 use crate::outcome::{MISUSE, RunEnd};
 use crate::report::{Event, Reporter};
 use crate::runner::Runner;
+use crate::settings::Settings;
 use crate::signals::Events;
 
 /// How `retry` ends: with a status, or by re-raising a signal it received.
@@ -50,9 +55,14 @@ impl Exit {
 }
 
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(error) => return clap_exit(&error),
+    };
+    let cli = match with_config_file(cli, &args) {
+        Ok(cli) => cli,
+        Err(error) => return misuse(&format!("{error:#}")),
     };
     let settings = match Settings::resolve(cli) {
         Ok(settings) => settings,
@@ -91,6 +101,66 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
         end => Exit::Status(end.exit_status(settings.fail_exit)),
     }
+}
+
+/// Layers the configuration file, if there is one, under the command line: its arguments come
+/// first, so the command line's own win.
+fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
+    let profile = cli
+        .profile
+        .clone()
+        .or_else(|| non_empty_env("RETRY_PROFILE").and_then(|p| p.into_string().ok()));
+    let Some(path) = config_path(&cli)? else {
+        if let Some(profile) = profile {
+            bail!(
+                "profile '{profile}' requested but no config file found (--config, $RETRY_CONFIG, {})",
+                default_config_path().map_or("$XDG_CONFIG_HOME/retry/config.toml".into(), |p| p
+                    .display()
+                    .to_string())
+            );
+        }
+        return Ok(cli);
+    };
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read config file {name}"))?;
+    let file = ConfigFile::parse(&name, &text)?;
+    let file_args = file.arguments(profile.as_deref(), &config::command_line_keys(args))?;
+    if file_args.is_empty() {
+        return Ok(cli);
+    }
+    let layered: Vec<OsString> = args[..1]
+        .iter()
+        .cloned()
+        .chain(file_args)
+        .chain(args[1..].iter().cloned())
+        .collect();
+    Cli::try_parse_from(layered).map_err(|error| anyhow!("{name}: {}", config::clap_reason(&error)))
+}
+
+/// `--config`, else `$RETRY_CONFIG` (both must exist), else the XDG default if it exists.
+/// Never the current directory.
+fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {
+    if let Some(path) = cli
+        .config
+        .clone()
+        .or_else(|| non_empty_env("RETRY_CONFIG").map(PathBuf::from))
+    {
+        return Ok(Some(path));
+    }
+    Ok(default_config_path().filter(|path| path.is_file()))
+}
+
+fn default_config_path() -> Option<PathBuf> {
+    let base = non_empty_env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| non_empty_env("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("retry").join("config.toml"))
+}
+
+fn non_empty_env(key: &str) -> Option<OsString> {
+    std::env::var_os(key).filter(|value| !value.is_empty())
 }
 
 /// A seed from the OS, so that processes started together draw different delays.

@@ -7,9 +7,10 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crate::config::Verbosity;
+use crate::driver::HookKind;
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
+use crate::settings::Verbosity;
 
 /// Why a run gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +70,10 @@ pub enum Event<'a> {
         attempts: u64,
         total: Duration,
         status: u8,
+    },
+    HookFailed {
+        kind: HookKind,
+        end: AttemptEnd,
     },
     Interrupted {
         signal: i32,
@@ -196,6 +201,7 @@ fn text(event: &Event<'_>) -> String {
                 human(total)
             )
         }
+        Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
         Event::Interrupted { signal } => {
             let name = signal_name(signal).unwrap_or_else(|| format!("signal {signal}"));
             format!("stopped by {name}")

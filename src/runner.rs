@@ -8,12 +8,13 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::driver::{AttemptReport, AttemptSpec, Execute, Interrupted};
-use crate::outcome::AttemptEnd;
+use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted};
+use crate::outcome::{AttemptEnd, Limit};
 use crate::predicate::Matches;
 use crate::signals::{Event, Events};
 
@@ -74,32 +75,107 @@ enum Phase {
     Killed,
 }
 
+/// How a supervised child ended.
+struct Supervised {
+    status: ExitStatus,
+    ran: Duration,
+    /// `retry` terminated it for this limit.
+    timed_out: Option<Limit>,
+    /// `retry` received this signal meanwhile.
+    interrupted: Option<i32>,
+}
+
 impl Execute for Runner<'_> {
     fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted> {
         let started = Instant::now();
-        let mut child = match self.command(spec).spawn() {
+        let mut child = match self.attempt_command(spec).spawn() {
             Ok(child) => child,
             Err(error) => return Ok(cannot_start(&error, started)),
         };
+        let target = self.target(&child);
+        let supervised = self.supervise(&mut child, target, spec.deadline, started);
+        if let Some(signal) = supervised.interrupted {
+            return Err(Interrupted(signal));
+        }
+        Ok(AttemptReport {
+            end: supervised.end(),
+            ran: supervised.ran,
+            matches: Matches::default(),
+            start_error: None,
+        })
+    }
+
+    fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted> {
+        let started = Instant::now();
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(hook.command)
+            .env("RETRY_ATTEMPT", hook.attempt.to_string())
+            .env("RETRY_LAST_EXIT", hook.last_status.to_string())
+            // A hook never gets the attempts' input, and its output must not mix into the
+            // command's stdout, which may feed a pipeline.
+            .stdin(Stdio::null())
+            .stdout(stderr_copy())
+            .process_group(0);
+        match hook.next_delay {
+            Some(delay) => command.env("RETRY_NEXT_DELAY_MS", delay.as_millis().to_string()),
+            None => command.env_remove("RETRY_NEXT_DELAY_MS"),
+        };
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(error) => return Ok(cannot_start(&error, started).end),
+        };
+        let target = Target::Group(child.id() as libc::pid_t);
+        let deadline = hook.deadline.map(|at| (at, Limit::Run));
+        let supervised = self.supervise(&mut child, target, deadline, started);
+        match supervised.interrupted {
+            Some(signal) => Err(Interrupted(signal)),
+            None => Ok(supervised.end()),
+        }
+    }
+}
+
+impl Supervised {
+    fn end(&self) -> AttemptEnd {
+        match self.timed_out {
+            Some(limit) => AttemptEnd::TimedOut(limit),
+            None => end_of(self.status),
+        }
+    }
+}
+
+impl Runner<'_> {
+    fn target(&self, child: &Child) -> Target {
         let pid = child.id() as libc::pid_t;
-        let target = if self.foreground {
+        if self.foreground {
             Target::Process(pid)
         } else {
             Target::Group(pid)
-        };
+        }
+    }
 
+    /// Waits for `child` to end, terminating it (and its group) at `deadline` or when `retry`
+    /// is asked to stop.
+    fn supervise(
+        &self,
+        child: &mut Child,
+        target: Target,
+        deadline: Option<(Instant, Limit)>,
+        started: Instant,
+    ) -> Supervised {
         let mut phase = Phase::Running;
         let mut timed_out = None;
         let mut interrupted = None;
         let status = loop {
             let wake_at = match phase {
-                Phase::Running => spec.deadline.map(|(at, _)| at),
+                Phase::Running => deadline.map(|(at, _)| at),
                 Phase::Terminating { kill_at } => Some(kill_at),
                 Phase::Killed => None,
             };
             match self.events.next(wake_at) {
                 Some(Event::Child) => {
-                    if let Some(status) = reap(&mut child) {
+                    if let Some(status) = reap(child) {
                         break status;
                     }
                 }
@@ -118,7 +194,7 @@ impl Execute for Runner<'_> {
                 }
                 None => match phase {
                     Phase::Running => {
-                        timed_out = spec.deadline.map(|(_, limit)| limit);
+                        timed_out = deadline.map(|(_, limit)| limit);
                         target.terminate(self.kill_signal);
                         phase = self.terminating();
                     }
@@ -130,30 +206,20 @@ impl Execute for Runner<'_> {
             }
         };
         let ran = started.elapsed();
-
         if let Phase::Terminating { kill_at } = phase {
             if let Some(signal) = self.clear_group(target, kill_at) {
                 interrupted.get_or_insert(signal);
             }
         }
-        if let Some(signal) = interrupted {
-            return Err(Interrupted(signal));
-        }
-        let end = match timed_out {
-            Some(limit) => AttemptEnd::TimedOut(limit),
-            None => end_of(status),
-        };
-        Ok(AttemptReport {
-            end,
+        Supervised {
+            status,
             ran,
-            matches: Matches::default(),
-            start_error: None,
-        })
+            timed_out,
+            interrupted,
+        }
     }
-}
 
-impl Runner<'_> {
-    fn command(&self, spec: &AttemptSpec) -> Command {
+    fn attempt_command(&self, spec: &AttemptSpec) -> Command {
         let mut command = Command::new(&self.command[0]);
         command
             .args(&self.command[1..])
@@ -203,6 +269,14 @@ impl Runner<'_> {
         }
         None
     }
+}
+
+/// `retry`'s own stderr, for a child's stdout; inherited stdout if it cannot be duplicated.
+fn stderr_copy() -> Stdio {
+    io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_or_else(|_| Stdio::inherit(), Stdio::from)
 }
 
 /// The child's exit status, if it has ended.

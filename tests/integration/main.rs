@@ -3,8 +3,10 @@
 mod util;
 
 mod bad_input;
+mod config;
 mod dry_run;
 mod exit_status;
+mod hooks;
 mod limits;
 mod messages;
 mod processes;

@@ -63,9 +63,20 @@ impl Retry {
             .unwrap_or(0)
     }
 
+    /// Writes a file in the test's directory and returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("create directories");
+        }
+        fs::write(&path, text).expect("write file");
+        path
+    }
+
     pub fn command(&self) -> Command {
         let mut command = Command::new(BIN);
         clean_env(command.current_dir(self.dir.path()));
+        command.env("HOME", self.path("home"));
         command.args(&self.args).timeout(BOUND);
         command
     }
@@ -84,6 +95,7 @@ impl Retry {
         }
         command
             .current_dir(self.dir.path())
+            .env("HOME", self.path("home"))
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

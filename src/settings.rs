@@ -1,0 +1,176 @@
+//! Resolved settings: the parsed command line with every default applied and every cross-flag
+//! rule checked. Pure: no environment, no files, no clock.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
+use crate::cli::Cli;
+use crate::predicate::Judge;
+
+pub const DEFAULT_RETRIES: u64 = 5;
+pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
+pub const DEFAULT_BASE: Duration = Duration::from_secs(1);
+pub const DEFAULT_MAX: Duration = Duration::from_secs(30);
+pub const DEFAULT_MULTIPLIER: f64 = 2.0;
+
+/// Ordered: each level says everything the one before it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
+
+/// Commands run through `sh -c` at points of the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hooks {
+    pub on_retry: Option<String>,
+    pub on_failure: Option<String>,
+    pub on_success: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Total attempts; `None` when unlimited.
+    pub max_attempts: Option<u64>,
+    pub max_time: Option<Duration>,
+    pub timeout: Option<Duration>,
+    pub kill_after: Duration,
+    pub kill_signal: i32,
+    pub schedule: Schedule,
+    pub seed: Option<u64>,
+    pub splay: Duration,
+    pub judge: Judge,
+    pub consecutive: u64,
+    pub fail_exit: Option<u8>,
+    pub foreground: bool,
+    pub hooks: Hooks,
+    pub verbosity: Verbosity,
+    pub dry_run: bool,
+    pub command: Vec<OsString>,
+}
+
+impl Settings {
+    pub fn resolve(cli: Cli) -> Result<Settings> {
+        let backoff = cli.backoff.unwrap_or(Backoff::Exponential);
+        let max_attempts = match (cli.retries, cli.attempts, cli.forever) {
+            (_, _, true) => None,
+            (Some(retries), _, _) => Some(retries.saturating_add(1)),
+            (None, Some(attempts), _) => Some(attempts),
+            (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
+            (None, None, false) => Some(DEFAULT_RETRIES + 1),
+        };
+        if cli.command.is_empty() && !cli.dry_run {
+            bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
+        }
+        Ok(Settings {
+            max_attempts,
+            // 0 disables a limit, as in timeout(1).
+            max_time: cli.max_time.filter(|d| !d.is_zero()),
+            timeout: cli.timeout.filter(|d| !d.is_zero()),
+            kill_after: cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER),
+            kill_signal: cli.kill_signal.unwrap_or(libc::SIGTERM),
+            schedule: Schedule {
+                backoff,
+                jitter: cli.jitter.unwrap_or(Jitter::Equal),
+                base: cli.base.unwrap_or(DEFAULT_BASE),
+                max: cli.max.unwrap_or(DEFAULT_MAX),
+                multiplier: cli.multiplier.unwrap_or(DEFAULT_MULTIPLIER),
+            },
+            seed: cli.seed,
+            splay: cli.splay.unwrap_or(Duration::ZERO),
+            judge: Judge {
+                retry_on_exit: cli.retry_on_exit,
+                stop_on_exit: cli.stop_on_exit,
+                invert: cli.invert,
+                has_until: false,
+            },
+            consecutive: cli.consecutive.unwrap_or(1),
+            fail_exit: cli.fail_exit,
+            foreground: cli.foreground,
+            hooks: Hooks {
+                on_retry: cli.on_retry,
+                on_failure: cli.on_failure,
+                on_success: cli.on_success,
+            },
+            verbosity: match (cli.quiet, cli.verbose) {
+                (true, _) => Verbosity::Quiet,
+                (false, true) => Verbosity::Verbose,
+                (false, false) => Verbosity::Normal,
+            },
+            dry_run: cli.dry_run,
+            command: cli.command,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn settings(args: &[&str]) -> Settings {
+        let cli = Cli::try_parse_from(["retry"].iter().chain(args)).unwrap();
+        Settings::resolve(cli).unwrap()
+    }
+
+    #[test]
+    fn defaults() {
+        let s = settings(&["true"]);
+        assert_eq!(s.max_attempts, Some(6));
+        assert_eq!(s.max_time, None);
+        assert_eq!(s.timeout, None);
+        assert_eq!(s.kill_after, Duration::from_secs(2));
+        assert_eq!(s.kill_signal, libc::SIGTERM);
+        assert_eq!(s.schedule.backoff, Backoff::Exponential);
+        assert_eq!(s.schedule.jitter, Jitter::Equal);
+        assert_eq!(s.schedule.base, Duration::from_secs(1));
+        assert_eq!(s.schedule.max, Duration::from_secs(30));
+        assert_eq!(s.schedule.multiplier, 2.0);
+        assert_eq!(s.consecutive, 1);
+        assert_eq!(s.verbosity, Verbosity::Normal);
+    }
+
+    #[test]
+    fn attempt_limits() {
+        assert_eq!(settings(&["-r", "0", "true"]).max_attempts, Some(1));
+        assert_eq!(settings(&["--attempts", "3", "true"]).max_attempts, Some(3));
+        assert_eq!(settings(&["--forever", "true"]).max_attempts, None);
+        assert_eq!(
+            settings(&["--retries", "18446744073709551615", "true"]).max_attempts,
+            Some(u64::MAX)
+        );
+    }
+
+    #[test]
+    fn ethernet_gives_up_after_16_attempts_without_a_limit() {
+        assert_eq!(
+            settings(&["--backoff", "ethernet", "true"]).max_attempts,
+            Some(16)
+        );
+        assert_eq!(
+            settings(&["--backoff", "ethernet", "-r", "2", "true"]).max_attempts,
+            Some(3)
+        );
+        assert_eq!(
+            settings(&["--backoff", "ethernet", "--forever", "true"]).max_attempts,
+            None
+        );
+    }
+
+    #[test]
+    fn zero_disables_time_limits() {
+        let s = settings(&["--timeout", "0", "--max-time", "0", "true"]);
+        assert_eq!((s.timeout, s.max_time), (None, None));
+    }
+
+    #[test]
+    fn a_command_is_required_except_for_a_dry_run() {
+        let cli = Cli::try_parse_from(["retry"]).unwrap();
+        assert!(Settings::resolve(cli).is_err());
+        assert!(settings(&["--dry-run"]).dry_run);
+    }
+}

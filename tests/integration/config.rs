@@ -1,0 +1,281 @@
+//! Configuration files: discovery, precedence, errors.
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// The "limits:" and "schedule:" lines of a dry run, which show the effective settings.
+fn effective(r: &Retry, env: &[(&str, &str)]) -> String {
+    let mut command = r.command();
+    command.arg("--dry-run");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("limits:") || l.starts_with("schedule:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_xdg_default_is_read() {
+    let r = retry();
+    r.write("xdg/retry/config.toml", "[defaults]\nbase = \"7s\"\n");
+    let xdg = r.path("xdg");
+    assert!(effective(&r, &[("XDG_CONFIG_HOME", xdg.to_str().unwrap())]).contains("base 7s"));
+}
+
+#[test]
+fn home_dot_config_is_the_default_xdg() {
+    let r = retry();
+    r.write(
+        "home/.config/retry/config.toml",
+        "[defaults]\nbase = \"8s\"\n",
+    );
+    assert!(effective(&r, &[]).contains("base 8s"));
+}
+
+#[test]
+fn retry_config_beats_the_xdg_default_and_config_beats_both() {
+    let r = retry();
+    r.write(
+        "home/.config/retry/config.toml",
+        "[defaults]\nbase = \"8s\"\n",
+    );
+    let env_file = r.write("env.toml", "[defaults]\nbase = \"9s\"\n");
+    assert!(effective(&r, &[("RETRY_CONFIG", env_file.to_str().unwrap())]).contains("base 9s"));
+    let flag_file = r.write("flag.toml", "[defaults]\nbase = \"10s\"\n");
+    let r2 = retry().args(["--config", flag_file.to_str().unwrap()]);
+    assert!(effective(&r2, &[("RETRY_CONFIG", env_file.to_str().unwrap())]).contains("base 10s"));
+}
+
+#[test]
+fn a_config_in_the_current_directory_is_ignored() {
+    let r = retry();
+    r.write("config.toml", "[defaults]\nbase = \"9s\"\n");
+    r.write("retry/config.toml", "[defaults]\nbase = \"9s\"\n");
+    r.write(".retry.toml", "[defaults]\nbase = \"9s\"\n");
+    assert!(effective(&r, &[]).contains("base 1s"));
+}
+
+#[test]
+fn precedence_for_a_duration_a_number_a_list_and_a_pattern() {
+    let r = retry();
+    let text = r#"
+[defaults]
+base = "2s"
+retries = 3
+retry-on-exit = [1, 2]
+on-retry = "echo defaults"
+
+[profile.p]
+base = "3s"
+retries = 4
+retry-on-exit = "5"
+on-retry = "echo profile"
+"#;
+    let file = r.write("c.toml", text);
+    let config = file.to_str().unwrap();
+    // defaults only
+    let shown = effective(&retry().args(["--config", config]), &[]);
+    assert!(
+        shown.contains("base 2s") && shown.contains("4 attempts"),
+        "{shown}"
+    );
+    // profile over defaults
+    let shown = effective(&retry().args(["--config", config, "--profile", "p"]), &[]);
+    assert!(
+        shown.contains("base 3s") && shown.contains("5 attempts"),
+        "{shown}"
+    );
+    // flag over profile, in either spelling of the limit
+    let shown = effective(
+        &retry().args([
+            "--config",
+            config,
+            "--profile",
+            "p",
+            "--base",
+            "4s",
+            "--attempts",
+            "2",
+        ]),
+        &[],
+    );
+    assert!(
+        shown.contains("base 4s") && shown.contains("2 attempts"),
+        "{shown}"
+    );
+    // RETRY_PROFILE selects a profile too
+    let shown = effective(
+        &retry().args(["--config", config]),
+        &[("RETRY_PROFILE", "p")],
+    );
+    assert!(shown.contains("base 3s"), "{shown}");
+
+    // The list: exit 2 is retried under [defaults], not under the profile, nor with the flag.
+    let run = |extra: &[&str]| {
+        let r = retry()
+            .args(["--config", config, "--base", "0", "--on-retry", "true"])
+            .args(extra);
+        let command = r.flaky_with(1, 2);
+        let r = r.args(command);
+        let status = r.command().output().unwrap().status.code();
+        (status, r.runs())
+    };
+    assert_eq!(run(&[]), (Some(0), 2));
+    assert_eq!(run(&["--profile", "p"]), (Some(2), 1));
+    assert_eq!(
+        run(&["--profile", "p", "--retry-on-exit", "2"]),
+        (Some(0), 2)
+    );
+
+    // The pattern-like string: the hook's command from each layer.
+    let hook_says = |extra: &[&str]| {
+        let r = retry()
+            .args([
+                "--config",
+                config,
+                "--base",
+                "0",
+                "-r",
+                "1",
+                "--retry-on-exit",
+                "0-255",
+            ])
+            .args(extra)
+            .args(["false"]);
+        String::from_utf8(r.command().output().unwrap().stderr).unwrap()
+    };
+    let said = hook_says(&[]);
+    assert!(said.contains("defaults"), "{said}");
+    assert!(hook_says(&["--profile", "p"]).contains("profile"));
+    assert!(hook_says(&["--profile", "p", "--on-retry", "echo flag"]).contains("flag"));
+}
+
+fn config_error(text: &str, extra: &[&str], expected: &[&str]) {
+    let r = retry();
+    let file = r.write("bad.toml", text);
+    let mut assert = retry()
+        .args(["--config", file.to_str().unwrap()])
+        .args(extra)
+        .args(["true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1))
+        .stderr(predicate::str::contains("panicked").not());
+    for needle in expected {
+        assert = assert.stderr(predicate::str::contains(*needle));
+    }
+}
+
+#[test]
+fn errors_name_the_file_the_line_and_the_key() {
+    config_error(
+        "[defaults]\nbase = \"1s\"\nretires = 3\n",
+        &[],
+        &["bad.toml:3", "retires", "did you mean 'retries'"],
+    );
+    config_error(
+        "[defaults]\n\nretries = \"lots\"\n",
+        &[],
+        &["bad.toml:3", "retries"],
+    );
+    config_error(
+        "[defaults]\ninvert = 1\n",
+        &[],
+        &["bad.toml:2", "invert", "expected true or false"],
+    );
+    config_error(
+        "[defaults]\nmax-time = \"-5s\"\n",
+        &[],
+        &["bad.toml:2", "max-time", "negative"],
+    );
+    config_error(
+        "[defaults]\nretry-on-exit = [300]\n",
+        &[],
+        &["bad.toml:2", "retry-on-exit"],
+    );
+    config_error(
+        "[defaults]\nbase = [\n",
+        &[],
+        &["bad.toml:", "TOML syntax error"],
+    );
+    config_error(
+        "[profile.x]\nretries = 1\nforever = true\n",
+        &[],
+        &["bad.toml:", "forever", "retries"],
+    );
+    config_error(
+        "[profile.x]\nretries = 1\n",
+        &["--profile", "y"],
+        &["bad.toml", "profile 'y' not found"],
+    );
+    config_error(
+        "[profile.ok]\n[profile.bad]\njitter = \"wobbly\"\n",
+        &["--profile", "ok"],
+        &["bad.toml:3", "jitter"],
+    );
+}
+
+#[test]
+fn an_unreadable_config_file_is_misuse() {
+    retry()
+        .args(["--config", "/nonexistent/retry.toml", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("/nonexistent/retry.toml"));
+    retry()
+        .args(["true"])
+        .command()
+        .env("RETRY_CONFIG", "/nonexistent/env.toml")
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("/nonexistent/env.toml"));
+}
+
+#[test]
+fn a_profile_without_a_config_file_is_misuse() {
+    retry()
+        .args(["--profile", "ci", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("profile 'ci'"));
+    retry()
+        .args(["true"])
+        .command()
+        .env("RETRY_PROFILE", "ci")
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("profile 'ci'"));
+}
+
+#[test]
+fn the_example_config_works_for_real() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.toml");
+    for profile in ["api", "nightly", "ci"] {
+        retry()
+            .args([
+                "--config",
+                example,
+                "--profile",
+                profile,
+                "--dry-run",
+                "true",
+            ])
+            .assert()
+            .code(0);
+    }
+    retry()
+        .args(["--config", example, "-r", "0", "true"])
+        .assert()
+        .code(0);
+}
