@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser};
 
 use crate::backoff::{Backoff, Jitter};
+use crate::lines::Pattern;
 use crate::parse::{self, CodeSet};
 
 const EXAMPLES: &str = "\
@@ -143,6 +144,25 @@ pub struct Cli {
     /// These exit codes end the run at once, as a permanent failure (e.g. 2,126-127)
     #[arg(long, value_name = "CODES", allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
     pub stop_on_exit: Option<CodeSet>,
+
+    /// The attempt succeeds exactly when a line of its stdout matches REGEX
+    ///
+    /// Its exit code is then not consulted. Patterns use the syntax of Rust's regex crate and are
+    /// matched line by line on bytes while the output passes through untouched.
+    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    pub until_stdout: Option<Pattern>,
+
+    /// The attempt succeeds exactly when a line of its stderr matches REGEX
+    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    pub until_stderr: Option<Pattern>,
+
+    /// An attempt whose stdout has a line matching REGEX fails (retryably), even if it exited 0
+    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    pub retry_if_stdout: Option<Pattern>,
+
+    /// An attempt whose stderr has a line matching REGEX fails (retryably), even if it exited 0
+    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    pub retry_if_stderr: Option<Pattern>,
 
     /// Swap success and failure: retry until COMMAND fails
     #[arg(long, help_heading = "Success and failure")]

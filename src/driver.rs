@@ -176,10 +176,18 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 });
             }
             let is_last = max_attempts.is_some_and(|max| attempt >= max);
+            let why = if report.matches.retry_if {
+                Some("a --retry-if line matched")
+            } else if settings.judge.has_until && !report.matches.until {
+                Some("no --until line matched")
+            } else {
+                None
+            };
             let failed = |next| Event::AttemptFailed {
                 attempt,
                 max_attempts,
                 end,
+                why,
                 ran: report.ran,
                 next,
             };

@@ -9,8 +9,10 @@ pub mod clock;
 pub mod config;
 pub mod driver;
 pub mod dryrun;
+pub mod lines;
 pub mod outcome;
 pub mod parse;
+pub mod plumbing;
 pub mod predicate;
 pub mod report;
 pub mod runner;
@@ -86,6 +88,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     let mut runner = Runner {
         events: &events,
         command: &settings.command,
+        stdout_rules: &settings.stdout_rules,
+        stderr_rules: &settings.stderr_rules,
         foreground: settings.foreground,
         kill_signal: settings.kill_signal,
         kill_after: settings.kill_after,

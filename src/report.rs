@@ -43,6 +43,8 @@ pub enum Event<'a> {
         attempt: u64,
         max_attempts: Option<u64>,
         end: AttemptEnd,
+        /// What the output predicates decided, when they decided the failure.
+        why: Option<&'static str>,
         ran: Duration,
         next: Option<Duration>,
     },
@@ -136,11 +138,13 @@ fn text(event: &Event<'_>) -> String {
             attempt,
             max_attempts,
             end,
+            why,
             ran,
             next,
         } => {
+            let why = why.map_or(String::new(), |why| format!("; {why}"));
             let mut line = format!(
-                "attempt {} failed ({end}) after {}",
+                "attempt {} failed ({end}{why}) after {}",
                 of(attempt, max_attempts),
                 human(ran)
             );
@@ -317,6 +321,7 @@ mod tests {
                 attempt: 2,
                 max_attempts: Some(6),
                 end: AttemptEnd::Exited(1),
+                why: None,
                 ran: ms(12),
                 next: Some(ms(1500)),
             },
@@ -331,6 +336,7 @@ mod tests {
                 attempt: 7,
                 max_attempts: None,
                 end: AttemptEnd::TimedOut(Limit::Attempt),
+                why: None,
                 ran: ms(100),
                 next: None,
             },
@@ -361,6 +367,7 @@ mod tests {
             attempt: 1,
             max_attempts: Some(2),
             end: AttemptEnd::Exited(1),
+            why: Some("no --until line matched"),
             ran: ms(1),
             next: None,
         };

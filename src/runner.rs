@@ -7,20 +7,25 @@
 //! SIGKILL too, so no grandchild outlives a terminated attempt.
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted};
 use crate::outcome::{AttemptEnd, Limit};
+use crate::plumbing;
 use crate::predicate::Matches;
+use crate::settings::OutputRules;
 use crate::signals::{Event, Events};
 
 pub struct Runner<'a> {
     pub events: &'a Events,
     pub command: &'a [OsString],
+    pub stdout_rules: &'a OutputRules,
+    pub stderr_rules: &'a OutputRules,
     pub foreground: bool,
     pub kill_signal: i32,
     pub kill_after: Duration,
@@ -92,15 +97,31 @@ impl Execute for Runner<'_> {
             Ok(child) => child,
             Err(error) => return Ok(cannot_start(&error, started)),
         };
+        let mut watches = Vec::new();
+        if let Some(stdout) = child.stdout.take() {
+            watches.push(plumbing::watch(
+                stdout,
+                own_stream(io::stdout().as_fd()),
+                self.stdout_rules,
+            ));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            watches.push(plumbing::watch(
+                stderr,
+                own_stream(io::stderr().as_fd()),
+                self.stderr_rules,
+            ));
+        }
         let target = self.target(&child);
         let supervised = self.supervise(&mut child, target, spec.deadline, started);
+        let matches = plumbing::finish(watches);
         if let Some(signal) = supervised.interrupted {
             return Err(Interrupted(signal));
         }
         Ok(AttemptReport {
             end: supervised.end(),
             ran: supervised.ran,
-            matches: Matches::default(),
+            matches,
             start_error: None,
         })
     }
@@ -235,6 +256,13 @@ impl Runner<'_> {
         if !self.foreground {
             command.process_group(0);
         }
+        // Only a stream that a predicate reads is piped; the others are inherited as they are.
+        if self.stdout_rules.any() {
+            command.stdout(Stdio::piped());
+        }
+        if self.stderr_rules.any() {
+            command.stderr(Stdio::piped());
+        }
         command
     }
 
@@ -277,6 +305,12 @@ fn stderr_copy() -> Stdio {
         .as_fd()
         .try_clone_to_owned()
         .map_or_else(|_| Stdio::inherit(), Stdio::from)
+}
+
+/// An unbuffered handle on one of `retry`'s own streams, so a partial line goes out at once;
+/// `None` only if no descriptor is left to duplicate it.
+fn own_stream(fd: BorrowedFd<'_>) -> Option<File> {
+    fd.try_clone_to_owned().map(File::from).ok()
 }
 
 /// The child's exit status, if it has ended.

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
 use crate::cli::Cli;
+use crate::lines::Pattern;
 use crate::predicate::Judge;
 
 pub const DEFAULT_RETRIES: u64 = 5;
@@ -22,6 +23,20 @@ pub enum Verbosity {
     Quiet,
     Normal,
     Verbose,
+}
+
+/// The patterns that read one output stream.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OutputRules {
+    pub until: Option<Pattern>,
+    pub retry_if: Option<Pattern>,
+}
+
+impl OutputRules {
+    /// Whether any pattern reads this stream, so that it must be piped.
+    pub fn any(&self) -> bool {
+        self.until.is_some() || self.retry_if.is_some()
+    }
 }
 
 /// Commands run through `sh -c` at points of the run.
@@ -44,6 +59,8 @@ pub struct Settings {
     pub seed: Option<u64>,
     pub splay: Duration,
     pub judge: Judge,
+    pub stdout_rules: OutputRules,
+    pub stderr_rules: OutputRules,
     pub consecutive: u64,
     pub fail_exit: Option<u8>,
     pub foreground: bool,
@@ -86,7 +103,15 @@ impl Settings {
                 retry_on_exit: cli.retry_on_exit,
                 stop_on_exit: cli.stop_on_exit,
                 invert: cli.invert,
-                has_until: false,
+                has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
+            },
+            stdout_rules: OutputRules {
+                until: cli.until_stdout,
+                retry_if: cli.retry_if_stdout,
+            },
+            stderr_rules: OutputRules {
+                until: cli.until_stderr,
+                retry_if: cli.retry_if_stderr,
             },
             consecutive: cli.consecutive.unwrap_or(1),
             fail_exit: cli.fail_exit,

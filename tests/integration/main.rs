@@ -11,3 +11,4 @@ mod limits;
 mod messages;
 mod processes;
 mod schedule;
+mod streams;

@@ -1,0 +1,332 @@
+//! Line-by-line matching of an output stream as it arrives, in bounded memory.
+//!
+//! A line is the bytes before `\n`, without one trailing `\r`; a final line without `\n` counts;
+//! a lone `\r` does not end a line. Bytes need not be UTF-8. A line longer than `WINDOW` is
+//! matched on its first `WINDOW` bytes.
+//!
+//! Speed: complete lines are searched a whole chunk at a time with a multi-line form of each
+//! pattern, and only a candidate match is checked again against its own line with the pattern as
+//! written. So the cost per byte is the regex engine's scan, not a call per line.
+//!
+//! Pure: bytes in, match flags out. Nothing here reads a pipe or writes a stream.
+
+use memchr::{memchr, memrchr};
+use regex::bytes::{Regex, RegexBuilder};
+
+/// The longest line prefix kept while a line is still incomplete.
+pub const WINDOW: usize = 64 * 1024;
+
+/// One pattern, compiled twice: as written for single lines, and with `^`/`$` at line
+/// boundaries for whole chunks.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    line: Regex,
+    chunk: Regex,
+}
+
+/// Patterns are equal when written the same.
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Pattern {
+    pub fn new(pattern: &str) -> Result<Pattern, String> {
+        let build = |multi_line| {
+            RegexBuilder::new(pattern)
+                .multi_line(multi_line)
+                .crlf(multi_line)
+                .build()
+                .map_err(|error| {
+                    // The regex crate's message spans lines; keep its last, the reason.
+                    let text = error.to_string();
+                    let reason = text
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("");
+                    format!(
+                        "invalid regex '{pattern}': {}",
+                        reason.trim().trim_start_matches("error: ")
+                    )
+                })
+        };
+        Ok(Pattern {
+            line: build(false)?,
+            chunk: build(true)?,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.line.as_str()
+    }
+
+    fn matches_line(&self, line: &[u8]) -> bool {
+        self.line.is_match(strip_cr(line))
+    }
+
+    /// Whether any complete line of `region` (which ends with `\n`) matches.
+    fn matches_region(&self, region: &[u8]) -> bool {
+        let mut from = 0;
+        while from < region.len() {
+            let Some(found) = self.chunk.find_at(region, from) else {
+                return false;
+            };
+            let start = found.start();
+            if start >= region.len() {
+                // An empty match after the final `\n`: no line starts there.
+                return false;
+            }
+            let line_start = memrchr(b'\n', &region[..start]).map_or(0, |i| i + 1);
+            let line_end = memchr(b'\n', &region[start..]).map_or(region.len(), |i| start + i);
+            if self.matches_line(&region[line_start..line_end]) {
+                return true;
+            }
+            from = line_end + 1;
+        }
+        false
+    }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The patterns that read one stream, and whether each has matched a line yet.
+#[derive(Debug)]
+pub struct LineMatcher {
+    patterns: Vec<Pattern>,
+    matched: Vec<bool>,
+    /// The start of the current, incomplete line (at most `WINDOW` bytes of it).
+    partial: Vec<u8>,
+}
+
+impl LineMatcher {
+    pub fn new(patterns: Vec<Pattern>) -> LineMatcher {
+        let matched = vec![false; patterns.len()];
+        LineMatcher {
+            patterns,
+            matched,
+            partial: Vec::new(),
+        }
+    }
+
+    /// Whether pattern `index` (in the order given) matched a line.
+    pub fn matched(&self, index: usize) -> bool {
+        self.matched[index]
+    }
+
+    fn done(&self) -> bool {
+        self.matched.iter().all(|&m| m)
+    }
+
+    /// Matches the lines that `chunk` completes; keeps its unfinished tail for later.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if self.done() {
+            return;
+        }
+        let mut rest = chunk;
+        if !self.partial.is_empty() {
+            match memchr(b'\n', rest) {
+                Some(end) => {
+                    self.keep(&rest[..end]);
+                    let line = std::mem::take(&mut self.partial);
+                    self.check_line(&line);
+                    self.partial = line;
+                    self.partial.clear();
+                    rest = &rest[end + 1..];
+                }
+                None => {
+                    self.keep(rest);
+                    return;
+                }
+            }
+        }
+        match memrchr(b'\n', rest) {
+            Some(last) => {
+                self.check_region(&rest[..=last]);
+                self.keep(&rest[last + 1..]);
+            }
+            None => self.keep(rest),
+        }
+    }
+
+    /// Matches the last line if it had no `\n`.
+    pub fn finish(&mut self) {
+        if !self.partial.is_empty() && !self.done() {
+            let line = std::mem::take(&mut self.partial);
+            self.check_line(&line);
+        }
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = WINDOW.saturating_sub(self.partial.len());
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn check_line(&mut self, line: &[u8]) {
+        for (pattern, matched) in self.patterns.iter().zip(&mut self.matched) {
+            if !*matched && pattern.matches_line(line) {
+                *matched = true;
+            }
+        }
+    }
+
+    fn check_region(&mut self, region: &[u8]) {
+        for (pattern, matched) in self.patterns.iter().zip(&mut self.matched) {
+            if !*matched && pattern.matches_region(region) {
+                *matched = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn matcher(patterns: &[&str]) -> LineMatcher {
+        LineMatcher::new(patterns.iter().map(|p| Pattern::new(p).unwrap()).collect())
+    }
+
+    /// Feeds `input` in pieces of `size` bytes and says whether pattern 0 matched.
+    fn matches(pattern: &str, input: &[u8], size: usize) -> bool {
+        let mut m = matcher(&[pattern]);
+        for piece in input.chunks(size.max(1)) {
+            m.feed(piece);
+        }
+        m.finish();
+        m.matched(0)
+    }
+
+    /// The reference: split into lines, strip one `\r`, match each line.
+    fn reference(pattern: &str, input: &[u8]) -> bool {
+        let re = Regex::new(pattern).unwrap();
+        let mut lines: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        if input.ends_with(b"\n") || input.is_empty() {
+            lines.pop();
+        }
+        lines.iter().any(|line| {
+            let line = &line[..line.len().min(WINDOW)];
+            re.is_match(strip_cr(line))
+        })
+    }
+
+    #[test]
+    fn matches_whole_lines_only() {
+        assert!(matches("^ready$", b"starting\nready\ndone\n", 4096));
+        assert!(!matches("^ready$", b"not ready\nready now\n", 4096));
+        assert!(!matches("a.b", b"a\nb\n", 4096), "no match across lines");
+        assert!(
+            !matches("a\\sb", b"a\nb\n", 4096),
+            "\\s does not cross a newline"
+        );
+        assert!(
+            !matches("a[^x]b", b"a\nb\n", 4096),
+            "classes do not cross a newline"
+        );
+    }
+
+    #[test]
+    fn a_final_line_without_newline_counts() {
+        assert!(matches("^done$", b"work\ndone", 4096));
+        assert!(matches("^done$", b"done", 1));
+    }
+
+    #[test]
+    fn one_trailing_cr_is_stripped() {
+        assert!(matches("^ready$", b"ready\r\n", 4096));
+        assert!(matches("^ready$", b"ready\r", 4096), "the last line too");
+        assert!(!matches("^ready$", b"ready\r\r\n", 4096), "only one");
+    }
+
+    #[test]
+    fn a_lone_cr_does_not_end_a_line() {
+        assert!(!matches("^100%$", b"10%\r50%\r100%\n", 4096));
+        assert!(matches("100%$", b"10%\r50%\r100%\n", 4096));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_matched() {
+        assert!(matches("caf", b"\xfe\xffcaf\xff\n", 4096));
+        assert!(matches("caf(?-u:\\xff)", b"\xfe\xffcaf\xff\n", 4096));
+        assert!(matches("(?-u)^\\xff+$", b"\xff\xff\n", 2));
+    }
+
+    #[test]
+    fn lines_split_across_chunks() {
+        let input = b"first line\nthe quick brown fox\nlast";
+        for size in 1..input.len() {
+            assert!(matches("quick brown", input, size), "size {size}");
+            assert!(matches("^last$", input, size), "size {size}");
+        }
+    }
+
+    #[test]
+    fn long_lines_are_matched_on_a_bounded_window() {
+        let mut input = vec![b'x'; WINDOW * 3];
+        input.extend_from_slice(b"needle\n");
+        let mut m = matcher(&["needle", "^x+$"]);
+        for piece in input.chunks(1000) {
+            m.feed(piece);
+            assert!(m.partial.len() <= WINDOW);
+        }
+        m.finish();
+        assert!(!m.matched(0), "past the window");
+        assert!(m.matched(1), "the window itself");
+        let mut start = b"needle".to_vec();
+        start.extend(vec![b'y'; WINDOW * 2]);
+        assert!(matches("^needle", &start, 4096));
+    }
+
+    #[test]
+    fn several_patterns() {
+        let mut m = matcher(&["one", "two", "three"]);
+        m.feed(b"two\nthree\n");
+        m.finish();
+        assert_eq!(
+            (m.matched(0), m.matched(1), m.matched(2)),
+            (false, true, true)
+        );
+    }
+
+    #[test]
+    fn anchors_work_in_the_middle_of_a_chunk() {
+        assert!(matches("^b", b"a\nb\nc\n", 4096));
+        assert!(matches("b$", b"a\nb\r\nc\n", 4096));
+        assert!(!matches("^$x", b"\n\n", 4096));
+        assert!(matches("^$", b"a\n\nb\n", 4096), "an empty line");
+    }
+
+    #[test]
+    fn bad_patterns_are_one_line() {
+        let error = Pattern::new("(unclosed").unwrap_err();
+        assert!(error.starts_with("invalid regex '(unclosed'"), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_the_line_by_line_reference(
+            lines in proptest::collection::vec(
+                proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'\r'), Just(b' '), Just(0xffu8)], 0..12),
+                0..12,
+            ),
+            last_newline in any::<bool>(),
+            size in 1usize..20,
+            pattern in prop_oneof![
+                Just("^a"), Just("b$"), Just("^$"), Just("a b"), Just("(?-u)\\xff"), Just("^ab$"),
+                Just("a\\s*b"), Just("^[^a]*$"), Just("b\\r"),
+            ],
+        ) {
+            let mut input = lines.join(&b'\n');
+            if last_newline && !input.is_empty() {
+                input.push(b'\n');
+            }
+            prop_assert_eq!(matches(pattern, &input, size), reference(pattern, &input), "{:?}", String::from_utf8_lossy(&input));
+        }
+    }
+}

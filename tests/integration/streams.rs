@@ -1,0 +1,254 @@
+//! Output predicates that match while streaming, and byte-exact pass-through.
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+#[test]
+fn until_stdout_accepts_an_exit_1_attempt() {
+    let r = retry().args(["--until-stdout", "^ready$", "--base", "0"]);
+    let command = r.flaky(1);
+    // The flaky script prints nothing; add a line on the second run.
+    let script = format!(
+        "{}; [ $(cat '{}') -ge 2 ] && echo ready; exit 1",
+        command[2],
+        r.path("runs").display()
+    );
+    let r = r.args(sh(&script));
+    r.assert().code(0).stdout("ready\n");
+    assert_eq!(r.runs(), 2);
+}
+
+#[test]
+fn until_stdout_rejects_an_exit_0_attempt_without_a_match() {
+    retry()
+        .args([
+            "--until-stdout",
+            "^ready$",
+            "-r",
+            "1",
+            "--base",
+            "0",
+            "echo",
+            "not ready",
+        ])
+        .assert()
+        .code(1)
+        .stdout("not ready\nnot ready\n")
+        .stderr(predicate::str::contains(
+            "(exit 0; no --until line matched)",
+        ));
+}
+
+#[test]
+fn retry_if_stdout_retries_an_exit_0_attempt() {
+    let r = retry().args(["--retry-if-stdout", "pending", "--base", "0"]);
+    let script = format!(
+        "n=$(cat '{p}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{p}'; [ $n -ge 3 ] && echo done || echo pending",
+        p = r.path("runs").display()
+    );
+    let r = r.args(sh(&script));
+    r.assert().code(0).stdout("pending\npending\ndone\n");
+    assert_eq!(r.runs(), 3);
+}
+
+#[test]
+fn stderr_predicates() {
+    retry()
+        .args(["--until-stderr", "listening", "-r", "0"])
+        .args(sh("echo 'listening on 8080' >&2; exit 7"))
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("listening on 8080"));
+    retry()
+        .args(["--retry-if-stderr", "rate limit", "-r", "1", "--base", "0"])
+        .args(sh("echo 'rate limit exceeded' >&2"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "attempt 2/2 failed (exit 0; a --retry-if line matched)",
+        ));
+}
+
+#[test]
+fn either_until_stream_is_enough() {
+    let args = [
+        "--until-stdout",
+        "^out-ok$",
+        "--until-stderr",
+        "^err-ok$",
+        "-r",
+        "0",
+    ];
+    retry()
+        .args(args)
+        .args(sh("echo err-ok >&2; exit 1"))
+        .assert()
+        .code(0);
+    retry()
+        .args(args)
+        .args(sh("echo out-ok; exit 1"))
+        .assert()
+        .code(0);
+    retry()
+        .args(args)
+        .args(sh("echo nothing; exit 0"))
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn a_timed_out_attempt_fails_whatever_matched() {
+    retry()
+        .args(["--until-stdout", "ready", "-r", "0", "--timeout", "200ms"])
+        .args(sh("echo ready; sleep 5"))
+        .assert()
+        .code(124)
+        .stdout("ready\n");
+}
+
+#[test]
+fn retry_if_wins_over_until() {
+    retry()
+        .args([
+            "--until-stdout",
+            "ok",
+            "--retry-if-stdout",
+            "bad",
+            "-r",
+            "0",
+        ])
+        .args(sh("echo ok; echo bad"))
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn output_passes_through_byte_for_byte() {
+    // Not UTF-8, CR LF, a lone CR, NUL, and a final line without newline.
+    let script = "printf 'caf\\351\\r\\nprogress 1\\rprogress 2\\n\\000\\377\\376\\nlast line'";
+    let expected: &[u8] = b"caf\xe9\r\nprogress 1\rprogress 2\n\x00\xff\xfe\nlast line";
+    retry()
+        .args(["--until-stdout", "^last line$", "-r", "0"])
+        .args(sh(script))
+        .assert()
+        .code(0)
+        .stdout(predicate::eq(expected));
+    let to_stderr = format!("{script} >&2");
+    retry()
+        .args(["--until-stderr", "^last line$", "-r", "0"])
+        .args(sh(&to_stderr))
+        .assert()
+        .code(0)
+        .stderr(predicate::eq(expected));
+}
+
+#[test]
+fn non_utf8_output_can_be_matched() {
+    retry()
+        .args(["--until-stdout", "(?-u)^\\xff+ok$", "-r", "0"])
+        .args(sh("printf '\\377\\377ok\\n'; exit 1"))
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn a_line_reaches_the_reader_long_before_the_attempt_ends() {
+    let r = retry().args(["--until-stdout", "never", "-r", "0"]);
+    let r = r.args(sh("echo first; sleep 2; echo second"));
+    let mut child = std::process::Command::new(BIN)
+        .args([
+            "--until-stdout",
+            "never",
+            "-r",
+            "0",
+            "sh",
+            "-c",
+            "echo first; printf 'prompt> '; sleep 2",
+        ])
+        .current_dir(r.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 64];
+    while !seen.ends_with(b"prompt> ") {
+        let read = stdout.read(&mut buffer).unwrap();
+        assert!(read > 0, "stdout ended early: {seen:?}");
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    let waited = started.elapsed();
+    assert_eq!(seen, b"first\nprompt> ");
+    assert!(
+        waited < Duration::from_millis(1500),
+        "the line and the prompt took {waited:?}"
+    );
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+}
+
+#[test]
+fn only_the_streams_a_predicate_reads_are_piped() {
+    // With a stderr predicate, stdout stays the file retry was given: no copy in between.
+    let r = retry();
+    let out = r.path("out.txt");
+    let file = std::fs::File::create(&out).unwrap();
+    let status = std::process::Command::new(BIN)
+        .current_dir(r.dir.path())
+        .args([
+            "--until-stderr",
+            "x",
+            "-r",
+            "0",
+            "sh",
+            "-c",
+            "readlink /proc/$$/fd/1; readlink /proc/$$/fd/2 >&2; echo x >&2",
+        ])
+        .stdout(file)
+        .output()
+        .unwrap();
+    assert!(status.status.success());
+    let stdout = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(stdout.trim(), out.to_str().unwrap(), "stdout is inherited");
+    assert!(
+        String::from_utf8_lossy(&status.stderr).starts_with("pipe:"),
+        "stderr is piped"
+    );
+}
+
+#[test]
+fn bad_patterns_are_misuse() {
+    for flag in [
+        "--until-stdout",
+        "--until-stderr",
+        "--retry-if-stdout",
+        "--retry-if-stderr",
+    ] {
+        retry()
+            .args([flag, "(unclosed", "true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains(flag))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_the_attempt_with_sigpipe_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = std::process::Command::new(BIN)
+        .args(["--until-stdout", "never", "--base", "0", "yes"])
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(shell_status(output.status), 141);
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
