@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser};
 
 use crate::backoff::{Backoff, Jitter};
+use crate::input::StdinMode;
 use crate::lines::Pattern;
 use crate::parse::{self, CodeSet};
 
@@ -204,6 +205,20 @@ pub struct Cli {
     /// Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]
     #[arg(long, value_name = "NAME", help_heading = "Configuration")]
     pub profile: Option<String>,
+
+    /// What each attempt reads on stdin [default: auto]
+    ///
+    /// auto rewinds a regular file before each attempt and passes a pipe, socket or terminal
+    /// through untouched (later attempts then see only what is left); replay captures stdin and
+    /// gives every attempt the same bytes from the start; inherit never rewinds; null gives
+    /// /dev/null.
+    #[arg(long, value_name = "MODE", help_heading = "Input and output")]
+    pub stdin: Option<StdinMode>,
+
+    /// Hold each attempt's stdout until it ends: only the final attempt's goes to stdout, the
+    /// others' to stderr
+    #[arg(long, help_heading = "Input and output")]
+    pub hold_stdout: bool,
 
     /// Keep the attempt in retry's own process group, for commands that read the terminal
     ///

@@ -71,8 +71,17 @@ pub struct HookSpec<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interrupted(pub i32);
 
+/// Writing the final attempt's held output found stdout closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BrokenPipe;
+
 pub trait Execute {
     fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted>;
+    /// Passes on the last attempt's held stdout (`--hold-stdout`): to stdout when it is the
+    /// final attempt, else to stderr.
+    fn release_output(&mut self, final_attempt: bool) -> Result<(), BrokenPipe>;
+    /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
+    fn stdin_shared(&self) -> bool;
     /// Runs a hook to its end; how it ended is only reported, never judged.
     fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted>;
 }
@@ -149,6 +158,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         let mut streak = 0;
         let mut retry_number = 0u64;
         let mut reported_cannot_start = false;
+        let mut warned_stdin = false;
         for attempt in 1u64.. {
             let now = self.clock.now();
             if self.past_deadline(now) {
@@ -192,9 +202,16 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 next,
             };
 
-            let wait = match settings.judge.judge(end, report.matches) {
-                Verdict::BrokenPipe => return Ok(RunEnd::BrokenPipe),
+            let verdict = settings.judge.judge(end, report.matches);
+            if verdict == Verdict::BrokenPipe {
+                return Ok(RunEnd::BrokenPipe);
+            }
+            let wait = match verdict {
+                Verdict::BrokenPipe => unreachable!("handled above"),
                 Verdict::Stop => {
+                    if self.executor.release_output(true).is_err() {
+                        return Ok(RunEnd::BrokenPipe);
+                    }
                     // A command that cannot start was already reported in its own line.
                     let say = !end.could_not_start();
                     if say {
@@ -205,6 +222,9 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 Verdict::Succeed => {
                     streak += 1;
                     if streak >= settings.consecutive {
+                        if self.executor.release_output(true).is_err() {
+                            return Ok(RunEnd::BrokenPipe);
+                        }
                         self.reporter.emit(&Event::Success {
                             attempt,
                             max_attempts,
@@ -225,7 +245,11 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                         needed: settings.consecutive,
                         next,
                     };
-                    if is_last || self.wait_crosses_deadline(wait) {
+                    let final_attempt = is_last || self.wait_crosses_deadline(wait);
+                    if self.executor.release_output(final_attempt).is_err() {
+                        return Ok(RunEnd::BrokenPipe);
+                    }
+                    if final_attempt {
                         self.reporter.emit(&streak_event(None));
                         let reason = if is_last {
                             GiveUp::Exhausted
@@ -239,17 +263,25 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 }
                 Verdict::Retry => {
                     streak = 0;
+                    retry_number = retry_number.saturating_add(1);
+                    let wait = self.delays.delay(retry_number);
+                    let final_attempt = is_last || self.wait_crosses_deadline(wait);
+                    if self.executor.release_output(final_attempt).is_err() {
+                        return Ok(RunEnd::BrokenPipe);
+                    }
                     if is_last {
                         self.reporter.emit(&failed(None));
                         return self.give_up(GiveUp::Exhausted, attempt, last, true);
                     }
-                    retry_number = retry_number.saturating_add(1);
-                    let wait = self.delays.delay(retry_number);
-                    if self.wait_crosses_deadline(wait) {
+                    if final_attempt {
                         self.reporter.emit(&failed(None));
                         return self.give_up(GiveUp::MaxTime, attempt, last, true);
                     }
                     self.reporter.emit(&failed(Some(wait)));
+                    if !warned_stdin && self.executor.stdin_shared() {
+                        warned_stdin = true;
+                        self.reporter.emit(&Event::StdinShared);
+                    }
                     self.hook(HookKind::Retry, attempt, end.status(), Some(wait))?;
                     if self.wait_crosses_deadline(wait) {
                         // The hook used up the time the wait had.
@@ -396,6 +428,7 @@ mod tests {
         ends: Vec<(AttemptEnd, Duration)>,
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
+        released: Vec<bool>,
     }
 
     impl Execute for Script {
@@ -417,6 +450,15 @@ mod tests {
                 matches: Matches::default(),
                 start_error: end.could_not_start().then(|| "not found".to_string()),
             })
+        }
+
+        fn release_output(&mut self, final_attempt: bool) -> Result<(), BrokenPipe> {
+            self.released.push(final_attempt);
+            Ok(())
+        }
+
+        fn stdin_shared(&self) -> bool {
+            true
         }
 
         fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted> {
@@ -454,6 +496,7 @@ mod tests {
         slept: Vec<Duration>,
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
+        released: Vec<bool>,
         output: String,
     }
 
@@ -486,6 +529,7 @@ mod tests {
             ends: ends.to_vec(),
             specs: Vec::new(),
             hooks: Vec::new(),
+            released: Vec::new(),
         };
         let mut clock = FakeSleep {
             time,
@@ -511,6 +555,7 @@ mod tests {
             slept: clock.slept,
             specs: script.specs,
             hooks: script.hooks,
+            released: script.released,
             output,
         }
     }

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod driver;
 pub mod dryrun;
+pub mod input;
 pub mod lines;
 pub mod outcome;
 pub mod parse;
@@ -18,6 +19,7 @@ pub mod report;
 pub mod runner;
 pub mod settings;
 pub mod signals;
+pub mod spool;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -34,6 +36,7 @@ use crate::backoff::Delays;
 use crate::cli::Cli;
 use crate::clock::RealClock;
 use crate::config::ConfigFile;
+use crate::input::Input;
 use crate::outcome::{MISUSE, RunEnd};
 use crate::report::{Event, Reporter};
 use crate::runner::Runner;
@@ -90,6 +93,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         command: &settings.command,
         stdout_rules: &settings.stdout_rules,
         stderr_rules: &settings.stderr_rules,
+        input: Input::new(settings.stdin),
+        hold_stdout: settings.hold_stdout,
+        held: None,
         foreground: settings.foreground,
         kill_signal: settings.kill_signal,
         kill_after: settings.kill_after,

@@ -1,5 +1,6 @@
-//! Output plumbing for streams that a predicate reads: one thread per piped stream copies every
-//! byte to `retry`'s own stream as soon as it arrives, and matches lines on the way.
+//! Output plumbing for streams that a predicate reads (or `--hold-stdout` holds): one thread per
+//! piped stream copies every byte to `retry`'s own stream as soon as it arrives (or into a
+//! spool), and matches lines on the way.
 //!
 //! Streams no predicate reads are never piped: the child inherits them and nothing is copied.
 //! If `retry`'s own stream is closed (the reader downstream has gone), copying stops and the pipe
@@ -8,15 +9,16 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::lines::LineMatcher;
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
+use crate::spool::Spool;
 
 /// Bytes read from a pipe at a time, and the pipe capacity asked for: fewer, larger transfers
 /// mean fewer context switches between the attempt and this thread.
@@ -27,6 +29,27 @@ const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
 /// the end of it (a background process may hold the pipe open), and the most it waits in all.
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
 const DRAIN_MAX: Duration = Duration::from_secs(2);
+
+/// Where a watched stream's bytes go.
+pub enum Sink {
+    /// On at once to one of `retry`'s own streams (`None`: nowhere, no descriptor was left).
+    Stream(Option<File>),
+    /// Into a spool, until the driver says whether this attempt's output is the final one.
+    Hold(Arc<Mutex<Spool>>),
+}
+
+impl Sink {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Stream(Some(out)) => out.write_all(bytes),
+            Sink::Stream(None) => Ok(()),
+            Sink::Hold(spool) => spool
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .append(bytes),
+        }
+    }
+}
 
 /// A stream being copied and matched.
 pub struct Watch {
@@ -39,7 +62,7 @@ pub struct Watch {
 /// Starts copying `source` to `sink`, matching `rules` on the way.
 pub fn watch(
     mut source: impl Read + AsRawFd + Send + 'static,
-    mut sink: Option<File>,
+    mut sink: Sink,
     rules: &OutputRules,
 ) -> Watch {
     let (done_sender, done) = mpsc::channel();
@@ -80,10 +103,8 @@ pub fn watch(
             };
             let bytes = &buffer[..read];
             // Pass the bytes on before matching them: the reader downstream waits for them.
-            if let Some(out) = &mut sink {
-                if out.write_all(bytes).is_err() {
-                    break;
-                }
+            if sink.write_all(bytes).is_err() {
+                break;
             }
             thread_progress.fetch_add(read as u64, Ordering::Relaxed);
             matcher.feed(bytes);

@@ -73,6 +73,8 @@ pub enum Event<'a> {
         total: Duration,
         status: u8,
     },
+    /// Stdin is a pipe or socket under `--stdin auto`: said once, before the first retry.
+    StdinShared,
     HookFailed {
         kind: HookKind,
         end: AttemptEnd,
@@ -204,6 +206,11 @@ fn text(event: &Event<'_>) -> String {
                 "giving up after {attempts} in {}: {why} (exit status {status})",
                 human(total)
             )
+        }
+        Event::StdinShared => {
+            "stdin is a pipe: later attempts see only what earlier ones left unread; \
+             use --stdin replay to give every attempt the same input"
+                .to_string()
         }
         Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
         Event::Interrupted { signal } => {

@@ -12,20 +12,27 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted};
+use crate::driver::{AttemptReport, AttemptSpec, BrokenPipe, Execute, HookSpec, Interrupted};
+use crate::input::Input;
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing;
+use crate::plumbing::{self, Sink};
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
 use crate::signals::{Event, Events};
+use crate::spool::Spool;
 
 pub struct Runner<'a> {
     pub events: &'a Events,
     pub command: &'a [OsString],
     pub stdout_rules: &'a OutputRules,
     pub stderr_rules: &'a OutputRules,
+    pub input: Input,
+    pub hold_stdout: bool,
+    /// The last attempt's stdout under `--hold-stdout`, until it is released.
+    pub held: Option<Arc<Mutex<Spool>>>,
     pub foreground: bool,
     pub kill_signal: i32,
     pub kill_after: Duration,
@@ -93,29 +100,45 @@ struct Supervised {
 impl Execute for Runner<'_> {
     fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted> {
         let started = Instant::now();
-        let mut child = match self.attempt_command(spec).spawn() {
+        let (stdin, feeder) = self.input.for_attempt(spec.number);
+        let mut command = self.attempt_command(spec);
+        command.stdin(stdin);
+        let spawned = command.spawn();
+        // The parent's copies of the child's pipe ends close with the command.
+        drop(command);
+        let mut child = match spawned {
             Ok(child) => child,
-            Err(error) => return Ok(cannot_start(&error, started)),
+            Err(error) => {
+                if let Some(feeder) = feeder {
+                    feeder.stop();
+                }
+                return Ok(cannot_start(&error, started));
+            }
         };
         let mut watches = Vec::new();
         if let Some(stdout) = child.stdout.take() {
-            watches.push(plumbing::watch(
-                stdout,
-                own_stream(io::stdout().as_fd()),
-                self.stdout_rules,
-            ));
+            let sink = if self.hold_stdout {
+                let spool = Arc::new(Mutex::new(Spool::default()));
+                self.held = Some(Arc::clone(&spool));
+                Sink::Hold(spool)
+            } else {
+                Sink::Stream(own_stream(io::stdout().as_fd()))
+            };
+            watches.push(plumbing::watch(stdout, sink, self.stdout_rules));
         }
         if let Some(stderr) = child.stderr.take() {
-            watches.push(plumbing::watch(
-                stderr,
-                own_stream(io::stderr().as_fd()),
-                self.stderr_rules,
-            ));
+            let sink = Sink::Stream(own_stream(io::stderr().as_fd()));
+            watches.push(plumbing::watch(stderr, sink, self.stderr_rules));
         }
         let target = self.target(&child);
         let supervised = self.supervise(&mut child, target, spec.deadline, started);
         let matches = plumbing::finish(watches);
+        if let Some(feeder) = feeder {
+            feeder.stop();
+        }
         if let Some(signal) = supervised.interrupted {
+            // An interrupted run has no final attempt, but its held output is not dropped.
+            let _ = self.release_output(false);
             return Err(Interrupted(signal));
         }
         Ok(AttemptReport {
@@ -124,6 +147,28 @@ impl Execute for Runner<'_> {
             matches,
             start_error: None,
         })
+    }
+
+    fn release_output(&mut self, final_attempt: bool) -> Result<(), BrokenPipe> {
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let result = if final_attempt {
+            spool.copy_to(&mut io::stdout().lock())
+        } else {
+            spool.copy_to(&mut io::stderr().lock())
+        };
+        match result {
+            Err(error) if final_attempt && error.kind() == io::ErrorKind::BrokenPipe => {
+                Err(BrokenPipe)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn stdin_shared(&self) -> bool {
+        self.input.shared_stream()
     }
 
     fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted> {
@@ -256,8 +301,9 @@ impl Runner<'_> {
         if !self.foreground {
             command.process_group(0);
         }
-        // Only a stream that a predicate reads is piped; the others are inherited as they are.
-        if self.stdout_rules.any() {
+        // Only a stream that a predicate reads (or --hold-stdout holds) is piped; the others are
+        // inherited as they are.
+        if self.stdout_rules.any() || self.hold_stdout {
             command.stdout(Stdio::piped());
         }
         if self.stderr_rules.any() {

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
 use crate::cli::Cli;
+use crate::input::StdinMode;
 use crate::lines::Pattern;
 use crate::predicate::Judge;
 
@@ -64,6 +65,8 @@ pub struct Settings {
     pub consecutive: u64,
     pub fail_exit: Option<u8>,
     pub foreground: bool,
+    pub stdin: StdinMode,
+    pub hold_stdout: bool,
     pub hooks: Hooks,
     pub verbosity: Verbosity,
     pub dry_run: bool,
@@ -116,6 +119,8 @@ impl Settings {
             consecutive: cli.consecutive.unwrap_or(1),
             fail_exit: cli.fail_exit,
             foreground: cli.foreground,
+            stdin: cli.stdin.unwrap_or(StdinMode::Auto),
+            hold_stdout: cli.hold_stdout,
             hooks: Hooks {
                 on_retry: cli.on_retry,
                 on_failure: cli.on_failure,

@@ -1,0 +1,210 @@
+//! What each attempt reads on stdin (`--stdin auto|replay|inherit|null`).
+//!
+//! - `auto`: a regular file is rewound to the offset it had when `retry` started, before every
+//!   attempt after the first; a pipe, socket or terminal is passed through untouched and `retry`
+//!   reads none of it (so `while read ...; do retry ...; done` keeps its input).
+//! - `replay`: a thread copies stdin into a spool as it arrives; each attempt gets a pipe fed
+//!   from the start of the spool, following it as it grows, so no attempt waits for the end of
+//!   the input before it starts, and every attempt sees the same bytes.
+//! - `inherit`: stdin as is, every time. `null`: /dev/null.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use crate::spool::Spool;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StdinMode {
+    /// Rewind a regular file before each attempt; pass anything else through untouched
+    Auto,
+    /// Capture stdin and give every attempt the same bytes from the start
+    Replay,
+    /// Pass stdin through untouched, never rewinding
+    Inherit,
+    /// Every attempt reads /dev/null
+    Null,
+}
+
+/// What `retry`'s own stdin is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A regular file, and the offset to rewind it to.
+    File(i64),
+    /// A pipe or a socket: what one attempt reads, the next does not see.
+    Stream,
+    Other,
+}
+
+fn inspect() -> Kind {
+    let fd = io::stdin().as_fd().as_raw_fd();
+    // SAFETY: fstat and lseek on fd 0 with a zeroed stat buffer; errors are handled.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut stat) != 0 {
+            return Kind::Other;
+        }
+        match stat.st_mode & libc::S_IFMT {
+            libc::S_IFREG => match libc::lseek(fd, 0, libc::SEEK_CUR) {
+                offset if offset >= 0 => Kind::File(offset),
+                _ => Kind::Other,
+            },
+            libc::S_IFIFO | libc::S_IFSOCK => Kind::Stream,
+            _ => Kind::Other,
+        }
+    }
+}
+
+/// Gives each attempt its stdin.
+pub struct Input {
+    mode: StdinMode,
+    kind: Kind,
+    replay: Option<Arc<Replay>>,
+}
+
+impl Input {
+    pub fn new(mode: StdinMode) -> Input {
+        Input {
+            mode,
+            kind: inspect(),
+            replay: None,
+        }
+    }
+
+    /// Whether later attempts see only what earlier ones left unread (the `auto` warning).
+    pub fn shared_stream(&self) -> bool {
+        self.mode == StdinMode::Auto && self.kind == Kind::Stream
+    }
+
+    /// The stdin for attempt `number`, and a feeder to stop when the attempt ends.
+    pub fn for_attempt(&mut self, number: u64) -> (Stdio, Option<Feeder>) {
+        match self.mode {
+            StdinMode::Inherit => (Stdio::inherit(), None),
+            StdinMode::Null => (Stdio::null(), None),
+            StdinMode::Auto => {
+                if let (Kind::File(offset), true) = (self.kind, number > 1) {
+                    // SAFETY: lseek on fd 0, a regular file; a failure leaves it where it is.
+                    unsafe {
+                        libc::lseek(io::stdin().as_fd().as_raw_fd(), offset, libc::SEEK_SET);
+                    }
+                }
+                (Stdio::inherit(), None)
+            }
+            StdinMode::Replay => {
+                let replay = Arc::clone(self.replay.get_or_insert_with(Replay::start));
+                match io::pipe() {
+                    Ok((reader, writer)) => {
+                        (Stdio::from(reader), Some(Feeder::start(replay, writer)))
+                    }
+                    // No pipe to be had: the attempt reads nothing rather than a partial stdin.
+                    Err(_) => (Stdio::null(), None),
+                }
+            }
+        }
+    }
+}
+
+/// Everything read from stdin so far.
+struct Replay {
+    state: Mutex<Captured>,
+    grew: Condvar,
+}
+
+#[derive(Default)]
+struct Captured {
+    spool: Spool,
+    ended: bool,
+}
+
+impl Replay {
+    /// Starts copying `retry`'s stdin into the spool.
+    fn start() -> Arc<Replay> {
+        let replay = Arc::new(Replay {
+            state: Mutex::new(Captured::default()),
+            grew: Condvar::new(),
+        });
+        let capture = Arc::clone(&replay);
+        let source = io::stdin().as_fd().try_clone_to_owned().map(File::from);
+        let started = thread::Builder::new().name("stdin".into()).spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            if let Ok(mut source) = source {
+                loop {
+                    let read = match source.read(&mut buffer) {
+                        Ok(0) | Err(_) => break,
+                        Ok(read) => read,
+                    };
+                    let mut state = capture.lock();
+                    if state.spool.append(&buffer[..read]).is_err() {
+                        break;
+                    }
+                    drop(state);
+                    capture.grew.notify_all();
+                }
+            }
+            capture.lock().ended = true;
+            capture.grew.notify_all();
+        });
+        if started.is_err() {
+            replay.lock().ended = true;
+        }
+        replay
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Captured> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Feeds one attempt's stdin pipe from the start of the replay.
+pub struct Feeder {
+    replay: Arc<Replay>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Feeder {
+    fn start(replay: Arc<Replay>, mut writer: io::PipeWriter) -> Feeder {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (source, stopped) = (Arc::clone(&replay), Arc::clone(&stop));
+        let _ = thread::Builder::new().name("feeder".into()).spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut offset = 0u64;
+            loop {
+                let mut state = source.lock();
+                let read = loop {
+                    if stopped.load(Ordering::Acquire) {
+                        return;
+                    }
+                    match state.spool.read_at(offset, &mut buffer) {
+                        Ok(0) if state.ended => return,
+                        Ok(0) => {
+                            state = source.grew.wait(state).unwrap_or_else(|p| p.into_inner());
+                        }
+                        Ok(read) => break read,
+                        Err(_) => return,
+                    }
+                };
+                drop(state);
+                // The attempt stopped reading (or ended): nothing more to give it.
+                if writer.write_all(&buffer[..read]).is_err() {
+                    return;
+                }
+                offset += read as u64;
+            }
+        });
+        Feeder { replay, stop }
+    }
+
+    /// Stops feeding once the attempt has ended; the pipe closes with the thread.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Release);
+        // Take the lock so the feeder is either before its check or already waiting.
+        drop(self.replay.lock());
+        self.replay.grew.notify_all();
+    }
+}
