@@ -429,6 +429,7 @@ mod tests {
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
         released: Vec<bool>,
+        stdin_shared: bool,
     }
 
     impl Execute for Script {
@@ -458,7 +459,7 @@ mod tests {
         }
 
         fn stdin_shared(&self) -> bool {
-            true
+            self.stdin_shared
         }
 
         fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted> {
@@ -513,12 +514,13 @@ mod tests {
         ends: &[(AttemptEnd, Duration)],
         interrupt_at: Option<usize>,
     ) -> Outcome {
+        let flags = args.iter().filter(|a| **a != "--stdin-is-a-pipe");
         let cli = Cli::try_parse_from(
             [
                 "retry", "--jitter", "none", "--base", "100ms", "--max", "10s",
             ]
             .iter()
-            .chain(args)
+            .chain(flags)
             .chain(&["cmd"]),
         )
         .unwrap();
@@ -530,6 +532,7 @@ mod tests {
             specs: Vec::new(),
             hooks: Vec::new(),
             released: Vec::new(),
+            stdin_shared: args.contains(&"--stdin-is-a-pipe"),
         };
         let mut clock = FakeSleep {
             time,
@@ -863,6 +866,44 @@ mod tests {
         let out = run(&["--on-retry", "r", "--consecutive", "2"], &[exited(0, 0)]);
         assert_eq!(out.end, RunEnd::Succeeded);
         assert!(out.hooks.is_empty(), "{:?}", out.hooks);
+    }
+
+    #[test]
+    fn held_output_is_released_as_final_only_for_the_last_attempt() {
+        let out = run(&["-r", "2"], &[exited(1, 0), exited(1, 0), exited(0, 0)]);
+        assert_eq!(out.released, [false, false, true]);
+        let out = run(&["-r", "1"], &[exited(1, 0)]);
+        assert_eq!(out.released, [false, true]);
+        let out = run(&["--stop-on-exit", "1"], &[exited(1, 0)]);
+        assert_eq!(out.released, [true]);
+        let out = run(&["--max-time", "150ms", "--forever"], &[exited(1, 0)]);
+        assert_eq!(
+            out.released,
+            [false, true],
+            "the wait after the second would cross max-time"
+        );
+        let out = run(&["--consecutive", "2", "-r", "3"], &[exited(0, 0)]);
+        assert_eq!(out.released, [false, true]);
+    }
+
+    #[test]
+    fn a_shared_stdin_is_warned_about_once_before_the_first_retry() {
+        let out = run(&["-r", "3", "--stdin-is-a-pipe"], &[exited(1, 0)]);
+        assert_eq!(out.output.matches("stdin is a pipe").count(), 1);
+        let first_retry_line = out.output.lines().next().unwrap();
+        assert!(first_retry_line.contains("attempt 1/4 failed"));
+        assert!(
+            out.output
+                .lines()
+                .nth(1)
+                .unwrap()
+                .contains("stdin is a pipe")
+        );
+        let out = run(&["-r", "0", "--stdin-is-a-pipe"], &[exited(1, 0)]);
+        assert!(
+            !out.output.contains("stdin is a pipe"),
+            "no retry, no warning"
+        );
     }
 
     #[test]

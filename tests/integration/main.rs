@@ -7,6 +7,7 @@ mod config;
 mod dry_run;
 mod exit_status;
 mod hooks;
+mod input;
 mod limits;
 mod messages;
 mod processes;

@@ -7,7 +7,8 @@ use crate::util::*;
 #[test]
 fn one_line_per_failed_attempt_and_one_when_giving_up() {
     retry()
-        .args(["-r", "2", "--base", "1ms", "--jitter", "none", "false"])
+        // assert_cmd gives stdin as a pipe, which would add the stdin warning.
+        .args(["--stdin", "null", "-r", "2", "--base", "1ms", "--jitter", "none", "false"])
         .assert()
         .code(1)
         .stdout("")

@@ -73,8 +73,11 @@ impl Retry {
         path
     }
 
+    /// The command, with stdin from /dev/null unless a test gives it input (`write_stdin`).
     pub fn command(&self) -> Command {
-        let mut command = Command::new(BIN);
+        let mut std_command = std::process::Command::new(BIN);
+        std_command.stdin(Stdio::null());
+        let mut command = Command::from_std(std_command);
         clean_env(command.current_dir(self.dir.path()));
         command.env("HOME", self.path("home"));
         command.args(&self.args).timeout(BOUND);

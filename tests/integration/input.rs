@@ -1,0 +1,283 @@
+//! Stdin modes and --hold-stdout.
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// Deterministic bytes of every value, `len` long.
+fn payload(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+/// Runs three failing attempts that each compare their whole stdin with `expected`, feeding
+/// `input` through a pipe, and returns how many attempts saw it intact.
+fn attempts_seeing(mode: &str, input: &[u8]) -> usize {
+    let r = retry();
+    let expected = r.write("expected.bin", "");
+    std::fs::write(&expected, input).unwrap();
+    let script = format!(
+        "cmp -s - '{}' && echo ok >> '{}'; exit 1",
+        expected.display(),
+        r.path("log").display()
+    );
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(r.dir.path())
+        .args([
+            "--stdin", mode, "-r", "2", "--base", "0", "-q", "sh", "-c", &script,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+    writer.join().unwrap();
+    std::fs::read_to_string(r.path("log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[test]
+fn replay_gives_every_attempt_the_same_bytes() {
+    for len in [0, 1, 1024 * 1024, 50 * 1024 * 1024] {
+        assert_eq!(attempts_seeing("replay", &payload(len)), 3, "{len} bytes");
+    }
+}
+
+#[test]
+fn auto_with_a_pipe_gives_later_attempts_only_what_is_left() {
+    assert_eq!(attempts_seeing("auto", &payload(1000)), 1);
+}
+
+#[test]
+fn auto_rewinds_a_regular_file_to_where_it_was() {
+    let r = retry();
+    let input = r.write("input.txt", "skip\nline one\nline two\n");
+    let script = format!(
+        "{{ dd bs=1 count=5 of=/dev/null 2>/dev/null; '{BIN}' -r 2 --base 0 -q sh -c 'cat; exit 1'; }} < '{}'",
+        input.display()
+    );
+    std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .map(|output| {
+            assert_eq!(
+                String::from_utf8(output.stdout).unwrap(),
+                "line one\nline two\n".repeat(3)
+            );
+        })
+        .unwrap();
+}
+
+#[test]
+fn inherit_never_rewinds() {
+    let r = retry();
+    let input = r.write("input.txt", "once\n");
+    let file = std::fs::File::open(&input).unwrap();
+    let output = std::process::Command::new(BIN)
+        .args([
+            "--stdin",
+            "inherit",
+            "-r",
+            "2",
+            "--base",
+            "0",
+            "sh",
+            "-c",
+            "cat; exit 1",
+        ])
+        .stdin(file)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "once\n");
+    assert!(
+        !String::from_utf8(output.stderr)
+            .unwrap()
+            .contains("stdin is a pipe")
+    );
+}
+
+#[test]
+fn null_gives_nothing() {
+    retry()
+        .args(["--stdin", "null", "-r", "0", "cat"])
+        .command()
+        .write_stdin("not for the attempt")
+        .assert()
+        .code(0)
+        .stdout("");
+}
+
+#[test]
+fn the_pipe_warning_comes_once_and_names_replay() {
+    let warning = "stdin is a pipe";
+    retry()
+        .args(["-r", "3", "--base", "0", "false"])
+        .command()
+        .write_stdin("x")
+        .assert()
+        .code(1)
+        .stderr(predicate::function(|s: &str| {
+            s.matches(warning).count() == 1
+        }))
+        .stderr(predicate::str::contains("--stdin replay"));
+    for args in [
+        ["--stdin", "inherit"],
+        ["--stdin", "replay"],
+        ["-q", "--stdin=auto"],
+    ] {
+        retry()
+            .args(args)
+            .args(["-r", "1", "--base", "0", "false"])
+            .command()
+            .write_stdin("x")
+            .assert()
+            .stderr(predicate::str::contains(warning).not());
+    }
+}
+
+#[test]
+fn a_while_read_loop_keeps_its_lines() {
+    let script = format!(
+        "printf 'a\\nb\\nc\\n' | while read line; do echo \"got $line\"; '{BIN}' -q -r 0 true; done"
+    );
+    let output = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "got a\ngot b\ngot c\n"
+    );
+}
+
+#[test]
+fn replay_starts_at_once_and_does_not_wait_for_the_producer() {
+    // The producer keeps the pipe open for 3 seconds after its first line; retry must have
+    // run the attempt and ended long before (the shell itself waits for the producer).
+    let r = retry();
+    let stamp = r.path("stamp");
+    let script = format!(
+        "(echo first; sleep 3; echo late) | {{ '{BIN}' --stdin replay -r 0 head -n 1; date +%s%N > '{}'; }}",
+        stamp.display()
+    );
+    let since_epoch = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    };
+    let began = since_epoch();
+    let output = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "first\n");
+    let ended: u128 = std::fs::read_to_string(&stamp)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let retry_took = Duration::from_nanos((ended - began) as u64);
+    assert!(
+        retry_took < Duration::from_millis(1500),
+        "retry took {retry_took:?}"
+    );
+}
+
+#[test]
+fn hold_stdout_sends_one_copy_downstream() {
+    let r = retry().args(["--hold-stdout", "--base", "0"]);
+    let r = r.args(sh(
+        "echo \"output of $RETRY_ATTEMPT\"; [ $RETRY_ATTEMPT = 3 ]",
+    ));
+    r.assert()
+        .code(0)
+        .stdout("output of 3\n")
+        .stderr(predicate::str::contains("output of 1\n"))
+        .stderr(predicate::str::contains("output of 2\n"));
+}
+
+#[test]
+fn hold_stdout_gives_the_final_failed_attempts_output() {
+    retry()
+        .args(["--hold-stdout", "--base", "0", "-r", "1"])
+        .args(sh("echo \"try $RETRY_ATTEMPT\"; exit 4"))
+        .assert()
+        .code(4)
+        .stdout("try 2\n")
+        .stderr(predicate::str::contains("try 1\n"));
+}
+
+#[test]
+fn hold_stdout_of_a_large_output_is_byte_exact() {
+    let r = retry();
+    let data = r.write("data.bin", "");
+    std::fs::write(&data, payload(20 * 1024 * 1024)).unwrap();
+    let script = format!("cat '{}'", data.display());
+    let output = r
+        .args(["--hold-stdout", "-r", "0"])
+        .args(sh(&script))
+        .command()
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(
+        output.stdout == payload(20 * 1024 * 1024),
+        "held output differs"
+    );
+}
+
+#[test]
+fn no_temporary_file_is_left_behind() {
+    for signal in [None, Some(libc::SIGTERM), Some(libc::SIGKILL)] {
+        let r = retry();
+        let tmp = r.path("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let data = r.write("data.bin", "");
+        std::fs::write(&data, payload(8 * 1024 * 1024)).unwrap();
+        let script = format!("cat '{}'; sleep 30", data.display());
+        let mut child = std::process::Command::new(BIN)
+            .env("TMPDIR", &tmp)
+            .args([
+                "--hold-stdout",
+                "-r",
+                "0",
+                "--timeout",
+                "1s",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            std::fs::read_dir(&tmp).unwrap().count(),
+            0,
+            "nothing visible mid-run"
+        );
+        if let Some(signal) = signal {
+            send(&child, signal);
+        }
+        wait_bounded(&mut child);
+        assert_eq!(
+            std::fs::read_dir(&tmp).unwrap().count(),
+            0,
+            "after {signal:?}"
+        );
+    }
+}
