@@ -14,6 +14,7 @@ use crate::backoff::{Backoff, Jitter};
 use crate::input::StdinMode;
 use crate::lines::Pattern;
 use crate::parse::{self, CodeSet};
+use crate::report::LogFormat;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -233,6 +234,11 @@ pub struct Cli {
     /// Say more: each attempt's start, the seed, the success
     #[arg(short, long, action = ArgAction::SetTrue, help_heading = "Output")]
     pub verbose: bool,
+
+    /// Format of retry's own messages: text, or json (one object per line per event)
+    /// [default: text]
+    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
+    pub log_format: Option<LogFormat>,
 
     /// Print the planned schedule and exit without running anything
     #[arg(long, help_heading = "Output")]

@@ -228,6 +228,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                         self.reporter.emit(&Event::Success {
                             attempt,
                             max_attempts,
+                            end,
                             ran: report.ran,
                             total: self.clock.now() - self.start,
                         });
@@ -290,9 +291,37 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     wait
                 }
             };
-            self.clock.sleep(wait)?;
+            self.wait(wait)?;
         }
         unreachable!("attempt numbers are unbounded")
+    }
+
+    /// Waits before the next attempt; on a terminal, a long wait counts down once a second.
+    fn wait(&mut self, wait: Duration) -> Result<(), Interrupted> {
+        if !self.reporter.wants_countdown(wait) {
+            return self.clock.sleep(wait);
+        }
+        let until = self.clock.now() + wait;
+        loop {
+            let left = until.saturating_duration_since(self.clock.now());
+            if left.is_zero() {
+                break;
+            }
+            self.reporter.countdown(left);
+            // Sleep until the whole seconds left (the number shown) change.
+            let whole = Duration::from_secs(left.as_secs());
+            let step = if whole == left {
+                Duration::from_secs(1)
+            } else {
+                left - whole
+            };
+            if let Err(interrupted) = self.clock.sleep(step) {
+                self.reporter.clear_countdown();
+                return Err(interrupted);
+            }
+        }
+        self.reporter.clear_countdown();
+        Ok(())
     }
 
     /// Ends a failed run: the give-up line (unless `say` is false), then `--on-failure`.
@@ -371,6 +400,7 @@ mod tests {
     use super::*;
     use crate::cli::Cli;
     use crate::outcome::Limit;
+    use crate::report::{LogFormat, Terminal};
     use crate::settings::Verbosity;
     use clap::Parser;
     use rand::SeedableRng;
@@ -540,7 +570,12 @@ mod tests {
             interrupt_at,
         };
         let lines = Lines::default();
-        let mut reporter = Reporter::new(Verbosity::Normal, Box::new(lines.clone()));
+        let mut reporter = Reporter::new(
+            Verbosity::Normal,
+            LogFormat::Text,
+            Terminal::default(),
+            Box::new(lines.clone()),
+        );
         let mut delays = Delays::new(
             settings.schedule,
             StdRng::seed_from_u64(settings.seed.unwrap_or(0)),

@@ -82,7 +82,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     };
     let seed = settings.seed.unwrap_or_else(os_seed);
     let mut delays = Delays::new(settings.schedule, StdRng::seed_from_u64(seed));
-    let mut reporter = Reporter::stderr(settings.verbosity);
+    let mut reporter = Reporter::stderr(settings.verbosity, settings.log_format);
     reporter.emit(&Event::Start {
         command: &settings.command,
         max_attempts: settings.max_attempts,

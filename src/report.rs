@@ -4,7 +4,7 @@
 //! failed write (stderr closed) is ignored: losing a message must never change the run.
 
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
 use crate::driver::HookKind;
@@ -64,6 +64,7 @@ pub enum Event<'a> {
     Success {
         attempt: u64,
         max_attempts: Option<u64>,
+        end: AttemptEnd,
         ran: Duration,
         total: Duration,
     },
@@ -84,37 +85,407 @@ pub enum Event<'a> {
     },
 }
 
+/// How `retry` writes its own messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people, prefixed `retry:`
+    #[default]
+    Text,
+    /// One JSON object per line per event, for log pipelines
+    Json,
+}
+
+/// What the terminal (if stderr is one) allows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Terminal {
+    /// stderr is a terminal and `NO_COLOR` is unset or empty.
+    pub color: bool,
+    /// stderr is a terminal and `CI` is unset or empty: long waits show a live countdown.
+    pub countdown: bool,
+}
+
+impl Terminal {
+    /// Looks at stderr and the environment.
+    pub fn detect() -> Terminal {
+        let tty = io::stderr().is_terminal();
+        let unset = |key| std::env::var_os(key).is_none_or(|value| value.is_empty());
+        Terminal {
+            color: tty && unset("NO_COLOR"),
+            countdown: tty && unset("CI"),
+        }
+    }
+}
+
+/// Waits longer than this show a countdown on a terminal.
+pub const COUNTDOWN_AFTER: Duration = Duration::from_secs(2);
+
 pub struct Reporter {
     verbosity: Verbosity,
+    format: LogFormat,
+    terminal: Terminal,
     out: Box<dyn Write>,
+    /// The width of the countdown line on screen (0: none), erased before anything else.
+    countdown_width: usize,
 }
 
 impl Reporter {
-    pub fn stderr(verbosity: Verbosity) -> Reporter {
-        Reporter::new(verbosity, Box::new(io::stderr()))
+    pub fn stderr(verbosity: Verbosity, format: LogFormat) -> Reporter {
+        Reporter::new(
+            verbosity,
+            format,
+            Terminal::detect(),
+            Box::new(io::stderr()),
+        )
     }
 
-    pub fn new(verbosity: Verbosity, out: Box<dyn Write>) -> Reporter {
-        Reporter { verbosity, out }
+    pub fn new(
+        verbosity: Verbosity,
+        format: LogFormat,
+        terminal: Terminal,
+        out: Box<dyn Write>,
+    ) -> Reporter {
+        Reporter {
+            verbosity,
+            format,
+            terminal,
+            out,
+            countdown_width: 0,
+        }
     }
 
     pub fn emit(&mut self, event: &Event<'_>) {
-        let needed = match event {
-            Event::CannotStart { .. } => Verbosity::Quiet,
-            Event::Start { .. }
-            | Event::Splay { .. }
-            | Event::AttemptStart { .. }
-            | Event::Success { .. } => Verbosity::Verbose,
-            _ => Verbosity::Normal,
+        let needed = match (self.format, event) {
+            (_, Event::CannotStart { .. }) => Verbosity::Quiet,
+            // A log pipeline gets every event unless told to be quiet.
+            (LogFormat::Json, _) => Verbosity::Normal,
+            (
+                LogFormat::Text,
+                Event::Start { .. }
+                | Event::Splay { .. }
+                | Event::AttemptStart { .. }
+                | Event::Success { .. },
+            ) => Verbosity::Verbose,
+            (LogFormat::Text, _) => Verbosity::Normal,
         };
         if self.verbosity < needed {
             return;
         }
-        // One write per line, so lines from concurrent writers never interleave mid-line.
-        let line = format!("retry: {}\n", text(event));
-        let _ = self.out.write_all(line.as_bytes());
+        let lines = match self.format {
+            LogFormat::Text => {
+                let prefix = if self.terminal.color {
+                    format!("{}retry:\x1b[0m ", color_of(event))
+                } else {
+                    "retry: ".to_string()
+                };
+                format!("{prefix}{}\n", text(event))
+            }
+            LogFormat::Json => json(event),
+        };
+        self.write(&lines);
+    }
+
+    /// Whether a wait of `wait` should show a live countdown.
+    pub fn wants_countdown(&self, wait: Duration) -> bool {
+        self.terminal.countdown
+            && self.format == LogFormat::Text
+            && self.verbosity > Verbosity::Quiet
+            && wait > COUNTDOWN_AFTER
+    }
+
+    /// Redraws the countdown line in place. Only `\r` and spaces, no escape sequence, so it is
+    /// the same with `NO_COLOR`.
+    pub fn countdown(&mut self, left: Duration) {
+        let tenths = Duration::from_millis((left.as_millis() as u64 + 50) / 100 * 100);
+        let line = format!("retry: next attempt in {}...", human(tenths));
+        let padding = " ".repeat(self.countdown_width.saturating_sub(line.len()));
+        let _ = write!(self.out, "\r{line}{padding}");
+        let _ = self.out.flush();
+        self.countdown_width = line.len();
+    }
+
+    /// Erases the countdown line, if one is shown.
+    pub fn clear_countdown(&mut self) {
+        if self.countdown_width > 0 {
+            let _ = write!(self.out, "\r{}\r", " ".repeat(self.countdown_width));
+            let _ = self.out.flush();
+            self.countdown_width = 0;
+        }
+    }
+
+    fn write(&mut self, text: &str) {
+        self.clear_countdown();
+        // One write per event, so lines from concurrent writers never interleave mid-line.
+        let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
     }
+}
+
+/// The ANSI colour of the `retry:` prefix for an event.
+fn color_of(event: &Event<'_>) -> &'static str {
+    match event {
+        Event::GiveUp { .. } | Event::CannotStart { .. } | Event::Interrupted { .. } => {
+            "\x1b[1;31m"
+        }
+        Event::AttemptFailed { .. } | Event::HookFailed { .. } | Event::StdinShared => "\x1b[1;33m",
+        Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
+        _ => "\x1b[1m",
+    }
+}
+
+/// The event as JSON: one object per line (two when an attempt failed and a retry follows).
+fn json(event: &Event<'_>) -> String {
+    let time = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let object = |name: &str, fields: Vec<(&str, Json)>| {
+        let mut out = format!("{{\"event\":\"{name}\",\"time\":\"{time}\"");
+        for (key, value) in fields {
+            out += &format!(",\"{key}\":{}", value.render());
+        }
+        out + "}\n"
+    };
+    let attempt_fields = |attempt: u64, max: Option<u64>, end: AttemptEnd, ran: Duration| {
+        vec![
+            ("attempt", Json::Number(attempt)),
+            ("max_attempts", max.map_or(Json::Null, Json::Number)),
+            ("exit_code", Json::Number(u64::from(end.status()))),
+            (
+                "signal",
+                match end {
+                    AttemptEnd::Signaled(n) => {
+                        Json::Text(signal_name(n).unwrap_or_else(|| n.to_string()))
+                    }
+                    _ => Json::Null,
+                },
+            ),
+            (
+                "timed_out",
+                Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
+            ),
+            ("duration_ms", Json::Number(ran.as_millis() as u64)),
+        ]
+    };
+    match *event {
+        Event::Start {
+            command,
+            max_attempts,
+            seed,
+        } => object(
+            "start",
+            vec![
+                (
+                    "command",
+                    Json::List(
+                        command
+                            .iter()
+                            .map(|w| w.to_string_lossy().into_owned())
+                            .collect(),
+                    ),
+                ),
+                (
+                    "max_attempts",
+                    max_attempts.map_or(Json::Null, Json::Number),
+                ),
+                ("seed", Json::Number(seed)),
+            ],
+        ),
+        Event::Splay { wait } => object(
+            "splay",
+            vec![("delay_ms", Json::Number(wait.as_millis() as u64))],
+        ),
+        Event::AttemptStart {
+            attempt,
+            max_attempts,
+        } => object(
+            "attempt-start",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                (
+                    "max_attempts",
+                    max_attempts.map_or(Json::Null, Json::Number),
+                ),
+            ],
+        ),
+        Event::AttemptFailed {
+            attempt,
+            max_attempts,
+            end,
+            why,
+            ran,
+            next,
+        } => {
+            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
+            fields.push(("outcome", Json::Text("failure".into())));
+            fields.push(("reason", why.map_or(Json::Null, |w| Json::Text(w.into()))));
+            let mut out = object("attempt", fields);
+            if let Some(next) = next {
+                out += &object(
+                    "retry",
+                    vec![
+                        ("attempt", Json::Number(attempt + 1)),
+                        ("delay_ms", Json::Number(next.as_millis() as u64)),
+                    ],
+                );
+            }
+            out
+        }
+        Event::StreakContinues {
+            attempt,
+            max_attempts,
+            streak,
+            needed,
+            next,
+        } => {
+            let mut out = object(
+                "attempt",
+                vec![
+                    ("attempt", Json::Number(attempt)),
+                    (
+                        "max_attempts",
+                        max_attempts.map_or(Json::Null, Json::Number),
+                    ),
+                    ("outcome", Json::Text("success".into())),
+                    ("streak", Json::Number(streak)),
+                    ("needed", Json::Number(needed)),
+                ],
+            );
+            if let Some(next) = next {
+                out += &object(
+                    "retry",
+                    vec![
+                        ("attempt", Json::Number(attempt + 1)),
+                        ("delay_ms", Json::Number(next.as_millis() as u64)),
+                    ],
+                );
+            }
+            out
+        }
+        Event::CannotStart {
+            command,
+            end,
+            error,
+        } => object(
+            "cannot-start",
+            vec![
+                (
+                    "command",
+                    Json::Text(command.to_string_lossy().into_owned()),
+                ),
+                ("exit_code", Json::Number(u64::from(end.status()))),
+                ("error", Json::Text(error.to_string())),
+            ],
+        ),
+        Event::Success {
+            attempt,
+            max_attempts,
+            end,
+            ran,
+            total,
+        } => {
+            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
+            fields.push(("outcome", Json::Text("success".into())));
+            fields.push(("reason", Json::Null));
+            let mut out = object("attempt", fields);
+            out += &object(
+                "success",
+                vec![
+                    ("attempt", Json::Number(attempt)),
+                    ("exit_code", Json::Number(0)),
+                    ("duration_ms", Json::Number(total.as_millis() as u64)),
+                ],
+            );
+            out
+        }
+        Event::GiveUp {
+            reason,
+            attempts,
+            total,
+            status,
+        } => object(
+            "give-up",
+            vec![
+                ("attempts", Json::Number(attempts)),
+                (
+                    "reason",
+                    Json::Text(
+                        match reason {
+                            GiveUp::Exhausted => "exhausted",
+                            GiveUp::Permanent => "permanent",
+                            GiveUp::MaxTime => "max-time",
+                        }
+                        .into(),
+                    ),
+                ),
+                ("exit_code", Json::Number(u64::from(status))),
+                ("duration_ms", Json::Number(total.as_millis() as u64)),
+            ],
+        ),
+        Event::StdinShared => object("stdin-warning", vec![("message", Json::Text(text(event)))]),
+        Event::HookFailed { kind, end } => object(
+            "hook-failed",
+            vec![
+                (
+                    "hook",
+                    Json::Text(kind.flag().trim_start_matches("--").into()),
+                ),
+                ("exit_code", Json::Number(u64::from(end.status()))),
+                (
+                    "timed_out",
+                    Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
+                ),
+            ],
+        ),
+        Event::Interrupted { signal } => object(
+            "interrupted",
+            vec![
+                (
+                    "signal",
+                    Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string())),
+                ),
+                ("exit_code", Json::Number(128 + signal.clamp(0, 127) as u64)),
+            ],
+        ),
+    }
+}
+
+/// The few JSON value shapes the events use.
+enum Json {
+    Null,
+    Bool(bool),
+    Number(u64),
+    Text(String),
+    List(Vec<String>),
+}
+
+impl Json {
+    fn render(&self) -> String {
+        match self {
+            Json::Null => "null".into(),
+            Json::Bool(b) => b.to_string(),
+            Json::Number(n) => n.to_string(),
+            Json::Text(t) => quote_json(t),
+            Json::List(items) => {
+                let items: Vec<String> = items.iter().map(|i| quote_json(i)).collect();
+                format!("[{}]", items.join(","))
+            }
+        }
+    }
+}
+
+fn quote_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn text(event: &Event<'_>) -> String {
@@ -181,6 +552,7 @@ fn text(event: &Event<'_>) -> String {
             max_attempts,
             ran,
             total,
+            ..
         } => format!(
             "attempt {} succeeded after {}; done in {}",
             of(attempt, max_attempts),
@@ -298,7 +670,13 @@ mod tests {
 
     fn render(verbosity: Verbosity, event: Event<'_>) -> String {
         let out = Shared::default();
-        Reporter::new(verbosity, Box::new(out.clone())).emit(&event);
+        Reporter::new(
+            verbosity,
+            LogFormat::Text,
+            Terminal::default(),
+            Box::new(out.clone()),
+        )
+        .emit(&event);
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
     }
 

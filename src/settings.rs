@@ -11,6 +11,7 @@ use crate::cli::Cli;
 use crate::input::StdinMode;
 use crate::lines::Pattern;
 use crate::predicate::Judge;
+use crate::report::LogFormat;
 
 pub const DEFAULT_RETRIES: u64 = 5;
 pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
@@ -69,6 +70,7 @@ pub struct Settings {
     pub hold_stdout: bool,
     pub hooks: Hooks,
     pub verbosity: Verbosity,
+    pub log_format: LogFormat,
     pub dry_run: bool,
     pub command: Vec<OsString>,
 }
@@ -131,6 +133,7 @@ impl Settings {
                 (false, true) => Verbosity::Verbose,
                 (false, false) => Verbosity::Normal,
             },
+            log_format: cli.log_format.unwrap_or_default(),
             dry_run: cli.dry_run,
             command: cli.command,
         })

@@ -5,6 +5,7 @@ mod util;
 mod bad_input;
 mod config;
 mod dry_run;
+mod ecosystem;
 mod exit_status;
 mod hooks;
 mod input;

@@ -1,0 +1,219 @@
+//! JSON events, the terminal (colour, countdown), and help text.
+
+use std::process::Command;
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::util::*;
+
+fn events(args: &[&str]) -> Vec<Value> {
+    let output = retry()
+        .args(["--log-format", "json", "--stdin", "null"])
+        .args(args)
+        .command()
+        .output()
+        .unwrap();
+    String::from_utf8(output.stderr)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect()
+}
+
+fn names(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn json_events_of_a_failing_run() {
+    let events = events(&[
+        "-r", "1", "--base", "5ms", "--jitter", "none", "sh", "-c", "exit 3",
+    ]);
+    assert_eq!(
+        names(&events),
+        [
+            "start",
+            "attempt-start",
+            "attempt",
+            "retry",
+            "attempt-start",
+            "attempt",
+            "give-up"
+        ]
+    );
+    let attempt = &events[2];
+    assert_eq!(attempt["attempt"], 1);
+    assert_eq!(attempt["max_attempts"], 2);
+    assert_eq!(attempt["exit_code"], 3);
+    assert_eq!(attempt["signal"], Value::Null);
+    assert_eq!(attempt["timed_out"], false);
+    assert_eq!(attempt["outcome"], "failure");
+    assert!(attempt["duration_ms"].is_u64());
+    assert_eq!(events[3]["delay_ms"], 5);
+    assert_eq!(events[6]["reason"], "exhausted");
+    assert_eq!(events[6]["exit_code"], 3);
+    assert!(events[6]["duration_ms"].is_u64());
+    for event in &events {
+        let time = event["time"].as_str().unwrap();
+        assert!(humantime::parse_rfc3339(time).is_ok(), "{time}");
+    }
+}
+
+#[test]
+fn json_events_of_a_succeeding_run_and_a_signal_death() {
+    let events = events(&[
+        "-r",
+        "1",
+        "--base",
+        "0",
+        "sh",
+        "-c",
+        "[ $RETRY_ATTEMPT = 2 ] || kill -KILL $$",
+    ]);
+    assert_eq!(
+        names(&events),
+        [
+            "start",
+            "attempt-start",
+            "attempt",
+            "retry",
+            "attempt-start",
+            "attempt",
+            "success"
+        ]
+    );
+    assert_eq!(events[2]["signal"], "SIGKILL");
+    assert_eq!(events[2]["exit_code"], 137);
+    assert_eq!(events[5]["outcome"], "success");
+    assert_eq!(events[6]["attempt"], 2);
+    let timed_out = self::events(&["-r", "0", "--timeout", "50ms", "sleep", "5"]);
+    assert_eq!(timed_out[2]["timed_out"], true);
+    assert_eq!(timed_out[2]["exit_code"], 124);
+}
+
+#[test]
+fn json_has_no_give_up_after_sigpipe() {
+    let events = events(&["sh", "-c", "kill -PIPE $$"]);
+    assert!(!names(&events).contains(&"give-up"), "{events:?}");
+}
+
+#[test]
+fn json_field_types_are_stable() {
+    let events = events(&[
+        "-r",
+        "2",
+        "--base",
+        "0",
+        "--timeout",
+        "100ms",
+        "sh",
+        "-c",
+        "case $RETRY_ATTEMPT in 1) exit 2;; 2) kill -TERM $$;; *) sleep 5;; esac",
+    ]);
+    for event in events.iter().filter(|e| e["event"] == "attempt") {
+        assert!(event["attempt"].is_u64());
+        assert!(event["exit_code"].is_u64());
+        assert!(event["signal"].is_null() || event["signal"].is_string());
+        assert!(event["timed_out"].is_boolean());
+        assert!(event["duration_ms"].is_u64());
+        assert!(event["outcome"].is_string());
+    }
+}
+
+#[test]
+fn quiet_json_says_nothing() {
+    assert!(events(&["-q", "-r", "1", "--base", "0", "false"]).is_empty());
+}
+
+#[test]
+fn no_escape_bytes_when_stderr_is_not_a_terminal() {
+    retry()
+        .args([
+            "-r", "1", "--base", "2100ms", "--jitter", "none", "--stdin", "null", "false",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("\u{1b}").not())
+        .stderr(predicate::str::contains("\r").not());
+}
+
+/// Runs `retry ARGS` under a pseudo-terminal (`script`), with extra environment.
+fn under_terminal(args: &str, env: &[(&str, &str)]) -> String {
+    let mut command = Command::new("script");
+    command
+        .args(["-qec", &format!("'{BIN}' {args}"), "/dev/null"])
+        .env_remove("CI")
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("script(1) from util-linux");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+const LONG_WAIT: &str = "-r 1 --base 2100ms --jitter none --stdin null false";
+
+#[test]
+fn a_terminal_gets_colour_and_a_countdown_that_is_erased() {
+    let screen = under_terminal(LONG_WAIT, &[]);
+    assert!(
+        screen.contains("\u{1b}[1;33mretry:\u{1b}[0m attempt 1/2 failed"),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("\rretry: next attempt in 2s..."),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("\rretry: next attempt in 1s..."),
+        "{screen:?}"
+    );
+    let erased = screen.find("...\r   ").expect("the countdown is erased");
+    let next = screen.find("attempt 2/2 failed").unwrap();
+    assert!(erased < next, "erased before the next attempt's line");
+}
+
+#[test]
+fn no_countdown_in_ci_and_no_escapes_with_no_color() {
+    let screen = under_terminal(LONG_WAIT, &[("CI", "true")]);
+    assert!(!screen.contains("next attempt in 2s..."), "{screen:?}");
+    let screen = under_terminal(LONG_WAIT, &[("NO_COLOR", "1")]);
+    assert!(!screen.contains('\u{1b}'), "{screen:?}");
+    assert!(
+        screen.contains("next attempt in 1s..."),
+        "the countdown stays: {screen:?}"
+    );
+}
+
+#[test]
+fn no_countdown_for_short_waits() {
+    let screen = under_terminal("-r 1 --base 300ms --jitter none --stdin null false", &[]);
+    assert!(!screen.contains("..."), "{screen:?}");
+}
+
+#[test]
+fn long_help_ends_with_examples_and_short_help_is_short() {
+    let long = retry().args(["--help"]).command().output().unwrap();
+    let long = String::from_utf8(long.stdout).unwrap();
+    let short = retry().args(["-h"]).command().output().unwrap();
+    let short = String::from_utf8(short.stdout).unwrap();
+    let examples = long.rfind("Examples:").expect("examples in --help");
+    assert!(
+        long[examples..]
+            .lines()
+            .skip(1)
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with("retry "))
+    );
+    assert!(!short.contains("Examples:"));
+    assert!(
+        short.lines().count() * 2 < long.lines().count(),
+        "{} vs {}",
+        short.lines().count(),
+        long.lines().count()
+    );
+}
