@@ -27,9 +27,15 @@ Examples:
 
 /// Run a command until it succeeds, with backoff and jitter between attempts.
 ///
-/// retry runs COMMAND directly (PATH lookup, no shell), judges each attempt by its exit code,
-/// waits per the delay schedule, and tries again. It exits 0 once an attempt succeeds, or with the
-/// last attempt's status once retries or time run out.
+/// retry runs COMMAND directly (PATH lookup, no shell), judges each attempt by its exit code or
+/// by a pattern in its output, waits per the delay schedule, and tries again. It exits 0 once an
+/// attempt succeeds, or with the last attempt's status once retries or time run out.
+///
+/// Everything after the first word that is not an option, or after --, belongs to COMMAND. Each
+/// attempt runs in its own process group, so a timeout or a signal to retry reaches its whole
+/// tree. Retry n waits a nominal delay d(n), capped at --max, then jittered: the default equal
+/// jitter waits between d(n)/2 and d(n). Settings may also come from a TOML file
+/// ($XDG_CONFIG_HOME/retry/config.toml, --config, --profile).
 #[derive(Debug, Default, Parser)]
 #[command(
     name = "retry",

@@ -1,0 +1,76 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'retry'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'retry' {
+            [CompletionResult]::new('-r', '-r', [CompletionResultType]::ParameterName, 'Retries after the first attempt; 0 runs the command once [default: 5]')
+            [CompletionResult]::new('--retries', '--retries', [CompletionResultType]::ParameterName, 'Retries after the first attempt; 0 runs the command once [default: 5]')
+            [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Total attempts, at least 1 (another spelling of --retries)')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Total attempts, at least 1 (another spelling of --retries)')
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Deadline for the whole run, measured from start; 0 disables it [default: none]')
+            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Deadline for the whole run, measured from start; 0 disables it [default: none]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Time limit for one attempt; 0 disables it [default: none]')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Time limit for one attempt; 0 disables it [default: none]')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace between the terminating signal and SIGKILL [default: 2s]')
+            [CompletionResult]::new('--kill-signal', '--kill-signal', [CompletionResultType]::ParameterName, 'Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'First nominal delay (for ethernet: the slot time) [default: 1s]')
+            [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'First nominal delay (for ethernet: the slot time) [default: 1s]')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Cap on any single delay, after jitter too [default: 30s]')
+            [CompletionResult]::new('--multiplier', '--multiplier', [CompletionResultType]::ParameterName, 'Growth factor of exponential backoff, at least 1 [default: 2]')
+            [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'How the nominal delay grows [default: exponential]')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'How delays are randomised [default: equal]')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for the jitter, so the same flags give the same delays [default: from OS entropy]')
+            [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'Wait a random time in [0, DUR] before the first attempt [default: none]')
+            [CompletionResult]::new('--retry-on-exit', '--retry-on-exit', [CompletionResultType]::ParameterName, 'Retry only these exit codes; any other failure ends the run (e.g. 1,75-78)')
+            [CompletionResult]::new('--stop-on-exit', '--stop-on-exit', [CompletionResultType]::ParameterName, 'These exit codes end the run at once, as a permanent failure (e.g. 2,126-127)')
+            [CompletionResult]::new('--until-stdout', '--until-stdout', [CompletionResultType]::ParameterName, 'The attempt succeeds exactly when a line of its stdout matches REGEX')
+            [CompletionResult]::new('--until-stderr', '--until-stderr', [CompletionResultType]::ParameterName, 'The attempt succeeds exactly when a line of its stderr matches REGEX')
+            [CompletionResult]::new('--retry-if-stdout', '--retry-if-stdout', [CompletionResultType]::ParameterName, 'An attempt whose stdout has a line matching REGEX fails (retryably), even if it exited 0')
+            [CompletionResult]::new('--retry-if-stderr', '--retry-if-stderr', [CompletionResultType]::ParameterName, 'An attempt whose stderr has a line matching REGEX fails (retryably), even if it exited 0')
+            [CompletionResult]::new('--consecutive', '--consecutive', [CompletionResultType]::ParameterName, 'Succeed only after N successful attempts in a row [default: 1]')
+            [CompletionResult]::new('--fail-exit', '--fail-exit', [CompletionResultType]::ParameterName, 'Exit with N instead of the failed run''s status (e.g. 1 for Docker''s HEALTHCHECK)')
+            [CompletionResult]::new('--on-retry', '--on-retry', [CompletionResultType]::ParameterName, 'Run CMD through `sh -c` before each retry''s wait')
+            [CompletionResult]::new('--on-failure', '--on-failure', [CompletionResultType]::ParameterName, 'Run CMD through `sh -c` once when retry gives up')
+            [CompletionResult]::new('--on-success', '--on-success', [CompletionResultType]::ParameterName, 'Run CMD through `sh -c` once when the run succeeds')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read settings from FILE instead of $RETRY_CONFIG or $XDG_CONFIG_HOME/retry/config.toml')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'What each attempt reads on stdin [default: auto]')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]')
+            [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'Retry without an attempt limit (usually with --max-time)')
+            [CompletionResult]::new('--invert', '--invert', [CompletionResultType]::ParameterName, 'Swap success and failure: retry until COMMAND fails')
+            [CompletionResult]::new('--hold-stdout', '--hold-stdout', [CompletionResultType]::ParameterName, 'Hold each attempt''s stdout until it ends: only the final attempt''s goes to stdout, the others'' to stderr')
+            [CompletionResult]::new('--foreground', '--foreground', [CompletionResultType]::ParameterName, 'Keep the attempt in retry''s own process group, for commands that read the terminal')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only retry''s own errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only retry''s own errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more: each attempt''s start, the seed, the success')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more: each attempt''s start, the seed, the success')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the planned schedule and exit without running anything')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,70 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[retry] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'retry'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'retry'= {
+            cand -r 'Retries after the first attempt; 0 runs the command once [default: 5]'
+            cand --retries 'Retries after the first attempt; 0 runs the command once [default: 5]'
+            cand -a 'Total attempts, at least 1 (another spelling of --retries)'
+            cand --attempts 'Total attempts, at least 1 (another spelling of --retries)'
+            cand -m 'Deadline for the whole run, measured from start; 0 disables it [default: none]'
+            cand --max-time 'Deadline for the whole run, measured from start; 0 disables it [default: none]'
+            cand -t 'Time limit for one attempt; 0 disables it [default: none]'
+            cand --timeout 'Time limit for one attempt; 0 disables it [default: none]'
+            cand --kill-after 'Grace between the terminating signal and SIGKILL [default: 2s]'
+            cand --kill-signal 'Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]'
+            cand -b 'First nominal delay (for ethernet: the slot time) [default: 1s]'
+            cand --base 'First nominal delay (for ethernet: the slot time) [default: 1s]'
+            cand --max 'Cap on any single delay, after jitter too [default: 30s]'
+            cand --multiplier 'Growth factor of exponential backoff, at least 1 [default: 2]'
+            cand --backoff 'How the nominal delay grows [default: exponential]'
+            cand --jitter 'How delays are randomised [default: equal]'
+            cand --seed 'Seed for the jitter, so the same flags give the same delays [default: from OS entropy]'
+            cand --splay 'Wait a random time in [0, DUR] before the first attempt [default: none]'
+            cand --retry-on-exit 'Retry only these exit codes; any other failure ends the run (e.g. 1,75-78)'
+            cand --stop-on-exit 'These exit codes end the run at once, as a permanent failure (e.g. 2,126-127)'
+            cand --until-stdout 'The attempt succeeds exactly when a line of its stdout matches REGEX'
+            cand --until-stderr 'The attempt succeeds exactly when a line of its stderr matches REGEX'
+            cand --retry-if-stdout 'An attempt whose stdout has a line matching REGEX fails (retryably), even if it exited 0'
+            cand --retry-if-stderr 'An attempt whose stderr has a line matching REGEX fails (retryably), even if it exited 0'
+            cand --consecutive 'Succeed only after N successful attempts in a row [default: 1]'
+            cand --fail-exit 'Exit with N instead of the failed run''s status (e.g. 1 for Docker''s HEALTHCHECK)'
+            cand --on-retry 'Run CMD through `sh -c` before each retry''s wait'
+            cand --on-failure 'Run CMD through `sh -c` once when retry gives up'
+            cand --on-success 'Run CMD through `sh -c` once when the run succeeds'
+            cand --config 'Read settings from FILE instead of $RETRY_CONFIG or $XDG_CONFIG_HOME/retry/config.toml'
+            cand --profile 'Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]'
+            cand --stdin 'What each attempt reads on stdin [default: auto]'
+            cand --log-format 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]'
+            cand --forever 'Retry without an attempt limit (usually with --max-time)'
+            cand --invert 'Swap success and failure: retry until COMMAND fails'
+            cand --hold-stdout 'Hold each attempt''s stdout until it ends: only the final attempt''s goes to stdout, the others'' to stderr'
+            cand --foreground 'Keep the attempt in retry''s own process group, for commands that read the terminal'
+            cand -q 'Print only retry''s own errors'
+            cand --quiet 'Print only retry''s own errors'
+            cand -v 'Say more: each attempt''s start, the seed, the success'
+            cand --verbose 'Say more: each attempt''s start, the seed, the success'
+            cand --dry-run 'Print the planned schedule and exit without running anything'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,224 @@
+//! The shell completions and the man page are generated from the one clap definition and
+//! committed; this test fails when they are stale. Rewrite them with:
+//!
+//!     UPDATE_GENERATED=1 cargo nextest run generated
+
+use std::path::Path;
+
+use clap::CommandFactory;
+use clap_complete::{Shell, generate};
+use clap_mangen::Man;
+use clap_mangen::roff::{Roff, bold, italic, roman};
+use retry::cli::Cli;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn completions() -> Vec<(String, Vec<u8>)> {
+    [
+        (Shell::Bash, "completions/retry.bash"),
+        (Shell::Zsh, "completions/_retry"),
+        (Shell::Fish, "completions/retry.fish"),
+        (Shell::PowerShell, "completions/_retry.ps1"),
+        (Shell::Elvish, "completions/retry.elv"),
+    ]
+    .into_iter()
+    .map(|(shell, path)| {
+        let mut out = Vec::new();
+        generate(shell, &mut Cli::command(), "retry", &mut out);
+        (path.to_string(), out)
+    })
+    .collect()
+}
+
+fn section(out: &mut Vec<u8>, title: &str, body: impl FnOnce(&mut Roff)) {
+    let mut roff = Roff::new();
+    roff.control("SH", [title]);
+    body(&mut roff);
+    roff.to_writer(out).unwrap();
+}
+
+fn tagged(roff: &mut Roff, tag: &str, text: &str) {
+    roff.control("TP", []).text([bold(tag)]).text([roman(text)]);
+}
+
+fn man_page() -> Vec<u8> {
+    let man = Man::new(Cli::command()).manual("User Commands");
+    let mut out = Vec::new();
+    man.render_title(&mut out).unwrap();
+    man.render_name_section(&mut out).unwrap();
+    man.render_synopsis_section(&mut out).unwrap();
+    man.render_description_section(&mut out).unwrap();
+    man.render_options_section(&mut out).unwrap();
+    section(&mut out, "EXIT STATUS", |roff| {
+        for (status, meaning) in [
+            (
+                "0",
+                "The run succeeded (also for --help, --version and --dry-run).",
+            ),
+            (
+                "1..255",
+                "Retries or --max-time ran out, or a failure was permanent: the last attempt's status; 1 when that attempt exited 0 but was judged a failure.",
+            ),
+            (
+                "124",
+                "retry terminated the last attempt for --timeout or --max-time.",
+            ),
+            (
+                "125",
+                "retry was misused: a bad flag or value, a bad config file, an unknown profile.",
+            ),
+            ("126", "COMMAND was found but could not be executed."),
+            ("127", "COMMAND was not found."),
+            (
+                "128+N",
+                "The last attempt was killed by signal N, or retry itself received SIGINT, SIGTERM, SIGHUP or SIGQUIT (then it ends by that signal). 141: an attempt died of SIGPIPE, its reader having gone.",
+            ),
+        ] {
+            tagged(roff, status, meaning);
+        }
+        roff.control("PP", []).text([roman(
+            "--fail-exit N replaces the status of a failed run, never 125, 141 nor 128+N for a signal to retry.",
+        )]);
+    });
+    section(&mut out, "ENVIRONMENT", |roff| {
+        for (name, meaning) in [
+            (
+                "RETRY_CONFIG",
+                "The configuration file, when --config is not given.",
+            ),
+            ("RETRY_PROFILE", "The profile, when --profile is not given."),
+            (
+                "XDG_CONFIG_HOME",
+                "Where the default configuration file is looked for (default ~/.config).",
+            ),
+            ("NO_COLOR", "When set and not empty, no colour."),
+            (
+                "CI",
+                "When set and not empty, no countdown during long waits.",
+            ),
+            (
+                "TMPDIR",
+                "Where spill files for --stdin replay and --hold-stdout are made (they are unlinked at once).",
+            ),
+            (
+                "RETRY_ATTEMPT",
+                "Given to each attempt and hook: the attempt number, from 1.",
+            ),
+            (
+                "RETRY_MAX_ATTEMPTS",
+                "Given to each attempt: the attempt limit, 0 when unlimited.",
+            ),
+            (
+                "RETRY_LAST_EXIT",
+                "Given from the second attempt on, and to hooks: the previous attempt's status as retry reports it.",
+            ),
+            (
+                "RETRY_NEXT_DELAY_MS",
+                "Given to --on-retry: the coming wait in milliseconds.",
+            ),
+        ] {
+            tagged(roff, name, meaning);
+        }
+    });
+    section(&mut out, "FILES", |roff| {
+        tagged(
+            roff,
+            "$XDG_CONFIG_HOME/retry/config.toml",
+            "Settings in [defaults] and [profile.NAME] tables whose keys are the long flag names; read if it exists, and never from the current directory. Precedence: flag, then profile, then [defaults], then the built-in default.",
+        );
+    });
+    section(&mut out, "EXAMPLES", |roff| {
+        for (what, example) in [
+            (
+                "Retry a health check with exponential backoff:",
+                "retry --base 1s --max 64s -- curl -fsS https://example.com/health",
+            ),
+            (
+                "Bound the whole run and each attempt:",
+                "retry --forever --max-time 5m --timeout 10s -- pg_isready -h db",
+            ),
+            (
+                "Wait for a line of output:",
+                "retry --until-stdout Running -- kubectl get pod web",
+            ),
+            (
+                "Give every attempt the same input:",
+                "produce | retry --stdin replay -- curl -d @- https://example.com/",
+            ),
+            (
+                "See the schedule first:",
+                "retry --dry-run --base 500ms --seed 7",
+            ),
+        ] {
+            roff.control("PP", []).text([roman(what)]);
+            roff.control("IP", []).text([italic(example)]);
+        }
+    });
+    man.render_version_section(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn completions_and_man_page_are_current() {
+    let mut files = completions();
+    files.push(("man/retry.1".to_string(), man_page()));
+    let update = std::env::var_os("UPDATE_GENERATED").is_some();
+    let mut stale = Vec::new();
+    for (path, content) in files {
+        let full = Path::new(ROOT).join(&path);
+        if update {
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, &content).unwrap();
+        } else if std::fs::read(&full).ok().as_deref() != Some(content.as_slice()) {
+            stale.push(path);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale generated files {stale:?}: run UPDATE_GENERATED=1 cargo nextest run generated"
+    );
+}
+
+#[test]
+fn the_man_page_renders_without_warnings() {
+    let page = Path::new(ROOT).join("man/retry.1");
+    let Ok(output) = std::process::Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANWIDTH", "80")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .output()
+    else {
+        eprintln!("man is not installed here: rendering not checked");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.trim().is_empty(), "man warnings: {stderr}");
+    // Bold and underline may come as overstrikes ("N\x08N"): keep the last of each pair.
+    let raw = String::from_utf8_lossy(&output.stdout);
+    let mut text = String::new();
+    for c in raw.chars() {
+        if c == '\u{8}' {
+            text.pop();
+        } else {
+            text.push(c);
+        }
+    }
+    for heading in [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "FILES",
+        "EXAMPLES",
+    ] {
+        assert!(
+            text.lines().any(|l| l.trim_end() == heading),
+            "no {heading} section"
+        );
+    }
+    assert!(text.contains("--until-stdout"), "options are listed");
+}
