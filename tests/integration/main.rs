@@ -13,5 +13,6 @@ mod input;
 mod limits;
 mod messages;
 mod processes;
+mod recipes;
 mod schedule;
 mod streams;

@@ -1,0 +1,194 @@
+//! The README's recipes, run from their own text with stand-ins for the real tools.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+const README: &str = include_str!("../../README.md");
+
+/// The words of the `retry` command line on the README line containing `marker`.
+fn recipe(marker: &str) -> Vec<String> {
+    let line = README
+        .lines()
+        .find(|line| line.contains(marker) && line.contains("retry"))
+        .unwrap_or_else(|| panic!("no README line with {marker:?}"));
+    if let Some(array) = line.split_once("command: [") {
+        // A YAML flow sequence: [retry, --forever, ..., "5432"]
+        return array
+            .1
+            .trim_end_matches(']')
+            .split(',')
+            .map(|w| w.trim().trim_matches('"').to_string())
+            .skip(1)
+            .collect();
+    }
+    let at = line.find("retry --").expect("a retry command");
+    line[at..]
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
+}
+
+/// A stand-in tool in `bin/` that fails with `code` until its `runs` reach `fail_times`, then
+/// succeeds; it records its runs in `NAME.runs`.
+fn stand_in(r: &Retry, name: &str, fail_times: u32, code: u8) {
+    let runs = r.path(&format!("{name}.runs"));
+    let path = r.write(
+        &format!("bin/{name}"),
+        &format!(
+            "#!/bin/sh\nn=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'\n[ $n -gt {fail_times} ] || exit {code}\nexit 0\n",
+            runs = runs.display()
+        ),
+    );
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn runs(r: &Retry, name: &str) -> u32 {
+    std::fs::read_to_string(r.path(&format!("{name}.runs")))
+        .map_or(0, |s| s.trim().parse().unwrap())
+}
+
+fn run(r: &Retry, words: &[String], env: &[(&str, String)]) -> std::process::Output {
+    let mut command = Command::new(BIN);
+    command
+        .args(words)
+        .current_dir(r.dir.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", r.path("bin").display()))
+        .env_remove("RETRY_CONFIG")
+        .env_remove("RETRY_PROFILE")
+        .env("HOME", r.path("home"))
+        .stdin(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn shell_script_download() {
+    let words = recipe("curl -fsS -o artifact.tgz");
+    let r = retry();
+    stand_in(&r, "curl", 1, 7);
+    let output = run(&r, &words, &[]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(runs(&r, "curl"), 2, "7 is retried");
+    let r = retry();
+    stand_in(&r, "curl", 5, 6);
+    let output = run(&r, &words, &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(6),
+        "6 (cannot resolve) is not retried"
+    );
+    assert_eq!(runs(&r, "curl"), 1);
+}
+
+#[test]
+fn github_actions_wait_for_the_api() {
+    let words = recipe("run: retry --forever");
+    let r = retry();
+    stand_in(&r, "curl", 1, 7);
+    let output = run(&r, &words, &[("CI", "true".into())]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(runs(&r, "curl"), 2);
+}
+
+#[test]
+fn gitlab_smoke_test_logs_json() {
+    let words = recipe("./smoke-test.sh");
+    let r = retry();
+    stand_in(&r, "smoke", 0, 1);
+    let script = r.write("smoke-test.sh", "#!/bin/sh\nexec smoke\n");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = run(&r, &words, &[]);
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+    );
+}
+
+#[test]
+fn crontab_line_in_cron_like_conditions() {
+    let mut words = recipe("0 3 * * * retry");
+    // Scale the five-minute splay down; everything else as written.
+    let splay = words.iter().position(|w| w == "--splay").unwrap();
+    words[splay + 1] = "50ms".into();
+    let r = retry();
+    stand_in(&r, "backup.sh", 1, 1);
+    let target = words
+        .iter()
+        .position(|w| w == "/usr/local/bin/backup.sh")
+        .unwrap();
+    words[target] = r.path("bin/backup.sh").to_str().unwrap().to_string();
+    // cron: an empty environment and stdin from /dev/null.
+    let output = Command::new(BIN)
+        .args(&words)
+        .env_clear()
+        .current_dir(r.dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        output.stdout.is_empty() && output.stderr.is_empty(),
+        "nothing for cron to mail"
+    );
+    assert_eq!(runs(&r, "backup.sh"), 2);
+}
+
+#[test]
+fn docker_healthcheck_gives_only_0_or_1() {
+    let words = recipe("HEALTHCHECK");
+    let r = retry();
+    stand_in(&r, "curl", 0, 0);
+    assert_eq!(run(&r, &words, &[]).status.code(), Some(0), "healthy");
+    for code in [7, 22, 2] {
+        let r = retry();
+        stand_in(&r, "curl", 10, code);
+        let started = Instant::now();
+        let output = run(&r, &words, &[]);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "curl {code} is unhealthy, never 2"
+        );
+        assert!(output.stderr.is_empty(), "--quiet");
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "within --max-time"
+        );
+    }
+}
+
+#[test]
+fn docker_healthcheck_bounds_a_hanging_check_below_dockers_timeout() {
+    let words = recipe("HEALTHCHECK");
+    let r = retry();
+    let hang = r.write("bin/curl", "#!/bin/sh\nexec sleep 60\n");
+    std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = Instant::now();
+    let output = run(&r, &words, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(8) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+}
+
+#[test]
+fn kubernetes_init_container_waits_for_the_database() {
+    let words = recipe("command: [retry");
+    assert_eq!(words.last().map(String::as_str), Some("5432"));
+    let r = retry();
+    stand_in(&r, "pg_isready", 2, 2);
+    let output = run(&r, &words, &[]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(runs(&r, "pg_isready"), 3);
+}
