@@ -941,6 +941,60 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Whatever the schedule and however long attempts take, no wait ends past --max-time
+        /// and the run is over by the deadline (an attempt running at it is cut there).
+        #[test]
+        fn nothing_sleeps_past_max_time(
+            max_time_ms in 1u64..5_000,
+            base_ms in 0u64..2_000,
+            max_ms in 0u64..3_000,
+            ran_ms in proptest::collection::vec(0u64..1_500, 1..8),
+            jitter in proptest::sample::select(vec!["none", "full", "equal", "decorrelated", "0.5", "+300ms"]),
+            backoff in proptest::sample::select(vec!["exponential", "constant", "linear", "fibonacci", "ethernet"]),
+            splay_ms in 0u64..2_000,
+            seed in 0u64..1000,
+        ) {
+            let args = [
+                "--forever".to_string(),
+                format!("--max-time={max_time_ms}ms"),
+                format!("--base={base_ms}ms"),
+                format!("--max={max_ms}ms"),
+                format!("--jitter={jitter}"),
+                format!("--backoff={backoff}"),
+                format!("--splay={splay_ms}ms"),
+                format!("--seed={seed}"),
+            ];
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let ends: Vec<_> = ran_ms.iter().map(|&ms| exited(1, ms)).collect();
+            let out = run(&args, &ends);
+            let deadline = ms(max_time_ms);
+            let mut elapsed = Duration::ZERO;
+            let mut attempts = out.specs.iter();
+            // Replay the timeline: splay, then attempt, wait, attempt, ...
+            let mut sleeps = out.slept.iter();
+            if splay_ms > 0 {
+                if let Some(&splay) = sleeps.next() {
+                    elapsed += splay;
+                    proptest::prop_assert!(elapsed < deadline, "the splay crosses the deadline");
+                }
+            }
+            for (index, _) in attempts.by_ref().enumerate() {
+                let ran = ms(ran_ms[index.min(ran_ms.len() - 1)]);
+                elapsed += ran.min(deadline.saturating_sub(elapsed));
+                proptest::prop_assert!(elapsed <= deadline);
+                if let Some(&wait) = sleeps.next() {
+                    elapsed += wait;
+                    proptest::prop_assert!(elapsed < deadline, "a wait ends at or past the deadline");
+                }
+            }
+            proptest::prop_assert!(
+                matches!(out.end, RunEnd::Failed { .. }),
+                "a run of failures under --forever ends by --max-time"
+            );
+        }
+    }
+
     #[test]
     fn huge_limits_do_not_overflow() {
         let out = run(

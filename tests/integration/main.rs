@@ -7,6 +7,7 @@ mod config;
 mod dry_run;
 mod ecosystem;
 mod exit_status;
+mod fidelity;
 mod generated;
 mod hooks;
 mod input;
