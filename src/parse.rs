@@ -303,6 +303,18 @@ mod tests {
     }
 
     #[test]
+    fn leading_zeros_are_decimal() {
+        // Found by the `codes` fuzz target: a sound reading, kept and pinned here.
+        assert_eq!(exit_code("055"), Ok(55));
+        assert_eq!(exit_code("0255"), Ok(255));
+        assert!(exit_code("0256").is_err());
+        assert_eq!(
+            code_set("01-003").unwrap().iter().collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+    }
+
+    #[test]
     fn bad_code_lists_are_rejected() {
         for bad in [
             "", " ", ",", "1,", ",1", "256", "-1", "1-", "-", "5-3", "a", "1.5", "1-2-3", "300-301",

@@ -321,7 +321,7 @@ fn json(event: &Event<'_>) -> String {
                     "retry",
                     vec![
                         ("attempt", Json::Number(attempt + 1)),
-                        ("delay_ms", Json::Number(next.as_millis() as u64)),
+                        ("delay_ms", Json::Millis(next)),
                     ],
                 );
             }
@@ -352,7 +352,7 @@ fn json(event: &Event<'_>) -> String {
                     "retry",
                     vec![
                         ("attempt", Json::Number(attempt + 1)),
-                        ("delay_ms", Json::Number(next.as_millis() as u64)),
+                        ("delay_ms", Json::Millis(next)),
                     ],
                 );
             }
@@ -451,6 +451,8 @@ enum Json {
     Null,
     Bool(bool),
     Number(u64),
+    /// Milliseconds with microsecond precision.
+    Millis(Duration),
     Text(String),
     List(Vec<String>),
 }
@@ -461,6 +463,10 @@ impl Json {
             Json::Null => "null".into(),
             Json::Bool(b) => b.to_string(),
             Json::Number(n) => n.to_string(),
+            Json::Millis(d) => {
+                let micros = d.as_micros();
+                format!("{}.{:03}", micros / 1000, micros % 1000)
+            }
             Json::Text(t) => quote_json(t),
             Json::List(items) => {
                 let items: Vec<String> = items.iter().map(|i| quote_json(i)).collect();

@@ -53,7 +53,7 @@ fn json_events_of_a_failing_run() {
     assert_eq!(attempt["timed_out"], false);
     assert_eq!(attempt["outcome"], "failure");
     assert!(attempt["duration_ms"].is_u64());
-    assert_eq!(events[3]["delay_ms"], 5);
+    assert_eq!(events[3]["delay_ms"].as_f64(), Some(5.0));
     assert_eq!(events[6]["reason"], "exhausted");
     assert_eq!(events[6]["exit_code"], 3);
     assert!(events[6]["duration_ms"].is_u64());

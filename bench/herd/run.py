@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The thundering-herd benchmark: N clients released together against a recovering service.
+
+Usage: run.py RETRY_BINARY [N] [OUTAGE_S] [RATE] [BASE_S]
+
+Time is scaled down 10x from the usual 1 s base: base 100 ms, cap 3 s (for 30 s), an outage of
+2 s (20 s), a service that recovers to RATE requests per second. Each client runs
+`retry POLICY -- sh -c 'curl -fsS -H "X-Client: ID" -H "X-Attempt: $RETRY_ATTEMPT" URL'`;
+the shell-loop policy runs `until curl ...; do sleep BASE; done` instead.
+Prints one markdown row per policy.
+"""
+import json, os, socket, statistics, subprocess, sys, tempfile, time
+
+retry = sys.argv[1]
+N = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+OUTAGE = float(sys.argv[3]) if len(sys.argv) > 3 else 2.0
+RATE = float(sys.argv[4]) if len(sys.argv) > 4 else 200.0
+BASE = float(sys.argv[5]) if len(sys.argv) > 5 else 0.1
+SCALE = 1.0 / BASE  # seconds here -> seconds at a 1 s base
+here = os.path.dirname(os.path.abspath(__file__))
+
+POLICIES = [
+    ("shell loop", None),
+    ("--jitter none", ["--jitter", "none"]),
+    ("--jitter full", ["--jitter", "full"]),
+    ("--jitter equal (default)", []),
+    ("--jitter decorrelated", ["--jitter", "decorrelated"]),
+    ("--jitter 0.2", ["--jitter", "0.2"]),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cell(name, flags, workdir):
+    port = free_port()
+    log = os.path.join(workdir, f"log-{port}")
+    server = subprocess.Popen([sys.executable, os.path.join(here, "server.py"), str(port), str(OUTAGE), str(RATE), log])
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}/"
+    barrier_r, barrier_w = os.pipe()
+    pids = {}
+    for client in range(N):
+        curl = f'curl -fsS -o /dev/null --max-time 5 -H "X-Client: {client}" -H "X-Attempt: ${{RETRY_ATTEMPT:-0}}" {url} 2>/dev/null'
+        if flags is None:
+            argv = ["sh", "-c", f"n=1; until RETRY_ATTEMPT=$n; export RETRY_ATTEMPT; {curl}; do n=$((n+1)); sleep {BASE}; done"]
+        else:
+            argv = [retry, "--log-format", "json", "--forever", "--max-time", "60s", "--base", f"{BASE}s",
+                    "--max", f"{3.0}s", *flags, "--", "sh", "-c", curl]
+        pid = os.fork()
+        if pid == 0:
+            os.close(barrier_w)
+            os.read(barrier_r, 1)  # the start barrier: all clients wait here
+            devnull = os.open(os.devnull, os.O_RDWR)
+            events = os.open(os.path.join(workdir, f"events-{port}-{client}"), os.O_WRONLY | os.O_CREAT, 0o600)
+            for fd in (0, 1):
+                os.dup2(devnull, fd)
+            os.dup2(events, 2)
+            os.execvp(argv[0], argv)
+        pids[pid] = client
+    os.close(barrier_r)
+    time.sleep(0.5)  # let every client reach the barrier
+    released = time.monotonic()
+    os.write(barrier_w, b"x" * N)
+    done = []
+    while pids:
+        pid, status = os.wait()
+        if pid in pids:
+            done.append(time.monotonic() - released)
+            del pids[pid]
+    os.close(barrier_w)
+    server.terminate()
+    server.wait()
+    rows = [line.split() for line in open(log)]
+    times = [float(r[0]) for r in rows]
+    ok = [float(r[0]) for r in rows if r[3] == "200"]
+    during = sum(1 for t in times if t < OUTAGE)
+    after = len(times) - during
+    buckets = {}
+    for t in times:
+        if t >= OUTAGE:
+            buckets[int(t * 10)] = buckets.get(int(t * 10), 0) + 1
+    peak = max(buckets.values()) if buckets else 0
+    # The first delay each retry client drew (its first "retry" event), to the microsecond.
+    first_delays = set()
+    if flags is not None:
+        for client in range(N):
+            with open(os.path.join(workdir, f"events-{port}-{client}")) as f:
+                for line in f:
+                    event = json.loads(line)
+                    if event["event"] == "retry":
+                        first_delays.add(event["delay_ms"])
+                        break
+    done.sort()
+    all_done = done[-1]
+    p50 = statistics.median(done)
+    p99 = done[min(len(done) - 1, int(0.99 * (len(done) - 1) + 0.5))]
+    return {
+        "name": name, "total": len(times), "during": during, "after": after, "ok": len(ok),
+        "peak": peak, "all_done": all_done, "p50": p50, "p99": p99,
+        "distinct": len(first_delays) if flags is not None else "-",
+    }
+
+
+def main():
+    results = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for name, flags in POLICIES:
+            results.append(cell(name, flags, workdir))
+    loop = results[0]["total"]
+    full = next(r for r in results if "full" in r["name"])["all_done"]
+    print(f"N={N}, outage {OUTAGE}s, recovery {RATE:.0f} req/s, base {BASE}s, cap 3s "
+          f"(x{SCALE:.0f} for a 1 s base)\n")
+    print("| policy | requests | during outage | after recovery | peak / 100 ms after recovery | all done (s) | p50 (s) | p99 (s) | distinct first delays | vs shell loop |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['name']} | {r['total']} | {r['during']} | {r['after']} | {r['peak']} | {r['all_done']:.2f} | "
+              f"{r['p50']:.2f} | {r['p99']:.2f} | {r['distinct']} | {r['total'] / loop:.2f}x |")
+    equal = next(r for r in results if "equal" in r["name"])
+    print(f"\ndefault policy: all done in {equal['all_done']:.2f}s = {equal['all_done'] / full:.2f}x of full jitter's {full:.2f}s")
+
+
+main()
