@@ -202,12 +202,8 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 next,
             };
 
-            let verdict = settings.judge.judge(end, report.matches);
-            if verdict == Verdict::BrokenPipe {
-                return Ok(RunEnd::BrokenPipe);
-            }
-            let wait = match verdict {
-                Verdict::BrokenPipe => unreachable!("handled above"),
+            let wait = match settings.judge.judge(end, report.matches) {
+                Verdict::BrokenPipe => return Ok(RunEnd::BrokenPipe),
                 Verdict::Stop => {
                     if self.executor.release_output(true).is_err() {
                         return Ok(RunEnd::BrokenPipe);

@@ -263,6 +263,18 @@ fn json(event: &Event<'_>) -> String {
             ("duration_ms", Json::Number(ran.as_millis() as u64)),
         ]
     };
+    // A wait follows: the "retry" object that announces the next attempt.
+    let retry_after = |attempt: u64, next: Option<Duration>| {
+        next.map_or(String::new(), |next| {
+            object(
+                "retry",
+                vec![
+                    ("attempt", Json::Number(attempt + 1)),
+                    ("delay_ms", Json::Millis(next)),
+                ],
+            )
+        })
+    };
     match *event {
         Event::Start {
             command,
@@ -315,17 +327,7 @@ fn json(event: &Event<'_>) -> String {
             let mut fields = attempt_fields(attempt, max_attempts, end, ran);
             fields.push(("outcome", Json::Text("failure".into())));
             fields.push(("reason", why.map_or(Json::Null, |w| Json::Text(w.into()))));
-            let mut out = object("attempt", fields);
-            if let Some(next) = next {
-                out += &object(
-                    "retry",
-                    vec![
-                        ("attempt", Json::Number(attempt + 1)),
-                        ("delay_ms", Json::Millis(next)),
-                    ],
-                );
-            }
-            out
+            object("attempt", fields) + &retry_after(attempt, next)
         }
         Event::StreakContinues {
             attempt,
@@ -334,7 +336,7 @@ fn json(event: &Event<'_>) -> String {
             needed,
             next,
         } => {
-            let mut out = object(
+            let out = object(
                 "attempt",
                 vec![
                     ("attempt", Json::Number(attempt)),
@@ -347,16 +349,7 @@ fn json(event: &Event<'_>) -> String {
                     ("needed", Json::Number(needed)),
                 ],
             );
-            if let Some(next) = next {
-                out += &object(
-                    "retry",
-                    vec![
-                        ("attempt", Json::Number(attempt + 1)),
-                        ("delay_ms", Json::Millis(next)),
-                    ],
-                );
-            }
-            out
+            out + &retry_after(attempt, next)
         }
         Event::CannotStart {
             command,

@@ -78,8 +78,9 @@ impl Spool {
         *self = Spool::default();
     }
 
-    /// Whether the bytes live in a file now (for tests).
-    pub fn spilled(&self) -> bool {
+    /// Whether the bytes live in a file now.
+    #[cfg(test)]
+    fn spilled(&self) -> bool {
         self.file.is_some()
     }
 }
