@@ -8,7 +8,11 @@ use retry::settings::Settings;
 
 fuzz_target!(|text: &str| {
     let words = std::iter::once("retry").chain(text.split('\u{1f}'));
-    let Ok(cli) = Cli::try_parse_from(words) else { return };
-    let Ok(settings) = Settings::resolve(cli) else { return };
+    let Ok(cli) = Cli::try_parse_from(words) else {
+        return;
+    };
+    let Ok(settings) = Settings::resolve(cli) else {
+        return;
+    };
     let _ = retry::dryrun::plan(&settings);
 });
