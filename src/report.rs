@@ -515,15 +515,12 @@ fn text(event: &Event<'_>) -> String {
             next,
         } => {
             let why = why.map_or(String::new(), |why| format!("; {why}"));
-            let mut line = format!(
-                "attempt {} failed ({end}{why}) after {}",
+            format!(
+                "attempt {} failed ({end}{why}) after {}{}",
                 of(attempt, max_attempts),
-                human(ran)
-            );
-            if let Some(next) = next {
-                line += &format!("; next attempt in {}", human(next));
-            }
-            line
+                human(ran),
+                then(next)
+            )
         }
         Event::StreakContinues {
             attempt,
@@ -532,14 +529,11 @@ fn text(event: &Event<'_>) -> String {
             needed,
             next,
         } => {
-            let mut line = format!(
-                "attempt {} succeeded ({streak} of {needed} in a row)",
-                of(attempt, max_attempts)
-            );
-            if let Some(next) = next {
-                line += &format!("; next attempt in {}", human(next));
-            }
-            line
+            format!(
+                "attempt {} succeeded ({streak} of {needed} in a row){}",
+                of(attempt, max_attempts),
+                then(next)
+            )
         }
         Event::CannotStart {
             command,
@@ -589,6 +583,13 @@ fn text(event: &Event<'_>) -> String {
             format!("stopped by {name}")
         }
     }
+}
+
+/// `; next attempt in 1.5s` when a wait follows, else nothing.
+fn then(next: Option<Duration>) -> String {
+    next.map_or(String::new(), |next| {
+        format!("; next attempt in {}", human(next))
+    })
 }
 
 /// `3/6`, or `3` when there is no attempt limit.

@@ -5,24 +5,25 @@ use predicates::prelude::*;
 
 use crate::util::*;
 
+/// The status `retry` exits with when its one attempt runs `sh -c SCRIPT`.
+fn status_of(script: &str) -> Option<i32> {
+    retry()
+        .args(["-q", "-r", "0", "--stdin", "null", "sh", "-c", script])
+        .command()
+        .output()
+        .expect("run retry")
+        .status
+        .code()
+}
+
 #[test]
 fn every_exit_code_0_to_255_comes_back() {
     for code in 0..=255u8 {
-        let output = retry()
-            .args([
-                "-q",
-                "-r",
-                "0",
-                "--stdin",
-                "null",
-                "sh",
-                "-c",
-                &format!("exit {code}"),
-            ])
-            .command()
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(i32::from(code)), "exit {code}");
+        assert_eq!(
+            status_of(&format!("exit {code}")),
+            Some(i32::from(code)),
+            "exit {code}"
+        );
     }
 }
 
@@ -54,21 +55,11 @@ const DEADLY: &[i32] = &[
 #[test]
 fn every_deadly_signal_comes_back_as_128_plus_n() {
     for &signal in DEADLY {
-        let output = retry()
-            .args([
-                "-q",
-                "-r",
-                "0",
-                "--stdin",
-                "null",
-                "sh",
-                "-c",
-                &format!("kill -{signal} $$"),
-            ])
-            .command()
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(128 + signal), "signal {signal}");
+        assert_eq!(
+            status_of(&format!("kill -{signal} $$")),
+            Some(128 + signal),
+            "signal {signal}"
+        );
     }
 }
 

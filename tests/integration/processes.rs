@@ -1,6 +1,5 @@
 //! Process groups, termination, and signals sent to `retry` itself.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::*;
@@ -192,16 +191,7 @@ fn fail_exit_does_not_replace_an_interruption() {
 
 #[test]
 fn a_closed_stdout_ends_retry_quietly() {
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    let output = std::process::Command::new(BIN)
-        .args(["--dry-run", "--forever"])
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert_eq!(shell_status(output.status), 141);
-    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert_quiet_141_with_closed_stdout(&["--dry-run", "--forever"]);
 }
 
 #[test]

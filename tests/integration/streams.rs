@@ -241,14 +241,5 @@ fn bad_patterns_are_misuse() {
 
 #[test]
 fn a_closed_stdout_ends_the_attempt_with_sigpipe_quietly() {
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    let output = std::process::Command::new(BIN)
-        .args(["--until-stdout", "never", "--base", "0", "yes"])
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert_eq!(shell_status(output.status), 141);
-    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert_quiet_141_with_closed_stdout(&["--until-stdout", "never", "--base", "0", "yes"]);
 }

@@ -223,3 +223,19 @@ pub fn wait_for_stderr(child: &mut Child, needle: &str) -> String {
         .recv_timeout(BOUND)
         .expect("the expected stderr line")
 }
+
+/// Runs `retry ARGS` with its stdout a pipe whose reader has already gone, and asserts that it
+/// ends quietly with 141, as a Unix filter does.
+pub fn assert_quiet_141_with_closed_stdout(args: &[&str]) {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let output = std::process::Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run retry");
+    assert_eq!(shell_status(output.status), 141, "{args:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{args:?}");
+}
