@@ -272,11 +272,20 @@ fn table_entries(
     Ok(entries)
 }
 
-/// The reason part of a clap error, in one line.
+/// A clap error in one line: its first line, plus the possible values when clap lists them
+/// on a line of their own.
 pub fn clap_reason(error: &clap::Error) -> String {
     let rendered = error.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid value");
-    first.strip_prefix("error: ").unwrap_or(first).to_string()
+    let mut reason = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if let Some(values) = rendered
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("[possible values:"))
+    {
+        reason = format!("{reason} {values}");
+    }
+    reason
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

@@ -191,11 +191,7 @@ fn clap_exit(error: &clap::Error) -> Exit {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             print_stdout(&error.render().to_string())
         }
-        _ => {
-            let rendered = error.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            misuse(first.strip_prefix("error: ").unwrap_or(first))
-        }
+        _ => misuse(&config::clap_reason(error)),
     }
 }
 

@@ -91,6 +91,23 @@ fn malformed_schedule_kinds() {
 }
 
 #[test]
+fn a_bad_choice_lists_the_possible_values() {
+    retry()
+        .args(["--log-format", "xml", "true"])
+        .assert()
+        .code(125)
+        .stderr("retry: invalid value 'xml' for '--log-format <FORMAT>' [possible values: text, json]\n");
+    misuse(
+        &["--stdin", "sometimes"],
+        "[possible values: auto, replay, inherit, null]",
+    );
+    misuse(
+        &["--backoff", "quadratic"],
+        "[possible values: exponential, constant",
+    );
+}
+
+#[test]
 fn conflicting_flags() {
     misuse(&["--retries", "1", "--attempts", "2"], "--attempts");
     misuse(&["--forever", "--retries", "2"], "--forever");
