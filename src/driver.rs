@@ -969,11 +969,11 @@ mod tests {
             let mut attempts = out.specs.iter();
             // Replay the timeline: splay, then attempt, wait, attempt, ...
             let mut sleeps = out.slept.iter();
-            if splay_ms > 0 {
-                if let Some(&splay) = sleeps.next() {
-                    elapsed += splay;
-                    proptest::prop_assert!(elapsed < deadline, "the splay crosses the deadline");
-                }
+            if splay_ms > 0
+                && let Some(&splay) = sleeps.next()
+            {
+                elapsed += splay;
+                proptest::prop_assert!(elapsed < deadline, "the splay crosses the deadline");
             }
             for (index, _) in attempts.by_ref().enumerate() {
                 let ran = ms(ran_ms[index.min(ran_ms.len() - 1)]);

@@ -29,8 +29,8 @@ use anyhow::{Context, anyhow, bail};
 
 use clap::Parser;
 use clap::error::ErrorKind;
-use rand::rngs::{StdRng, SysRng};
-use rand::{SeedableRng, TryRng};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 
 use crate::backoff::Delays;
 use crate::cli::Cli;
@@ -173,15 +173,27 @@ fn non_empty_env(key: &str) -> Option<OsString> {
     std::env::var_os(key).filter(|value| !value.is_empty())
 }
 
-/// A seed from the OS, so that processes started together draw different delays.
+/// A seed from the OS, so that processes started together draw different delays. getrandom(2)
+/// is called directly: one syscall, where a generic entropy source probes for it first (and in
+/// a static build falls back to opening /dev/random).
 fn os_seed() -> u64 {
-    SysRng.try_next_u64().unwrap_or_else(|_| {
-        // No entropy source: the pid and the clock still differ between processes.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        nanos ^ (u64::from(std::process::id()) << 32)
-    })
+    let mut seed = [0u8; 8];
+    // SAFETY: the buffer is valid for its length; GRND_NONBLOCK never blocks at early boot.
+    let filled = unsafe {
+        libc::getrandom(
+            seed.as_mut_ptr().cast::<libc::c_void>(),
+            seed.len(),
+            libc::GRND_NONBLOCK,
+        )
+    };
+    if filled == seed.len() as isize {
+        return u64::from_ne_bytes(seed);
+    }
+    // No entropy yet: the pid and the clock still differ between processes.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 /// Help and version go to stdout with status 0; every other clap error is misuse, said in one

@@ -272,10 +272,10 @@ impl Runner<'_> {
             }
         };
         let ran = started.elapsed();
-        if let Phase::Terminating { kill_at } = phase {
-            if let Some(signal) = self.clear_group(target, kill_at) {
-                interrupted.get_or_insert(signal);
-            }
+        if let Phase::Terminating { kill_at } = phase
+            && let Some(signal) = self.clear_group(target, kill_at)
+        {
+            interrupted.get_or_insert(signal);
         }
         Supervised {
             status,

@@ -3,8 +3,9 @@
 
 Usage: run.py RETRY_BINARY [N] [OUTAGE_S] [RATE] [BASE_S]
 
-Time is scaled down 10x from the usual 1 s base: base 100 ms, cap 3 s (for 30 s), an outage of
-2 s (20 s), a service that recovers to RATE requests per second. Each client runs
+BASE is the policy's base delay; every other time scales with it: the cap is 30 x BASE, requests
+are counted in buckets of one BASE (a 1 s-equivalent), and the outage and RATE are given at the
+run's own scale. With BASE = 1 s the run is the real thing, unscaled. Each client runs
 `retry POLICY -- sh -c 'curl -fsS -H "X-Client: ID" -H "X-Attempt: $RETRY_ATTEMPT" URL'`;
 the shell-loop policy runs `until curl ...; do sleep BASE; done` instead.
 Prints one markdown row per policy.
@@ -13,9 +14,10 @@ import json, os, socket, statistics, subprocess, sys, tempfile, time
 
 retry = sys.argv[1]
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 100
-OUTAGE = float(sys.argv[3]) if len(sys.argv) > 3 else 2.0
-RATE = float(sys.argv[4]) if len(sys.argv) > 4 else 200.0
-BASE = float(sys.argv[5]) if len(sys.argv) > 5 else 0.1
+OUTAGE = float(sys.argv[3]) if len(sys.argv) > 3 else 20.0
+RATE = float(sys.argv[4]) if len(sys.argv) > 4 else 20.0
+BASE = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
+CAP = 30 * BASE
 SCALE = 1.0 / BASE  # seconds here -> seconds at a 1 s base
 here = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,7 +40,7 @@ def free_port():
 def cell(name, flags, workdir):
     port = free_port()
     log = os.path.join(workdir, f"log-{port}")
-    server = subprocess.Popen([sys.executable, os.path.join(here, "server.py"), str(port), str(OUTAGE), str(RATE), log])
+    server = subprocess.Popen([sys.executable, os.path.join(here, "server.py"), str(port), str(OUTAGE), str(RATE), str(BASE), log])
     for _ in range(200):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
@@ -53,8 +55,8 @@ def cell(name, flags, workdir):
         if flags is None:
             argv = ["sh", "-c", f"n=1; until RETRY_ATTEMPT=$n; export RETRY_ATTEMPT; {curl}; do n=$((n+1)); sleep {BASE}; done"]
         else:
-            argv = [retry, "--log-format", "json", "--forever", "--max-time", "60s", "--base", f"{BASE}s",
-                    "--max", f"{3.0}s", *flags, "--", "sh", "-c", curl]
+            argv = [retry, "--log-format", "json", "--forever", "--max-time", f"{600 * BASE}s", "--base", f"{BASE}s",
+                    "--max", f"{CAP}s", *flags, "--", "sh", "-c", curl]
         pid = os.fork()
         if pid == 0:
             os.close(barrier_w)
@@ -87,7 +89,8 @@ def cell(name, flags, workdir):
     buckets = {}
     for t in times:
         if t >= OUTAGE:
-            buckets[int(t * 10)] = buckets.get(int(t * 10), 0) + 1
+            bucket = int(t / BASE)
+            buckets[bucket] = buckets.get(bucket, 0) + 1
     peak = max(buckets.values()) if buckets else 0
     # The first delay each retry client drew (its first "retry" event), to the microsecond.
     first_delays = set()
@@ -117,9 +120,9 @@ def main():
             results.append(cell(name, flags, workdir))
     loop = results[0]["total"]
     full = next(r for r in results if "full" in r["name"])["all_done"]
-    print(f"N={N}, outage {OUTAGE}s, recovery {RATE:.0f} req/s, base {BASE}s, cap 3s "
-          f"(x{SCALE:.0f} for a 1 s base)\n")
-    print("| policy | requests | during outage | after recovery | peak / 100 ms after recovery | all done (s) | p50 (s) | p99 (s) | distinct first delays | vs shell loop |")
+    print(f"N={N}, outage {OUTAGE}s, recovery {RATE:.0f} req/s, base {BASE}s, cap {CAP}s "
+          f"(times x{SCALE:g} for a 1 s base)\n")
+    print("| policy | requests | during outage | after recovery | peak per 1 s-equivalent after recovery | all done (s) | p50 (s) | p99 (s) | distinct first delays | vs shell loop |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['name']} | {r['total']} | {r['during']} | {r['after']} | {r['peak']} | {r['all_done']:.2f} | "

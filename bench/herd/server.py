@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """The recovering service of the herd benchmark, on 127.0.0.1 only.
 
-Usage: server.py PORT OUTAGE_SECONDS RATE LOG
+Usage: server.py PORT OUTAGE_SECONDS RATE BASE LOG
 From the first request on, answers 503 for OUTAGE_SECONDS; then admits RATE requests per second
-through a token bucket holding a tenth of a second's worth (excess: 503). Logs every request as
+through a token bucket holding one BASE's worth, a 1 s-equivalent (excess: 503). Logs every request as
 "seconds_since_first client attempt status" to LOG.
 """
 import http.server, socketserver, sys, threading, time
 
-port, outage, rate, log_path = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+port, outage, rate, base, log_path = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+depth = rate * base
 lock = threading.Lock()
-state = {"start": None, "tokens": rate / 10, "refilled": None}
+state = {"start": None, "tokens": depth, "refilled": None}
 log = open(log_path, "w", buffering=1)
 
 
@@ -27,7 +28,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 status = 503
             else:
                 last = state["refilled"] if state["refilled"] is not None else state["start"] + outage
-                state["tokens"] = min(rate / 10, state["tokens"] + (now - last) * rate)
+                state["tokens"] = min(depth, state["tokens"] + (now - last) * rate)
                 state["refilled"] = now
                 if state["tokens"] >= 1:
                     state["tokens"] -= 1

@@ -204,3 +204,40 @@ fn stdin_reaches_the_attempt() {
         .code(0)
         .stdout("hello\n");
 }
+
+#[test]
+fn closed_standard_descriptors_are_reopened_on_dev_null() {
+    // `retry` started with stdin and stderr closed: its own files (the signal pipe, say) must
+    // not take descriptors 0 and 2, or the attempt would read and write them.
+    let output = std::process::Command::new("sh")
+        .args(["-c", "exec 0<&- 2>&-; exec \"$0\" \"$@\""])
+        .arg(BIN)
+        .args(["-r", "0", "--", "sh", "-c"])
+        .arg("readlink /proc/self/fd/0 /proc/self/fd/2")
+        .env_remove("RETRY_CONFIG")
+        .output()
+        .expect("run retry");
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "/dev/null\n/dev/null\n"
+    );
+}
+
+#[test]
+fn a_closed_stderr_does_not_stop_the_run() {
+    // `retry` ignores SIGPIPE: its messages to a stderr nobody reads are lost, but the attempts
+    // still run and the status is still the last attempt's.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let output = std::process::Command::new(BIN)
+        .args(["-r", "2", "--base", "0", "--"])
+        .args(sh("echo out; exit 3"))
+        .env_remove("RETRY_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stderr(writer)
+        .output()
+        .expect("run retry");
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out\nout\nout\n");
+}
