@@ -30,7 +30,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Time limit for one attempt; 0 disables it [default: none]')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Time limit for one attempt; 0 disables it [default: none]')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace between the terminating signal and SIGKILL [default: 2s]')
-            [CompletionResult]::new('--kill-signal', '--kill-signal', [CompletionResultType]::ParameterName, 'Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]')
+            [CompletionResult]::new('--kill-signal', '--kill-signal', [CompletionResultType]::ParameterName, 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]')
             [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'First nominal delay (for ethernet: the slot time) [default: 1s]')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'First nominal delay (for ethernet: the slot time) [default: 1s]')
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Cap on any single delay, after jitter too [default: 30s]')

@@ -27,7 +27,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand -t 'Time limit for one attempt; 0 disables it [default: none]'
             cand --timeout 'Time limit for one attempt; 0 disables it [default: none]'
             cand --kill-after 'Grace between the terminating signal and SIGKILL [default: 2s]'
-            cand --kill-signal 'Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]'
+            cand --kill-signal 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]'
             cand -b 'First nominal delay (for ethernet: the slot time) [default: 1s]'
             cand --base 'First nominal delay (for ethernet: the slot time) [default: 1s]'
             cand --max 'Cap on any single delay, after jitter too [default: 30s]'

@@ -3,7 +3,7 @@ complete -c retry -s a -l attempts -d 'Total attempts, at least 1 (another spell
 complete -c retry -s m -l max-time -d 'Deadline for the whole run, measured from start; 0 disables it [default: none]' -r
 complete -c retry -s t -l timeout -d 'Time limit for one attempt; 0 disables it [default: none]' -r
 complete -c retry -l kill-after -d 'Grace between the terminating signal and SIGKILL [default: 2s]' -r
-complete -c retry -l kill-signal -d 'Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]' -r
+complete -c retry -l kill-signal -d 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]' -r
 complete -c retry -s b -l base -d 'First nominal delay (for ethernet: the slot time) [default: 1s]' -r
 complete -c retry -l max -d 'Cap on any single delay, after jitter too [default: 30s]' -r
 complete -c retry -l multiplier -d 'Growth factor of exponential backoff, at least 1 [default: 2]' -r

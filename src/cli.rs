@@ -95,7 +95,7 @@ pub struct Cli {
     #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub kill_after: Option<Duration>,
 
-    /// Signal that terminates an attempt: a name (TERM, SIGINT) or a number [default: TERM]
+    /// Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]
     #[arg(long, value_name = "SIG", allow_hyphen_values = true, value_parser = parse::signal, help_heading = "Attempts and time limits")]
     pub kill_signal: Option<i32>,
 

@@ -169,7 +169,8 @@ const SIGNALS: &[(&str, libc::c_int)] = &[
     ("SYS", libc::SIGSYS),
 ];
 
-/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
+/// A signal by name (`TERM`, `SIGTERM`, `term`, `RTMIN+2`) or number (`15`), as `kill -l`
+/// lists them.
 pub fn signal(text: &str) -> Result<libc::c_int, String> {
     let unknown = || format!("unknown signal '{text}'; expected a name like TERM or a number");
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
@@ -186,15 +187,45 @@ pub fn signal(text: &str) -> Result<libc::c_int, String> {
         .iter()
         .find(|(known, _)| *known == name)
         .map(|&(_, number)| number)
+        .or_else(|| realtime_signal(name))
         .ok_or_else(unknown)
 }
 
-/// The conventional name of a signal (`SIGTERM`), or `None` for a number that is not one.
+/// `RTMIN`, `RTMIN+N`, `RTMAX` or `RTMAX-N`, within the real-time range.
+fn realtime_signal(name: &str) -> Option<libc::c_int> {
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    let offset = |digits: &str| {
+        let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+        let n: libc::c_int = digits.parse().ok().filter(|_| all_digits)?;
+        (n <= max - min).then_some(n)
+    };
+    let number = match name {
+        "RTMIN" => min,
+        "RTMAX" => max,
+        _ => {
+            if let Some(digits) = name.strip_prefix("RTMIN+") {
+                min + offset(digits)?
+            } else {
+                max - offset(name.strip_prefix("RTMAX-")?)?
+            }
+        }
+    };
+    Some(number)
+}
+
+/// The conventional name of a signal (`SIGTERM`, `SIGRTMIN+2`), or `None` for a number that is
+/// not one.
 pub fn signal_name(number: libc::c_int) -> Option<String> {
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
     SIGNALS
         .iter()
         .find(|&&(_, known)| known == number)
         .map(|(name, _)| format!("SIG{name}"))
+        .or_else(|| match number {
+            n if n == min => Some("SIGRTMIN".to_string()),
+            n if n > min && n <= max => Some(format!("SIGRTMIN+{}", n - min)),
+            _ => None,
+        })
 }
 
 /// A jitter kind: `none`, `full`, `equal`, `decorrelated`, a factor in [0, 1] such as `0.2`, or
@@ -333,6 +364,25 @@ mod tests {
         assert_eq!(signal("INT"), Ok(libc::SIGINT));
         assert_eq!(signal("HUP"), Ok(libc::SIGHUP));
         assert_eq!(signal("9"), Ok(libc::SIGKILL));
+        let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+        assert_eq!(signal("RTMIN"), Ok(min));
+        assert_eq!(signal("sigrtmin+2"), Ok(min + 2));
+        assert_eq!(signal("RTMAX"), Ok(max));
+        assert_eq!(signal("RTMAX-1"), Ok(max - 1));
+        assert_eq!(signal(&max.to_string()), Ok(max));
+        assert_eq!(signal_name(min + 2).as_deref(), Some("SIGRTMIN+2"));
+        for bad in [
+            "32",
+            "33",
+            &(max + 1).to_string(),
+            "RTMIN+",
+            "RTMIN-1",
+            "RTMAX+1",
+            &format!("RTMIN+{}", max - min + 1),
+            "RTMIN+-1",
+        ] {
+            assert!(signal(bad).is_err(), "{bad:?} should be rejected");
+        }
         for bad in [
             "",
             "0",

@@ -61,6 +61,14 @@ fn every_deadly_signal_comes_back_as_128_plus_n() {
             "signal {signal}"
         );
     }
+    // The real-time signals are deadly by default too.
+    for signal in libc::SIGRTMIN()..=libc::SIGRTMAX() {
+        assert_eq!(
+            status_of(&format!("kill -{signal} $$")),
+            Some(128 + signal),
+            "signal {signal}"
+        );
+    }
 }
 
 #[test]
