@@ -60,6 +60,7 @@ impl Exit {
 }
 
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
+    prepare_process();
     let args: Vec<OsString> = args.into_iter().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -110,6 +111,31 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     ) {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
         end => Exit::Status(end.exit_status(settings.fail_exit)),
+    }
+}
+
+/// What `retry` needs of the Rust runtime's start-up, which main.rs skips: SIGPIPE ignored (see
+/// signals.rs), and descriptors 0, 1 and 2 open, so that no file `retry` opens later lands there
+/// and is taken for stdin, stdout or stderr (/dev/null fills a closed one, as std would).
+fn prepare_process() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: called before any thread exists; three valid pollfds and no timeout; open(2) with
+    // a valid C string. Descriptors are taken lowest first, so each open fills the lowest closed
+    // one.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        if libc::poll(fds.as_mut_ptr(), 3, 0) < 0 {
+            return;
+        }
+        for fd in fds {
+            if fd.revents & libc::POLLNVAL != 0 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
     }
 }
 

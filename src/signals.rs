@@ -6,8 +6,9 @@
 //!   the current attempt.
 //! - SIGCHLD becomes `Event::Child`, so the end of an attempt is noticed at once, with no
 //!   polling and no thread.
-//! - SIGPIPE stays ignored (Rust's default): a write to a closed pipe is an error `retry`
-//!   handles. Children get default dispositions back when they exec.
+//! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
+//!   runtime's start-up): a write to a closed pipe is an error `retry` handles. std's `Command`
+//!   gives children SIGPIPE back, and exec resets the handlers below to their defaults.
 //!
 //! Waiting for the next event with a deadline (`ppoll`, nanosecond precision) is also how `retry`
 //! sleeps, so a signal ends any wait at once. There is no signal thread: start-up stays cheap.
