@@ -371,6 +371,12 @@ mod tests {
         assert_eq!(signal("RTMAX-1"), Ok(max - 1));
         assert_eq!(signal(&max.to_string()), Ok(max));
         assert_eq!(signal_name(min + 2).as_deref(), Some("SIGRTMIN+2"));
+        // Every signal's name reads back as that signal, so reports and flags agree.
+        for number in 1..=max {
+            if let Some(name) = signal_name(number) {
+                assert_eq!(signal(&name), Ok(number), "{name}");
+            }
+        }
         for bad in [
             "32",
             "33",
