@@ -299,10 +299,7 @@ fn json(event: &Event<'_>) -> String {
                 ("seed", Json::Number(seed)),
             ],
         ),
-        Event::Splay { wait } => object(
-            "splay",
-            vec![("delay_ms", Json::Number(wait.as_millis() as u64))],
-        ),
+        Event::Splay { wait } => object("splay", vec![("delay_ms", Json::Millis(wait))]),
         Event::AttemptStart {
             attempt,
             max_attempts,

@@ -107,13 +107,20 @@ fn json_field_types_are_stable() {
         "-r",
         "2",
         "--base",
-        "0",
+        "1ms",
+        "--splay",
+        "2ms",
         "--timeout",
         "100ms",
         "sh",
         "-c",
         "case $RETRY_ATTEMPT in 1) exit 2;; 2) kill -TERM $$;; *) sleep 5;; esac",
     ]);
+    // Every delay, the splay's included, is a number with a fraction (`734.512`), never an
+    // integer in one event and a float in another.
+    let delays: Vec<&Value> = events.iter().filter_map(|e| e.get("delay_ms")).collect();
+    assert_eq!(delays.len(), 3, "a splay and two retries: {events:?}");
+    assert!(delays.iter().all(|d| d.is_f64()), "{delays:?}");
     for event in events.iter().filter(|e| e["event"] == "attempt") {
         assert!(event["attempt"].is_u64());
         assert!(event["exit_code"].is_u64());
