@@ -238,6 +238,8 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     let streak_event = |next| Event::StreakContinues {
                         attempt,
                         max_attempts,
+                        end,
+                        ran: report.ran,
                         streak,
                         needed: settings.consecutive,
                         next,

@@ -52,6 +52,8 @@ pub enum Event<'a> {
     StreakContinues {
         attempt: u64,
         max_attempts: Option<u64>,
+        end: AttemptEnd,
+        ran: Duration,
         streak: u64,
         needed: u64,
         next: Option<Duration>,
@@ -329,24 +331,18 @@ fn json(event: &Event<'_>) -> String {
         Event::StreakContinues {
             attempt,
             max_attempts,
+            end,
+            ran,
             streak,
             needed,
             next,
         } => {
-            let out = object(
-                "attempt",
-                vec![
-                    ("attempt", Json::Number(attempt)),
-                    (
-                        "max_attempts",
-                        max_attempts.map_or(Json::Null, Json::Number),
-                    ),
-                    ("outcome", Json::Text("success".into())),
-                    ("streak", Json::Number(streak)),
-                    ("needed", Json::Number(needed)),
-                ],
-            );
-            out + &retry_after(attempt, next)
+            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
+            fields.push(("outcome", Json::Text("success".into())));
+            fields.push(("reason", Json::Null));
+            fields.push(("streak", Json::Number(streak)));
+            fields.push(("needed", Json::Number(needed)));
+            object("attempt", fields) + &retry_after(attempt, next)
         }
         Event::CannotStart {
             command,
@@ -525,6 +521,7 @@ fn text(event: &Event<'_>) -> String {
             streak,
             needed,
             next,
+            ..
         } => {
             format!(
                 "attempt {} succeeded ({streak} of {needed} in a row){}",

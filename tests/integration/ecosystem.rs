@@ -132,6 +132,24 @@ fn json_field_types_are_stable() {
 }
 
 #[test]
+fn a_success_short_of_the_streak_has_every_attempt_field() {
+    let events = events(&["--consecutive", "2", "--base", "0", "true"]);
+    let attempts: Vec<&Value> = events.iter().filter(|e| e["event"] == "attempt").collect();
+    assert_eq!(attempts.len(), 2, "{events:?}");
+    let keys = |event: &Value| -> Vec<String> {
+        let mut keys: Vec<String> = event.as_object().expect("object").keys().cloned().collect();
+        keys.retain(|k| k != "streak" && k != "needed");
+        keys.sort();
+        keys
+    };
+    assert_eq!(keys(attempts[0]), keys(attempts[1]));
+    assert_eq!(attempts[0]["streak"], 1);
+    assert_eq!(attempts[0]["needed"], 2);
+    assert_eq!(attempts[0]["exit_code"], 0);
+    assert!(attempts[0]["duration_ms"].is_u64());
+}
+
+#[test]
 fn quiet_json_says_nothing() {
     assert!(events(&["-q", "-r", "1", "--base", "0", "false"]).is_empty());
 }
