@@ -351,8 +351,9 @@ fn json(event: &Event<'_>) -> String {
         } => object(
             "cannot-start",
             vec![
+                // `program`, not `command`: `start` has `command` as the whole argument list.
                 (
-                    "command",
+                    "program",
                     Json::Text(command.to_string_lossy().into_owned()),
                 ),
                 ("exit_code", Json::Number(u64::from(end.status()))),

@@ -132,6 +132,79 @@ fn json_field_types_are_stable() {
 }
 
 #[test]
+fn a_key_has_one_type_in_every_event() {
+    // The README's promise: field types never change from one event to the next (null stands in
+    // where a value is absent). Runs that produce every event but `interrupted`.
+    let runs: [&[&str]; 5] = [
+        &[
+            "-r",
+            "2",
+            "--base",
+            "1ms",
+            "--splay",
+            "1ms",
+            "--timeout",
+            "100ms",
+            "sh",
+            "-c",
+            "case $RETRY_ATTEMPT in 1) exit 2;; 2) kill -TERM $$;; *) sleep 5;; esac",
+        ],
+        &["-r", "1", "--base", "0", "--on-retry", "exit 3", "false"],
+        &["--consecutive", "2", "--base", "0", "true"],
+        &["no-such-command-for-retry"],
+        &["--until-stdout", "ready", "-r", "0", "echo", "not yet"],
+    ];
+    let kind = |value: &Value| match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "fraction",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let mut seen: std::collections::BTreeMap<String, (&str, String)> = Default::default();
+    let mut names_seen = std::collections::BTreeSet::new();
+    for args in runs {
+        for event in events(args) {
+            let name = event["event"].as_str().expect("event name").to_string();
+            names_seen.insert(name.clone());
+            for (key, value) in event.as_object().expect("object") {
+                if value.is_null() {
+                    continue;
+                }
+                let this = kind(value);
+                let (first, where_) = seen.entry(key.clone()).or_insert((this, name.clone()));
+                assert_eq!(
+                    *first, this,
+                    "{key} is {first} in {where_} but {this} in {name}"
+                );
+            }
+        }
+    }
+    for name in [
+        "start",
+        "splay",
+        "attempt-start",
+        "attempt",
+        "retry",
+        "give-up",
+        "success",
+    ] {
+        assert!(
+            names_seen.contains(name),
+            "{name} not produced: {names_seen:?}"
+        );
+    }
+    for name in ["cannot-start", "hook-failed"] {
+        assert!(
+            names_seen.contains(name),
+            "{name} not produced: {names_seen:?}"
+        );
+    }
+}
+
+#[test]
 fn a_success_short_of_the_streak_has_every_attempt_field() {
     let events = events(&["--consecutive", "2", "--base", "0", "true"]);
     let attempts: Vec<&Value> = events.iter().filter(|e| e["event"] == "attempt").collect();
