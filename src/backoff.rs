@@ -206,15 +206,28 @@ fn scale(d: Duration, factor: f64) -> Duration {
 }
 
 /// base * multiplier^exponent in nanoseconds, saturating at `cap`.
+///
+/// Raised by squaring rather than with `f64::powf`: `powf` is the only libm function `retry`
+/// would call, and not linking libm spares a dynamically linked `retry` loading it at every
+/// start. Stops at the cap, so any exponent costs at most 64 steps.
 fn exponential(base: u128, multiplier: f64, exponent: u64, cap: u128) -> u128 {
     if base == 0 || multiplier <= 1.0 || exponent == 0 {
         return base;
     }
-    let value = base as f64 * multiplier.powf(exponent as f64);
-    if !value.is_finite() || value >= cap as f64 {
-        cap
-    } else {
-        value.round() as u128
+    let cap_f = cap as f64;
+    let (mut value, mut factor, mut rest) = (base as f64, multiplier, exponent);
+    loop {
+        if rest & 1 == 1 {
+            value *= factor;
+            if value.is_nan() || value >= cap_f {
+                return cap;
+            }
+        }
+        rest >>= 1;
+        if rest == 0 {
+            return value.round() as u128;
+        }
+        factor *= factor;
     }
 }
 
@@ -520,11 +533,46 @@ mod tests {
             };
             let mut d = Delays::new(s, StdRng::seed_from_u64(0));
             for n in [1, 2, 10, 1000, u64::from(u32::MAX), u64::MAX] {
+                let (low, high) = s.range(n);
                 let wait = d.delay(n);
-                assert!(wait <= Duration::MAX);
-                let _ = s.range(n);
+                assert!(
+                    low <= wait && wait <= high,
+                    "{backoff:?} retry {n}: {wait:?}"
+                );
+                let saturates = match backoff {
+                    Backoff::Exponential | Backoff::Fibonacci => n >= 1000,
+                    Backoff::Linear => n == u64::MAX,
+                    Backoff::Constant | Backoff::Ethernet => false,
+                };
+                if saturates {
+                    assert_eq!(s.nominal(n), Duration::MAX, "{backoff:?} retry {n}");
+                }
             }
         }
+    }
+
+    #[test]
+    fn exponential_growth_agrees_with_powf() {
+        let base = 1_000_000_000u128;
+        for multiplier in [1.000_001f64, 1.1, 1.5, 2.0, 2.5, 3.7, 10.0, 1e6] {
+            for exponent in 0..200u64 {
+                let expected = base as f64 * multiplier.powf(exponent as f64);
+                let got = exponential(base, multiplier, exponent, u128::MAX);
+                if expected >= u128::MAX as f64 {
+                    assert_eq!(got, u128::MAX, "{multiplier}^{exponent}");
+                } else {
+                    // Rounded to the nanosecond, and squaring may differ from powf in the
+                    // last bits.
+                    let error = (got as f64 - expected).abs();
+                    assert!(
+                        error <= 0.5 + expected * 1e-13,
+                        "{multiplier}^{exponent}: {got} vs {expected}"
+                    );
+                }
+            }
+        }
+        assert_eq!(exponential(base, 2.0, 63, 5 * base), 5 * base);
+        assert_eq!(exponential(base, 2.0, u64::MAX, u128::MAX), u128::MAX);
     }
 
     fn any_backoff() -> impl Strategy<Value = Backoff> {
