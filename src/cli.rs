@@ -229,7 +229,8 @@ pub struct Cli {
 
     /// Keep the attempt in retry's own process group, for commands that read the terminal
     ///
-    /// Then only the attempt itself, not its children, is signalled on timeout.
+    /// Then only the attempt itself, not its children, is signalled on timeout. Without it, an
+    /// attempt that reads the terminal is stopped by the kernel (SIGTTIN), and retry says so.
     #[arg(long, help_heading = "Processes")]
     pub foreground: bool,
 

@@ -76,7 +76,12 @@ pub struct Interrupted(pub i32);
 pub struct BrokenPipe;
 
 pub trait Execute {
-    fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted>;
+    /// Runs one attempt to its end. `reporter` is for what must be said while it runs.
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        reporter: &mut Reporter,
+    ) -> Result<AttemptReport, Interrupted>;
     /// Passes on the last attempt's held stdout (`--hold-stdout`): to stdout when it is the
     /// final attempt, else to stderr.
     fn release_output(&mut self, final_attempt: bool) -> Result<(), BrokenPipe>;
@@ -174,7 +179,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 attempt,
                 max_attempts,
             });
-            let report = self.executor.run(&spec)?;
+            let report = self.executor.run(&spec, self.reporter)?;
             let end = report.end;
             last = Some(end);
             if let (Some(error), false) = (&report.start_error, reported_cannot_start) {
@@ -461,7 +466,11 @@ mod tests {
     }
 
     impl Execute for Script {
-        fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted> {
+        fn run(
+            &mut self,
+            spec: &AttemptSpec,
+            _: &mut Reporter,
+        ) -> Result<AttemptReport, Interrupted> {
             self.specs.push(*spec);
             let index = (self.specs.len() - 1).min(self.ends.len() - 1);
             let (mut end, mut ran) = self.ends[index];

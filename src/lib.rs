@@ -89,6 +89,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         max_attempts: settings.max_attempts,
         seed,
     });
+    runner::adopt_orphans();
     let mut runner = Runner {
         events: &events,
         command: &settings.command,

@@ -78,6 +78,12 @@ pub enum Event<'a> {
     },
     /// Stdin is a pipe or socket under `--stdin auto`: said once, before the first retry.
     StdinShared,
+    /// The attempt was stopped by SIGTTIN or SIGTTOU: it used the terminal from its own
+    /// process group, and will wait there until it is killed.
+    TerminalStop {
+        attempt: u64,
+        signal: i32,
+    },
     HookFailed {
         kind: HookKind,
         end: AttemptEnd,
@@ -228,7 +234,10 @@ fn color_of(event: &Event<'_>) -> &'static str {
         Event::GiveUp { .. } | Event::CannotStart { .. } | Event::Interrupted { .. } => {
             "\x1b[1;31m"
         }
-        Event::AttemptFailed { .. } | Event::HookFailed { .. } | Event::StdinShared => "\x1b[1;33m",
+        Event::AttemptFailed { .. }
+        | Event::HookFailed { .. }
+        | Event::StdinShared
+        | Event::TerminalStop { .. } => "\x1b[1;33m",
         Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
         _ => "\x1b[1m",
     }
@@ -406,6 +415,16 @@ fn json(event: &Event<'_>) -> String {
             ],
         ),
         Event::StdinShared => object("stdin-warning", vec![("message", Json::Text(text(event)))]),
+        Event::TerminalStop { attempt, signal } => object(
+            "terminal-stop",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                (
+                    "signal",
+                    Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string())),
+                ),
+            ],
+        ),
         Event::HookFailed { kind, end } => object(
             "hook-failed",
             vec![
@@ -573,6 +592,13 @@ fn text(event: &Event<'_>) -> String {
                 .to_string()
         }
         Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
+        Event::TerminalStop { attempt, signal } => {
+            let name = signal_name(signal).unwrap_or_else(|| format!("signal {signal}"));
+            format!(
+                "attempt {attempt} is stopped ({name}): it used the terminal from its own \
+                 process group; use --foreground for commands that read the terminal"
+            )
+        }
         Event::Interrupted { signal } => {
             let name = signal_name(signal).unwrap_or_else(|| format!("signal {signal}"));
             format!("stopped by {name}")

@@ -20,6 +20,7 @@ use crate::input::Input;
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing::{self, Sink};
 use crate::predicate::Matches;
+use crate::report::{Event as Report, Reporter};
 use crate::settings::OutputRules;
 use crate::signals::{Event, Events};
 use crate::spool::Spool;
@@ -69,8 +70,16 @@ impl Target {
     /// was already seen).
     fn group_alive(self) -> bool {
         match self {
-            // SAFETY: kill(2) with signal 0 only checks for existence.
-            Target::Group(pgid) => unsafe { libc::kill(-pgid, 0) == 0 },
+            Target::Group(pgid) => {
+                // Members adopted by `retry` (see `adopt_orphans`) that have died are zombies
+                // until collected, and a zombie still counts for kill(2).
+                // SAFETY: waitpid(2) with WNOHANG on the group returns at once; kill(2) with
+                // signal 0 only checks for existence.
+                unsafe {
+                    while libc::waitpid(-pgid, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
+                    libc::kill(-pgid, 0) == 0
+                }
+            }
             Target::Process(_) => false,
         }
     }
@@ -98,7 +107,11 @@ struct Supervised {
 }
 
 impl Execute for Runner<'_> {
-    fn run(&mut self, spec: &AttemptSpec) -> Result<AttemptReport, Interrupted> {
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        reporter: &mut Reporter,
+    ) -> Result<AttemptReport, Interrupted> {
         let started = Instant::now();
         let (stdin, feeder) = self.input.for_attempt(spec.number);
         let mut command = self.attempt_command(spec);
@@ -131,7 +144,23 @@ impl Execute for Runner<'_> {
             watches.push(plumbing::watch(stderr, sink, self.stderr_rules));
         }
         let target = self.target(&child);
-        let supervised = self.supervise(&mut child, target, spec.deadline, started);
+        let mut stopped_said = false;
+        let mut on_terminal_stop = |signal| {
+            if !std::mem::replace(&mut stopped_said, true) {
+                reporter.emit(&Report::TerminalStop {
+                    attempt: spec.number,
+                    signal,
+                });
+            }
+        };
+        let supervised = self.supervise(
+            &mut child,
+            target,
+            spec.deadline,
+            started,
+            &mut on_terminal_stop,
+        );
+        reap_orphans();
         let matches = plumbing::finish(watches);
         if let Some(feeder) = feeder {
             feeder.stop();
@@ -194,7 +223,10 @@ impl Execute for Runner<'_> {
         };
         let target = Target::Group(child.id() as libc::pid_t);
         let deadline = hook.deadline.map(|at| (at, Limit::Run));
-        let supervised = self.supervise(&mut child, target, deadline, started);
+        // A hook's stdin is /dev/null: only one that opens the terminal itself can be stopped
+        // for it, and its deadline (if any) still applies.
+        let supervised = self.supervise(&mut child, target, deadline, started, &mut |_| {});
+        reap_orphans();
         match supervised.interrupted {
             Some(signal) => Err(Interrupted(signal)),
             None => Ok(supervised.end()),
@@ -222,13 +254,15 @@ impl Runner<'_> {
     }
 
     /// Waits for `child` to end, terminating it (and its group) at `deadline` or when `retry`
-    /// is asked to stop.
+    /// is asked to stop. `on_terminal_stop` hears of each time the child is stopped for using
+    /// the terminal from a background process group.
     fn supervise(
         &self,
         child: &mut Child,
         target: Target,
         deadline: Option<(Instant, Limit)>,
         started: Instant,
+        on_terminal_stop: &mut dyn FnMut(i32),
     ) -> Supervised {
         let mut phase = Phase::Running;
         let mut timed_out = None;
@@ -243,6 +277,9 @@ impl Runner<'_> {
                 Some(Event::Child) => {
                     if let Some(status) = reap(child) {
                         break status;
+                    }
+                    if let Some(signal) = terminal_stop(child) {
+                        on_terminal_stop(signal);
                     }
                 }
                 Some(Event::Shutdown(signal)) => {
@@ -345,6 +382,26 @@ impl Runner<'_> {
     }
 }
 
+/// Makes `retry` the reaper of its attempts' orphans (Linux's child subreaper): a process whose
+/// parent dies is re-parented to `retry` instead of init, and its end is `retry`'s to collect.
+/// So a terminated attempt's group is seen to be clear as soon as its last member dies, even
+/// where init collects late or never (PID 1 of a container that is not an init), instead of
+/// after the whole `--kill-after` grace.
+pub fn adopt_orphans() {
+    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes plain integers. Should it fail, only
+    // the grace may be spent waiting on a zombie.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Collects adopted orphans that have died. Called once an attempt or hook has been collected,
+/// when no child of `retry` has an end that a `Child` still waits for.
+fn reap_orphans() {
+    // SAFETY: waitpid(2) with WNOHANG returns at once.
+    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+}
+
 /// `retry`'s own stderr, for a child's stdout; inherited stdout if it cannot be duplicated.
 fn stderr_copy() -> Stdio {
     io::stderr()
@@ -367,6 +424,27 @@ fn reap(child: &mut Child) -> Option<ExitStatus> {
         // status lost: report a plain failure rather than wait forever.
         Err(_) => Some(ExitStatus::from_raw(1 << 8)),
     }
+}
+
+/// The signal that stopped the child, when it was stopped for using the terminal from a
+/// background process group (SIGTTIN, SIGTTOU). Collects the stop report, never an exit.
+fn terminal_stop(child: &Child) -> Option<i32> {
+    // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) with WSTOPPED | WNOHANG on our
+    // own child returns at once and reaps nothing.
+    let info = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let found = libc::waitid(
+            libc::P_PID,
+            child.id(),
+            &mut info,
+            libc::WSTOPPED | libc::WNOHANG,
+        );
+        (found == 0 && info.si_pid() != 0).then_some(info)?
+    };
+    // SAFETY: si_status is set for a CLD_STOPPED report.
+    let signal = unsafe { info.si_status() };
+    (info.si_code == libc::CLD_STOPPED && [libc::SIGTTIN, libc::SIGTTOU].contains(&signal))
+        .then_some(signal)
 }
 
 fn end_of(status: ExitStatus) -> AttemptEnd {

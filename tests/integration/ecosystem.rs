@@ -134,8 +134,9 @@ fn json_field_types_are_stable() {
 #[test]
 fn a_key_has_one_type_in_every_event() {
     // The README's promise: field types never change from one event to the next (null stands in
-    // where a value is absent). Runs that produce every event but `interrupted`
-    // and `stdin-warning`, whose fields (`signal`, `exit_code`, `message`) others share.
+    // where a value is absent). Runs that produce every event but `interrupted`, `stdin-warning`
+    // and `terminal-stop`, whose fields (`signal`, `exit_code`, `message`, `attempt`) others
+    // share.
     let runs: [&[&str]; 5] = [
         &[
             "-r",
@@ -283,6 +284,33 @@ fn no_countdown_in_ci_and_no_escapes_with_no_color() {
         screen.contains("next attempt in 1s..."),
         "the countdown stays: {screen:?}"
     );
+}
+
+/// A command that reads the terminal from its own process group is stopped by the kernel
+/// (SIGTTIN) and would wait there silently; `retry` says so and names `--foreground`.
+const READS_THE_TERMINAL: &str = "-r 0 --timeout 300ms sh -c 'read line'";
+
+#[test]
+fn an_attempt_stopped_for_reading_the_terminal_is_reported() {
+    let screen = under_terminal(READS_THE_TERMINAL, &[("NO_COLOR", "1")]);
+    assert!(
+        screen.contains("retry: attempt 1 is stopped (SIGTTIN)"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("use --foreground"), "{screen:?}");
+    assert!(screen.contains("failed (timed out)"), "{screen:?}");
+
+    let screen = under_terminal(&format!("--foreground {READS_THE_TERMINAL}"), &[]);
+    assert!(!screen.contains("is stopped"), "{screen:?}");
+
+    let screen = under_terminal(&format!("--log-format json {READS_THE_TERMINAL}"), &[]);
+    let stop = screen
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line.trim_end()).ok())
+        .find(|event| event["event"] == "terminal-stop")
+        .unwrap_or_else(|| panic!("no terminal-stop event: {screen:?}"));
+    assert_eq!(stop["attempt"], 1);
+    assert_eq!(stop["signal"], "SIGTTIN");
 }
 
 #[test]

@@ -71,6 +71,33 @@ fn a_grandchild_ignoring_the_signal_is_killed_after_the_grace() {
     }
 }
 
+/// Under a parent that adopts orphans and never collects them, as PID 1 of many containers does:
+/// the attempt's shell dies first, so its background child is re-parented when it dies too.
+const CARELESS_REAPER: &str = "import ctypes, subprocess, sys
+PR_SET_CHILD_SUBREAPER = 36
+ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+sys.exit(subprocess.call(sys.argv[1:]))";
+
+#[test]
+fn a_dead_grandchild_does_not_hold_retry_for_the_grace() {
+    let r = retry().args(["-r", "0", "--timeout", "100ms", "--kill-after", "5s"]);
+    let command = family(&r, "");
+    let r = r.args(command);
+    let start = Instant::now();
+    r.command_under(&["python3", "-c", CARELESS_REAPER])
+        .assert()
+        .code(124);
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(100), "{took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "retry waited on a dead grandchild for the grace: {took:?}"
+    );
+    for pid in pids(&r, 2) {
+        assert!(gone_soon(pid), "process {pid} survived the timeout");
+    }
+}
+
 #[test]
 fn foreground_timeout_signals_only_the_attempt() {
     let r = retry().args(["--foreground", "-r", "0", "--timeout", "100ms"]);

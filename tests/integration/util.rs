@@ -75,7 +75,17 @@ impl Retry {
 
     /// The command, with stdin from /dev/null unless a test gives it input (`write_stdin`).
     pub fn command(&self) -> Command {
-        let mut std_command = std::process::Command::new(BIN);
+        self.command_under(&[])
+    }
+
+    /// The command as the last words of `wrapper`'s: `wrapper[0] wrapper[1..] retry ARGS`.
+    pub fn command_under(&self, wrapper: &[&str]) -> Command {
+        let (program, wrapper_args) = wrapper.split_first().unwrap_or((&BIN, &[]));
+        let mut std_command = std::process::Command::new(program);
+        std_command.args(wrapper_args);
+        if !wrapper.is_empty() {
+            std_command.arg(BIN);
+        }
         std_command.stdin(Stdio::null());
         let mut command = Command::from_std(std_command);
         clean_env(command.current_dir(self.dir.path()));
