@@ -92,31 +92,43 @@ pub fn plan(settings: &Settings) -> String {
     let (rows, more) = rows(settings);
     let max_most = rows.iter().map(|r| r.most).max().unwrap_or_default();
     let show_drawn = settings.seed.is_some();
-    let _ = writeln!(
-        out,
-        "{:>6}  {:>9}  {:>19}  {:>21}  {}delays",
-        "retry",
-        "nominal",
-        "wait",
-        "elapsed",
-        if show_drawn { "    drawn  " } else { "" },
-    );
-    for row in &rows {
-        let drawn = match (show_drawn, row.drawn) {
-            (true, Some(d)) => format!("{:>9}  ", human(d)),
-            (true, None) => format!("{:>9}  ", "-"),
-            (false, _) => String::new(),
-        };
-        let line = format!(
-            "{:>6}  {:>9}  {:>19}  {:>21}  {drawn}{}{}",
-            row.label,
-            row.nominal.map_or("-".into(), human),
-            span(row.least, row.most),
-            span(row.elapsed_least, row.elapsed_most),
-            bar(row.least, row.most, max_most),
-            row.note,
+    let header = ["retry", "nominal", "wait", "elapsed", "drawn"];
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|row| {
+            [
+                row.label.clone(),
+                row.nominal.map_or("-".into(), human),
+                span(row.least, row.most),
+                span(row.elapsed_least, row.elapsed_most),
+                row.drawn.map_or("-".into(), human),
+            ]
+        })
+        .collect();
+    // The usual widths, widened for durations of days or more so the columns stay aligned.
+    let mut widths = [6, 9, 19, 21, 9];
+    for row in &cells {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let columns = if show_drawn { 5 } else { 4 };
+    let line = |cells: [&str; 5], chart: &str| {
+        let mut line = String::new();
+        for (cell, width) in cells.iter().zip(widths).take(columns) {
+            let _ = write!(line, "{cell:>width$}  ");
+        }
+        line.push_str(chart);
+        line.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", line(header, "delays"));
+    for (row, cells) in rows.iter().zip(&cells) {
+        let chart = format!("{}{}", bar(row.least, row.most, max_most), row.note);
+        let _ = writeln!(
+            out,
+            "{}",
+            line(cells.each_ref().map(String::as_str), &chart)
         );
-        let _ = writeln!(out, "{}", line.trim_end());
     }
     if let Some(more) = more {
         let _ = writeln!(out, "{more}");
@@ -323,6 +335,32 @@ mod tests {
             text.lines().any(|l| l.trim_start().starts_with("splay")),
             "{text}"
         );
+    }
+
+    #[test]
+    fn columns_stay_aligned_for_durations_of_years() {
+        let text = plan_for(&[
+            "--base",
+            "500000000years",
+            "--max",
+            "500000000years",
+            "-r",
+            "2",
+            "--seed",
+            "1",
+        ]);
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|line| !line.contains("nominal"))
+            .collect();
+        assert_eq!(table.len(), 3, "{text}");
+        let column = |line: &str, what: char| line.chars().position(|c| c == what);
+        let chart = table[0]
+            .find("delays")
+            .map(|at| table[0][..at].chars().count());
+        for row in &table[1..] {
+            assert_eq!(column(row, '█'), chart, "{text}");
+        }
     }
 
     #[test]
