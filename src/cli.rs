@@ -231,6 +231,7 @@ pub struct Cli {
     ///
     /// Then only the attempt itself, not its children, is signalled on timeout. Without it, an
     /// attempt that reads the terminal is stopped by the kernel (SIGTTIN), and retry says so.
+    /// Either way, Ctrl-Z stops the attempt together with retry, and fg or bg continues both.
     #[arg(long, help_heading = "Processes")]
     pub foreground: bool,
 

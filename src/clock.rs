@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::driver::{Interrupted, Sleep};
-use crate::signals::{Event, Events};
+use crate::signals::{self, Event, Events};
 
 pub struct RealClock<'a> {
     events: &'a Events,
@@ -28,6 +28,8 @@ impl Sleep for RealClock<'_> {
                 None => return Ok(()),
                 Some(Event::Shutdown(signal)) => return Err(Interrupted(signal)),
                 Some(Event::Child) => {}
+                // Nothing runs but `retry`; the wait goes on once it is continued.
+                Some(Event::Suspend) => signals::stop_self(),
             }
         }
     }

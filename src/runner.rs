@@ -22,7 +22,7 @@ use crate::plumbing::{self, Sink};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::OutputRules;
-use crate::signals::{Event, Events};
+use crate::signals::{self, Event, Events};
 use crate::spool::Spool;
 
 pub struct Runner<'a> {
@@ -64,6 +64,14 @@ impl Target {
         if signal != libc::SIGKILL && signal != libc::SIGCONT {
             self.send(libc::SIGCONT);
         }
+    }
+
+    /// Ctrl-Z: stops the attempt with SIGTSTP (which it may catch, to restore the terminal) and
+    /// `retry` with it; once `retry` is continued, continues the attempt.
+    fn suspend_with_retry(self) {
+        self.send(libc::SIGTSTP);
+        signals::stop_self();
+        self.send(libc::SIGCONT);
     }
 
     /// Whether any process of the group is left (always false for a single process: its end
@@ -282,6 +290,7 @@ impl Runner<'_> {
                         on_terminal_stop(signal);
                     }
                 }
+                Some(Event::Suspend) => target.suspend_with_retry(),
                 Some(Event::Shutdown(signal)) => {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
@@ -360,8 +369,9 @@ impl Runner<'_> {
     /// After a terminated attempt has died, gives what is left of its group until `kill_at`,
     /// then SIGKILL. Returns a shutdown signal received meanwhile, which also cuts the grace.
     ///
-    /// Processes that are not our children send no SIGCHLD, so this one rare path checks the
-    /// group at growing intervals (1ms to 50ms) instead of waiting for an event.
+    /// Members that are not `retry`'s children (those whose parent still lives) send it no
+    /// SIGCHLD, so this one rare path checks the group at growing intervals (1ms to 50ms)
+    /// instead of waiting for an event.
     fn clear_group(&self, target: Target, kill_at: Instant) -> Option<i32> {
         let mut pause = Duration::from_millis(1);
         while target.group_alive() {
@@ -370,11 +380,13 @@ impl Runner<'_> {
                 target.send(libc::SIGKILL);
                 return None;
             }
-            if let Some(Event::Shutdown(signal)) =
-                self.events.next(Some((now + pause).min(kill_at)))
-            {
-                target.send(libc::SIGKILL);
-                return Some(signal);
+            match self.events.next(Some((now + pause).min(kill_at))) {
+                Some(Event::Shutdown(signal)) => {
+                    target.send(libc::SIGKILL);
+                    return Some(signal);
+                }
+                Some(Event::Suspend) => target.suspend_with_retry(),
+                Some(Event::Child) | None => {}
             }
             pause = (pause * 2).min(Duration::from_millis(50));
         }

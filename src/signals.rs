@@ -6,6 +6,10 @@
 //!   the current attempt.
 //! - SIGCHLD becomes `Event::Child`, so the end of an attempt is noticed at once, with no
 //!   polling and no thread.
+//! - SIGTSTP (Ctrl-Z) becomes `Event::Suspend`: the terminal sends it to `retry`'s process group
+//!   only, so `retry` passes it on to the attempt's group, stops itself, and on being continued
+//!   (`fg`, `bg`) continues the attempt. Without this the attempt would run on, unseen, while
+//!   `retry` sat stopped.
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
 //!   runtime's start-up): a write to a closed pipe is an error `retry` handles. std's `Command`
 //!   gives children SIGPIPE back, and exec resets the handlers below to their defaults.
@@ -20,7 +24,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::SignalOnly;
 
@@ -33,6 +37,8 @@ pub enum Event {
     Child,
     /// `retry` was asked to stop by this signal.
     Shutdown(i32),
+    /// `retry` was asked to suspend (SIGTSTP): the job it runs should stop until continued.
+    Suspend,
 }
 
 pub struct Events {
@@ -55,7 +61,7 @@ impl Events {
             read,
             write,
             SignalOnly,
-            SHUTDOWN.iter().copied().chain([SIGCHLD]),
+            SHUTDOWN.iter().copied().chain([SIGCHLD, SIGTSTP]),
         )
         .context("cannot install signal handlers")?;
         Ok(Events {
@@ -98,14 +104,23 @@ impl Events {
             }
             // ready < 0 is EINTR (a signal landed mid-wait): its byte is in the pipe now.
             let arrived: Vec<i32> = state.delivery.pending().collect();
-            state.queued.extend(arrived.into_iter().map(|signal| {
-                if signal == SIGCHLD {
-                    Event::Child
-                } else {
-                    Event::Shutdown(signal)
-                }
-            }));
+            state
+                .queued
+                .extend(arrived.into_iter().map(|signal| match signal {
+                    SIGCHLD => Event::Child,
+                    SIGTSTP => Event::Suspend,
+                    _ => Event::Shutdown(signal),
+                }));
         }
+    }
+}
+
+/// Stops `retry` as SIGTSTP's default action would have; returns once it is continued.
+pub fn stop_self() {
+    // SAFETY: raise(3) with a valid signal; SIGSTOP cannot be caught, so this returns only after
+    // a SIGCONT.
+    unsafe {
+        libc::raise(libc::SIGSTOP);
     }
 }
 

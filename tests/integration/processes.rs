@@ -186,6 +186,47 @@ fn sigint_during_a_sleep_ends_retry_at_once() {
     signal_during_sleep(libc::SIGINT, 130);
 }
 
+/// The terminal sends Ctrl-Z's SIGTSTP to `retry`'s process group only; the attempt, in a group
+/// of its own, must stop with it and go on when `retry` is continued (`fg`).
+#[test]
+fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
+    let r = retry().args(["-r", "0"]);
+    let script = format!(
+        "echo $$ > '{pid}'; until [ -e '{go}' ]; do sleep 0.01; done; echo ran > '{ran}'",
+        pid = r.path("pid").display(),
+        go = r.path("go").display(),
+        ran = r.path("ran").display(),
+    );
+    let r = r.args(sh(&script));
+    let mut child = r.spawn();
+    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    let retry_pid = child.id() as i32;
+    send(&child, libc::SIGTSTP);
+    eventually("retry and its attempt are stopped", || {
+        state(retry_pid) == Some('T') && state(attempt) == Some('T')
+    });
+    std::fs::write(r.path("go"), "").unwrap();
+    // Stopped, the attempt cannot see the file; it stays where it was.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(state(attempt), Some('T'));
+    assert!(!r.path("ran").exists());
+    send(&child, libc::SIGCONT);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    assert!(r.path("ran").exists());
+}
+
+#[test]
+fn ctrl_z_during_a_wait_stops_retry_and_the_wait_goes_on_after() {
+    let r = retry().args(["-r", "1", "--base", "300ms", "--jitter", "none", "false"]);
+    let mut child = r.spawn();
+    wait_for_stderr(&mut child, "next attempt in");
+    send(&child, libc::SIGTSTP);
+    eventually("retry is stopped", || state(child.id() as i32) == Some('T'));
+    send(&child, libc::SIGCONT);
+    // Not 128 + SIGTSTP: the wait went on, the second attempt ran, and the run gave up.
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+}
+
 #[test]
 fn an_attempt_ignoring_the_signal_is_killed_after_the_grace() {
     let r = retry().args(["--kill-after", "200ms"]);

@@ -170,17 +170,28 @@ pub fn wait_for_lines(path: &Path, lines: usize) -> Vec<String> {
     }
 }
 
+/// A process's state letter from /proc (`S`, `R`, `T` stopped, `Z` zombie...), if it exists.
+pub fn state(pid: i32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
 /// Whether a process is alive (zombies count as gone: they only wait to be reaped).
 pub fn alive(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
+    state(pid).is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+/// Waits up to `BOUND` for `condition`; panics with `what` past that.
+pub fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        assert!(start.elapsed() < BOUND, "never: {what}");
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
