@@ -9,7 +9,9 @@
 //! - SIGTSTP (Ctrl-Z) becomes `Event::Suspend`: the terminal sends it to `retry`'s process group
 //!   only, so `retry` passes it on to the attempt's group, stops itself, and on being continued
 //!   (`fg`, `bg`) continues the attempt. Without this the attempt would run on, unseen, while
-//!   `retry` sat stopped.
+//!   `retry` sat stopped. As the kernel does for its default action, the request is dropped when
+//!   no job-control shell could continue `retry` (an orphaned process group: a session leader
+//!   under `ssh -t` or script(1)), instead of stopping for good.
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
 //!   runtime's start-up): a write to a closed pipe is an error `retry` handles. std's `Command`
 //!   gives children SIGPIPE back, and exec resets the handlers below to their defaults.
@@ -106,13 +108,41 @@ impl Events {
             let arrived: Vec<i32> = state.delivery.pending().collect();
             state
                 .queued
-                .extend(arrived.into_iter().map(|signal| match signal {
-                    SIGCHLD => Event::Child,
-                    SIGTSTP => Event::Suspend,
-                    _ => Event::Shutdown(signal),
+                .extend(arrived.into_iter().filter_map(|signal| match signal {
+                    SIGCHLD => Some(Event::Child),
+                    SIGTSTP => group_can_be_continued().then_some(Event::Suspend),
+                    _ => Some(Event::Shutdown(signal)),
                 }));
         }
     }
+}
+
+/// Whether `retry`'s process group is not orphaned: some ancestor in the group has its parent
+/// in another group of the same session, the job-control shell that can continue it. Walks up
+/// through the ancestors in the group (shells that ran `retry` without job control).
+fn group_can_be_continued() -> bool {
+    let Some((mut parent, group, session)) = lineage(std::process::id() as i32) else {
+        return false;
+    };
+    for _ in 0..64 {
+        let Some((grandparent, parent_group, parent_session)) = lineage(parent) else {
+            return false;
+        };
+        if parent_group != group {
+            return parent_session == session;
+        }
+        parent = grandparent;
+    }
+    false
+}
+
+/// A process's parent, process group and session, from /proc.
+fn lineage(pid: i32) -> Option<(i32, i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp session ...": comm may hold anything but the last ')'.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(1);
+    let mut next = || fields.next()?.parse().ok();
+    Some((next()?, next()?, next()?))
 }
 
 /// Stops `retry` as SIGTSTP's default action would have; returns once it is continued.

@@ -198,7 +198,7 @@ fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
         ran = r.path("ran").display(),
     );
     let r = r.args(sh(&script));
-    let mut child = r.spawn();
+    let mut child = r.spawn_as_job();
     let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
     let retry_pid = child.id() as i32;
     send(&child, libc::SIGTSTP);
@@ -215,10 +215,35 @@ fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
     assert!(r.path("ran").exists());
 }
 
+/// As a session leader (`setsid`), `retry`'s process group is orphaned: no shell could continue
+/// it, so the kernel would drop a terminal stop, and `retry` drops SIGTSTP too.
+#[test]
+fn ctrl_z_is_dropped_when_no_shell_could_continue_retry() {
+    let r = retry().args(["-r", "0"]);
+    let script = format!(
+        "echo $$ > '{pid}'; until [ -e '{go}' ]; do sleep 0.01; done",
+        pid = r.path("pid").display(),
+        go = r.path("go").display(),
+    );
+    let r = r.args(sh(&script));
+    let mut child = r.spawn_under(&["setsid"]);
+    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    send(&child, libc::SIGTSTP);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_ne!(
+        state(child.id() as i32),
+        Some('T'),
+        "retry stopped for good"
+    );
+    assert_ne!(state(attempt), Some('T'), "the attempt stopped for good");
+    std::fs::write(r.path("go"), "").unwrap();
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+}
+
 #[test]
 fn ctrl_z_during_a_wait_stops_retry_and_the_wait_goes_on_after() {
     let r = retry().args(["-r", "1", "--base", "300ms", "--jitter", "none", "false"]);
-    let mut child = r.spawn();
+    let mut child = r.spawn_as_job();
     wait_for_stderr(&mut child, "next attempt in");
     send(&child, libc::SIGTSTP);
     eventually("retry is stopped", || state(child.id() as i32) == Some('T'));

@@ -3,6 +3,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -80,17 +81,8 @@ impl Retry {
 
     /// The command as the last words of `wrapper`'s: `wrapper[0] wrapper[1..] retry ARGS`.
     pub fn command_under(&self, wrapper: &[&str]) -> Command {
-        let (program, wrapper_args) = wrapper.split_first().unwrap_or((&BIN, &[]));
-        let mut std_command = std::process::Command::new(program);
-        std_command.args(wrapper_args);
-        if !wrapper.is_empty() {
-            std_command.arg(BIN);
-        }
-        std_command.stdin(Stdio::null());
-        let mut command = Command::from_std(std_command);
-        clean_env(command.current_dir(self.dir.path()));
-        command.env("HOME", self.path("home"));
-        command.args(&self.args).timeout(BOUND);
+        let mut command = Command::from_std(self.std_command(wrapper));
+        command.timeout(BOUND);
         command
     }
 
@@ -100,7 +92,39 @@ impl Retry {
 
     /// Starts `retry` in the background with stdin from /dev/null and stderr piped.
     pub fn spawn(&self) -> Child {
-        let mut command = std::process::Command::new(BIN);
+        self.spawn_under(&[])
+    }
+
+    /// `spawn`, as the last words of `wrapper`'s (see `command_under`).
+    pub fn spawn_under(&self, wrapper: &[&str]) -> Child {
+        self.spawn_from(self.std_command(wrapper))
+    }
+
+    /// `spawn`, in a process group of its own in the test's session, as a job-control shell
+    /// starts a job: the group is not orphaned, since its parent (the test) is outside it.
+    pub fn spawn_as_job(&self) -> Child {
+        let mut command = self.std_command(&[]);
+        command.process_group(0);
+        self.spawn_from(command)
+    }
+
+    fn spawn_from(&self, mut command: std::process::Command) -> Child {
+        command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn retry")
+    }
+
+    /// `wrapper... retry ARGS` in the test's directory, with a clean environment and stdin from
+    /// /dev/null.
+    fn std_command(&self, wrapper: &[&str]) -> std::process::Command {
+        let (program, wrapper_args) = wrapper.split_first().unwrap_or((&BIN, &[]));
+        let mut command = std::process::Command::new(program);
+        command.args(wrapper_args);
+        if !wrapper.is_empty() {
+            command.arg(BIN);
+        }
         for (key, _) in std::env::vars_os() {
             if is_ours(&key) {
                 command.env_remove(&key);
@@ -110,26 +134,14 @@ impl Retry {
             .current_dir(self.dir.path())
             .env("HOME", self.path("home"))
             .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn retry")
+            .stdin(Stdio::null());
+        command
     }
 }
 
 fn is_ours(key: &OsStr) -> bool {
     let key = key.to_string_lossy();
     key.starts_with("RETRY_") || key == "CI" || key == "NO_COLOR" || key == "XDG_CONFIG_HOME"
-}
-
-fn clean_env(command: &mut Command) -> &mut Command {
-    for (key, _) in std::env::vars_os() {
-        if is_ours(&key) {
-            command.env_remove(&key);
-        }
-    }
-    command
 }
 
 /// `sh -c SCRIPT` as the command words.
