@@ -80,6 +80,31 @@ fn man_page() -> Vec<u8> {
             "--fail-exit N replaces the status of a failed run, never 125, 141 nor 128+N for a signal to retry.",
         )]);
     });
+    section(&mut out, "SIGNALS", |roff| {
+        for (signal, meaning) in [
+            (
+                "SIGINT, SIGTERM, SIGHUP, SIGQUIT",
+                "Passed on to the attempt's process group (with SIGCONT); no further attempt starts; SIGKILL follows after --kill-after, or at once on a second such signal; then retry ends by the same signal (128+N). During a wait, retry ends at once. Ctrl-C always ends retry, not just the attempt.",
+            ),
+            (
+                "SIGTSTP",
+                "Ctrl-Z: passed on to the attempt's process group, and retry stops with it; continuing retry (fg, bg) continues the attempt. Time stopped counts toward --timeout and --max-time. Ignored when no shell could continue retry (an orphaned process group).",
+            ),
+            (
+                "SIGTTIN, SIGTTOU",
+                "An attempt stopped for using the terminal from its own process group is reported in one line naming --foreground.",
+            ),
+            (
+                "SIGPIPE",
+                "Ignored by retry: writing to a closed pipe ends it quietly with 141. An attempt killed by SIGPIPE ends the run quietly with 141.",
+            ),
+        ] {
+            tagged(roff, signal, meaning);
+        }
+        roff.control("PP", []).text([roman(
+            "A timeout sends --kill-signal (then SIGCONT) to the attempt's process group, and SIGKILL to whatever is left after --kill-after. retry adopts its attempts' orphans (a child subreaper) and collects them.",
+        )]);
+    });
     section(&mut out, "ENVIRONMENT", |roff| {
         for (name, meaning) in [
             (
@@ -211,6 +236,7 @@ fn the_man_page_renders_without_warnings() {
         "DESCRIPTION",
         "OPTIONS",
         "EXIT STATUS",
+        "SIGNALS",
         "ENVIRONMENT",
         "FILES",
         "EXAMPLES",
