@@ -188,10 +188,9 @@ fn sigint_during_a_sleep_ends_retry_at_once() {
     signal_during_sleep(libc::SIGINT, 130);
 }
 
-/// The terminal sends Ctrl-Z's SIGTSTP to `retry`'s process group only; the attempt, in a group
-/// of its own, must stop with it and go on when `retry` is continued (`fg`).
-#[test]
-fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
+/// One attempt that records its pid, polls for the file `go` (so that, stopped, it cannot see
+/// it), then writes the file `ran`.
+fn one_attempt_waiting_for_go() -> Retry {
     let r = retry().args(["-r", "0"]);
     let script = format!(
         "echo $$ > '{pid}'; until [ -e '{go}' ]; do sleep 0.01; done; echo ran > '{ran}'",
@@ -199,7 +198,14 @@ fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
         go = r.path("go").display(),
         ran = r.path("ran").display(),
     );
-    let r = r.args(sh(&script));
+    r.args(sh(&script))
+}
+
+/// The terminal sends Ctrl-Z's SIGTSTP to `retry`'s process group only; the attempt, in a group
+/// of its own, must stop with it and go on when `retry` is continued (`fg`).
+#[test]
+fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
+    let r = one_attempt_waiting_for_go();
     let mut child = r.spawn_as_job();
     let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
     let retry_pid = child.id() as i32;
@@ -223,13 +229,7 @@ fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
 /// it, so the kernel would drop a terminal stop, and `retry` drops SIGTSTP too.
 #[test]
 fn ctrl_z_is_dropped_when_no_shell_could_continue_retry() {
-    let r = retry().args(["-r", "0"]);
-    let script = format!(
-        "echo $$ > '{pid}'; until [ -e '{go}' ]; do sleep 0.01; done",
-        pid = r.path("pid").display(),
-        go = r.path("go").display(),
-    );
-    let r = r.args(sh(&script));
+    let r = one_attempt_waiting_for_go();
     let mut child = r.spawn_under(&["setsid"]);
     let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
     send(&child, libc::SIGTSTP);
