@@ -303,6 +303,9 @@ fn an_attempt_stopped_for_reading_the_terminal_is_reported() {
     let screen = under_terminal(&format!("--foreground {READS_THE_TERMINAL}"), &[]);
     assert!(!screen.contains("is stopped"), "{screen:?}");
 
+    let screen = under_terminal(&format!("--quiet {READS_THE_TERMINAL}"), &[]);
+    assert!(!screen.contains("is stopped"), "{screen:?}");
+
     let screen = under_terminal(&format!("--log-format json {READS_THE_TERMINAL}"), &[]);
     let stop = screen
         .lines()
