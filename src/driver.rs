@@ -71,9 +71,14 @@ pub struct HookSpec<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interrupted(pub i32);
 
-/// Writing the final attempt's held output found stdout closed.
+/// Why held output was not passed on in full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BrokenPipe;
+pub enum Unreleased {
+    /// Writing the final attempt's output found stdout closed.
+    BrokenPipe,
+    /// `retry` received a signal meanwhile.
+    Interrupted(Interrupted),
+}
 
 pub trait Execute {
     /// Runs one attempt to its end. `reporter` is for what must be said while it runs.
@@ -84,7 +89,7 @@ pub trait Execute {
     ) -> Result<AttemptReport, Interrupted>;
     /// Passes on the last attempt's held stdout (`--hold-stdout`): to stdout when it is the
     /// final attempt, else to stderr.
-    fn release_output(&mut self, final_attempt: bool) -> Result<(), BrokenPipe>;
+    fn release_output(&mut self, final_attempt: bool) -> Result<(), Unreleased>;
     /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
     fn stdin_shared(&self) -> bool;
     /// Runs a hook to its end; how it ended is only reported, never judged.
@@ -138,6 +143,15 @@ struct Run<'a, E, S, R> {
 impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
     fn past_deadline(&self, at: Instant) -> bool {
         self.deadline.is_some_and(|deadline| at >= deadline)
+    }
+
+    /// Passes on the last attempt's held output; `false` when the reader downstream has gone.
+    fn release(&mut self, final_attempt: bool) -> Result<bool, Interrupted> {
+        match self.executor.release_output(final_attempt) {
+            Ok(()) => Ok(true),
+            Err(Unreleased::BrokenPipe) => Ok(false),
+            Err(Unreleased::Interrupted(interrupted)) => Err(interrupted),
+        }
     }
 
     /// Whether a wait of `wait` starting now would reach the deadline.
@@ -210,7 +224,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             let wait = match settings.judge.judge(end, report.matches) {
                 Verdict::BrokenPipe => return Ok(RunEnd::BrokenPipe),
                 Verdict::Stop => {
-                    if self.executor.release_output(true).is_err() {
+                    if !self.release(true)? {
                         return Ok(RunEnd::BrokenPipe);
                     }
                     // A command that cannot start was already reported in its own line.
@@ -223,7 +237,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 Verdict::Succeed => {
                     streak += 1;
                     if streak >= settings.consecutive {
-                        if self.executor.release_output(true).is_err() {
+                        if !self.release(true)? {
                             return Ok(RunEnd::BrokenPipe);
                         }
                         self.reporter.emit(&Event::Success {
@@ -250,7 +264,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                         next,
                     };
                     let final_attempt = is_last || self.wait_crosses_deadline(wait);
-                    if self.executor.release_output(final_attempt).is_err() {
+                    if !self.release(final_attempt)? {
                         return Ok(RunEnd::BrokenPipe);
                     }
                     if final_attempt {
@@ -270,7 +284,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     retry_number = retry_number.saturating_add(1);
                     let wait = self.delays.delay(retry_number);
                     let final_attempt = is_last || self.wait_crosses_deadline(wait);
-                    if self.executor.release_output(final_attempt).is_err() {
+                    if !self.release(final_attempt)? {
                         return Ok(RunEnd::BrokenPipe);
                     }
                     if is_last {
@@ -490,7 +504,7 @@ mod tests {
             })
         }
 
-        fn release_output(&mut self, final_attempt: bool) -> Result<(), BrokenPipe> {
+        fn release_output(&mut self, final_attempt: bool) -> Result<(), Unreleased> {
             self.released.push(final_attempt);
             Ok(())
         }

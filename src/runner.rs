@@ -13,9 +13,10 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::driver::{AttemptReport, AttemptSpec, BrokenPipe, Execute, HookSpec, Interrupted};
+use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, Unreleased};
 use crate::input::Input;
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing::{self, Sink};
@@ -186,19 +187,39 @@ impl Execute for Runner<'_> {
         })
     }
 
-    fn release_output(&mut self, final_attempt: bool) -> Result<(), BrokenPipe> {
+    fn release_output(&mut self, final_attempt: bool) -> Result<(), Unreleased> {
         let Some(held) = self.held.take() else {
             return Ok(());
         };
-        let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let result = if final_attempt {
-            spool.copy_to(&mut io::stdout().lock())
-        } else {
-            spool.copy_to(&mut io::stderr().lock())
+        // The copy runs on a thread of its own while this one waits for signals, so that a
+        // signal still ends `retry` at once when the reader downstream does not read. The
+        // thread is then left behind: `retry` is about to exit. Without a pipe or a thread,
+        // the copy runs here.
+        let copied = match io::pipe() {
+            Ok((done, finished)) => {
+                let shared = Arc::clone(&held);
+                let copier = thread::Builder::new()
+                    .name("release".into())
+                    .spawn(move || {
+                        let copied = copy_held(&shared, final_attempt);
+                        drop(finished);
+                        copied
+                    });
+                match copier {
+                    Ok(copier) => {
+                        if let Err(signal) = self.events.wait_readable(done.as_fd()) {
+                            return Err(Unreleased::Interrupted(Interrupted(signal)));
+                        }
+                        copier.join().unwrap_or(Ok(()))
+                    }
+                    Err(_) => copy_held(&held, final_attempt),
+                }
+            }
+            Err(_) => copy_held(&held, final_attempt),
         };
-        match result {
+        match copied {
             Err(error) if final_attempt && error.kind() == io::ErrorKind::BrokenPipe => {
-                Err(BrokenPipe)
+                Err(Unreleased::BrokenPipe)
             }
             _ => Ok(()),
         }
@@ -392,6 +413,18 @@ impl Runner<'_> {
         }
         None
     }
+}
+
+/// Writes held output to stdout (the final attempt's) or stderr (any other's), through a
+/// descriptor of its own: holding the lock of std's handle could block `retry`'s own messages.
+fn copy_held(held: &Mutex<Spool>, final_attempt: bool) -> io::Result<()> {
+    let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let fd = if final_attempt {
+        io::stdout().as_fd().try_clone_to_owned()
+    } else {
+        io::stderr().as_fd().try_clone_to_owned()
+    };
+    spool.copy_to(&mut File::from(fd?))
 }
 
 /// Makes `retry` the reaper of its attempts' orphans (Linux's child subreaper): a process whose

@@ -21,7 +21,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Instant;
 
@@ -81,39 +81,85 @@ impl Events {
             if let Some(event) = state.queued.pop_front() {
                 return Some(event);
             }
-            let timeout = match until {
-                Some(until) => {
-                    let left = until.saturating_duration_since(Instant::now());
-                    Some(libc::timespec {
-                        tv_sec: left.as_secs().min(i64::MAX as u64) as libc::time_t,
-                        tv_nsec: left.subsec_nanos().into(),
-                    })
-                }
-                None => None,
-            };
-            let mut poll = libc::pollfd {
-                fd: state.delivery.get_read().as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let timeout_ptr = timeout
-                .as_ref()
-                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-            // SAFETY: one valid pollfd, a valid or null timespec, no signal mask change.
-            let ready = unsafe { libc::ppoll(&mut poll, 1, timeout_ptr, std::ptr::null()) };
-            if ready == 0 {
+            if state.wait(until, None) == Woke::Timeout {
                 return None;
             }
+        }
+    }
+
+    /// Waits until `fd` is readable or its other end has closed, unless a shutdown signal
+    /// comes first: then returns that signal. Ctrl-Z meanwhile stops `retry` until it is
+    /// continued. For waits while no attempt runs: the ends of children are dropped.
+    pub fn wait_readable(&self, fd: BorrowedFd<'_>) -> Result<(), i32> {
+        let mut state = self.state.borrow_mut();
+        loop {
+            while let Some(event) = state.queued.pop_front() {
+                match event {
+                    Event::Shutdown(signal) => return Err(signal),
+                    Event::Suspend => stop_self(),
+                    Event::Child => {}
+                }
+            }
+            if state.wait(None, Some(fd)) == Woke::Ready {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[derive(PartialEq)]
+enum Woke {
+    Timeout,
+    /// The extra descriptor is ready.
+    Ready,
+    /// Signals arrived; their events are queued.
+    Signals,
+}
+
+impl State {
+    /// Waits for a signal, for `until` to pass, or for `extra` to be readable (or hung up).
+    fn wait(&mut self, until: Option<Instant>, extra: Option<BorrowedFd<'_>>) -> Woke {
+        let timeout = until.map(|until| {
+            let left = until.saturating_duration_since(Instant::now());
+            libc::timespec {
+                tv_sec: left.as_secs().min(i64::MAX as u64) as libc::time_t,
+                tv_nsec: left.subsec_nanos().into(),
+            }
+        });
+        let timeout_ptr = timeout
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        let mut polls = [self.delivery.get_read().as_raw_fd(), -1].map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        let count = match extra {
+            Some(fd) => {
+                polls[1].fd = fd.as_raw_fd();
+                2
+            }
+            None => 1,
+        };
+        // SAFETY: `count` valid pollfds, a valid or null timespec, no signal mask change.
+        let ready =
+            unsafe { libc::ppoll(polls.as_mut_ptr(), count, timeout_ptr, std::ptr::null()) };
+        if ready == 0 {
+            return Woke::Timeout;
+        }
+        // Signals first: a shutdown must not wait behind a ready descriptor.
+        if ready < 0 || polls[0].revents != 0 {
             // ready < 0 is EINTR (a signal landed mid-wait): its byte is in the pipe now.
-            let arrived: Vec<i32> = state.delivery.pending().collect();
-            state
-                .queued
+            let arrived: Vec<i32> = self.delivery.pending().collect();
+            self.queued
                 .extend(arrived.into_iter().filter_map(|signal| match signal {
                     SIGCHLD => Some(Event::Child),
                     SIGTSTP => group_can_be_continued().then_some(Event::Suspend),
                     _ => Some(Event::Shutdown(signal)),
                 }));
+            return Woke::Signals;
         }
+        Woke::Ready
     }
 }
 

@@ -256,6 +256,28 @@ fn ctrl_z_during_a_wait_stops_retry_and_the_wait_goes_on_after() {
     assert_eq!(shell_status(wait_bounded(&mut child)), 1);
 }
 
+/// With `--hold-stdout`, the final attempt's output is copied out after it ends; a reader that
+/// never reads blocks that copy, but not `retry`'s answer to a signal.
+#[test]
+fn a_signal_ends_retry_while_held_output_waits_for_a_stalled_reader() {
+    let r = retry().args(["--hold-stdout", "-r", "0"]);
+    let script = format!("echo $$ > '{}'; seq 1000000", r.path("pid").display());
+    let r = r.args(sh(&script));
+    let mut child = r.spawn_into_a_stalled_reader();
+    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    eventually("the attempt has ended", || !alive(attempt));
+    // 6.9 MB held, a pipe of 64 KiB: the copy is stuck from here on.
+    std::thread::sleep(Duration::from_millis(50));
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+}
+
 #[test]
 fn an_attempt_ignoring_the_signal_is_killed_after_the_grace() {
     let r = retry().args(["--kill-after", "200ms"]);

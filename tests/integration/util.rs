@@ -108,6 +108,16 @@ impl Retry {
         self.spawn_from(command)
     }
 
+    /// `spawn`, with stdout into a pipe that nothing reads (the child's end stays open in the
+    /// returned `Child`) and stderr to /dev/null.
+    pub fn spawn_into_a_stalled_reader(&self) -> Child {
+        self.std_command(&[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn retry")
+    }
+
     fn spawn_from(&self, mut command: std::process::Command) -> Child {
         command
             .stdout(Stdio::null())
