@@ -24,6 +24,7 @@ pub mod spool;
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use anyhow::{Context, anyhow, bail};
 
@@ -38,7 +39,7 @@ use crate::clock::RealClock;
 use crate::config::ConfigFile;
 use crate::input::Input;
 use crate::outcome::{MISUSE, RunEnd};
-use crate::report::{Event, Reporter};
+use crate::report::{Event, Reporter, Terminal};
 use crate::runner::Runner;
 use crate::settings::Settings;
 use crate::signals::Events;
@@ -78,12 +79,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         return print_stdout(&dryrun::plan(&settings));
     }
     let events = match Events::listen() {
-        Ok(events) => events,
+        Ok(events) => Rc::new(events),
         Err(error) => return misuse(&format!("{error:#}")),
     };
     let seed = settings.seed.unwrap_or_else(os_seed);
     let mut delays = Delays::new(settings.schedule, StdRng::seed_from_u64(seed));
-    let mut reporter = Reporter::stderr(settings.verbosity, settings.log_format);
+    let mut reporter = Reporter::new(
+        settings.verbosity,
+        settings.log_format,
+        Terminal::detect(),
+        Box::new(signals::Stderr::new(Rc::clone(&events))),
+    );
     reporter.emit(&Event::Start {
         command: &settings.command,
         max_attempts: settings.max_attempts,

@@ -137,15 +137,6 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    pub fn stderr(verbosity: Verbosity, format: LogFormat) -> Reporter {
-        Reporter::new(
-            verbosity,
-            format,
-            Terminal::detect(),
-            Box::new(io::stderr()),
-        )
-    }
-
     pub fn new(
         verbosity: Verbosity,
         format: LogFormat,

@@ -21,8 +21,10 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::io::{self, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
+use std::rc::Rc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -50,6 +52,8 @@ pub struct Events {
 struct State {
     delivery: SignalDelivery<UnixStream, SignalOnly>,
     queued: VecDeque<Event>,
+    /// A shutdown signal has arrived: from now on nothing may wait on a reader.
+    shutting_down: bool,
 }
 
 impl Events {
@@ -70,6 +74,7 @@ impl Events {
             state: RefCell::new(State {
                 delivery,
                 queued: VecDeque::new(),
+                shutting_down: false,
             }),
         })
     }
@@ -100,10 +105,55 @@ impl Events {
                     Event::Child => {}
                 }
             }
-            if state.wait(None, Some(fd)) == Woke::Ready {
+            if state.wait(None, Some((fd, libc::POLLIN))) == Woke::Ready {
                 return Ok(());
             }
         }
+    }
+
+    /// Waits until `fd` has room for a write of up to PIPE_BUF bytes, together with the
+    /// signals. Returns `false`, without waiting, once a shutdown signal has arrived and `fd`
+    /// has no room: a reader that does not read must not keep `retry` from ending.
+    pub fn wait_writable(&self, fd: BorrowedFd<'_>) -> bool {
+        let mut state = self.state.borrow_mut();
+        loop {
+            let until = state.shutting_down.then(Instant::now);
+            match state.wait(until, Some((fd, libc::POLLOUT))) {
+                Woke::Ready => return true,
+                Woke::Timeout => return false,
+                Woke::Signals => {}
+            }
+        }
+    }
+}
+
+/// `retry`'s stderr, for its own messages. Each write first waits for room together with the
+/// signals (`Events::wait_writable`), so a reader downstream that stops reading cannot keep a
+/// shutdown waiting; once `retry` is shutting down, a message with no room is dropped.
+pub struct Stderr {
+    events: Rc<Events>,
+}
+
+impl Stderr {
+    pub fn new(events: Rc<Events>) -> Stderr {
+        Stderr { events }
+    }
+}
+
+impl Write for Stderr {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let stderr = io::stderr();
+        if !self.events.wait_writable(stderr.as_fd()) {
+            return Err(io::Error::other(
+                "stderr is full and retry is shutting down",
+            ));
+        }
+        // A pipe that polls writable takes up to PIPE_BUF bytes without blocking.
+        (&stderr).write(&bytes[..bytes.len().min(libc::PIPE_BUF)])
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -117,8 +167,9 @@ enum Woke {
 }
 
 impl State {
-    /// Waits for a signal, for `until` to pass, or for `extra` to be readable (or hung up).
-    fn wait(&mut self, until: Option<Instant>, extra: Option<BorrowedFd<'_>>) -> Woke {
+    /// Waits for a signal, for `until` to pass, or for `extra` to be ready for its events (or
+    /// hung up).
+    fn wait(&mut self, until: Option<Instant>, extra: Option<(BorrowedFd<'_>, i16)>) -> Woke {
         let timeout = until.map(|until| {
             let left = until.saturating_duration_since(Instant::now());
             libc::timespec {
@@ -135,8 +186,9 @@ impl State {
             revents: 0,
         });
         let count = match extra {
-            Some(fd) => {
+            Some((fd, events)) => {
                 polls[1].fd = fd.as_raw_fd();
+                polls[1].events = events;
                 2
             }
             None => 1,
@@ -151,6 +203,7 @@ impl State {
         if ready < 0 || polls[0].revents != 0 {
             // ready < 0 is EINTR (a signal landed mid-wait): its byte is in the pipe now.
             let arrived: Vec<i32> = self.delivery.pending().collect();
+            self.shutting_down |= arrived.iter().any(|signal| SHUTDOWN.contains(signal));
             self.queued
                 .extend(arrived.into_iter().filter_map(|signal| match signal {
                     SIGCHLD => Some(Event::Child),

@@ -1,5 +1,7 @@
 //! Process groups, termination, and signals sent to `retry` itself.
 
+use std::os::fd::AsRawFd;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::*;
@@ -263,7 +265,8 @@ fn a_signal_ends_retry_while_held_output_waits_for_a_stalled_reader() {
     let r = retry().args(["--hold-stdout", "-r", "0"]);
     let script = format!("echo $$ > '{}'; seq 1000000", r.path("pid").display());
     let r = r.args(sh(&script));
-    let mut child = r.spawn_into_a_stalled_reader();
+    // stdout into a pipe that nothing reads (its reading end stays open in `child`).
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
     let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
     eventually("the attempt has ended", || !alive(attempt));
     // 6.9 MB held, a pipe of 64 KiB: the copy is stuck from here on.
@@ -276,6 +279,36 @@ fn a_signal_ends_retry_while_held_output_waits_for_a_stalled_reader() {
         "{:?}",
         sent.elapsed()
     );
+}
+
+/// The attempt fills the pipe that both its output and `retry`'s messages go to, and nothing
+/// reads it: `retry`'s next line cannot be written, but a signal still ends `retry` at once.
+#[test]
+fn a_signal_ends_retry_while_its_message_waits_for_a_stalled_reader() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    // SAFETY: fcntl(2) F_GETPIPE_SZ on a pipe this test owns.
+    let capacity = unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    assert!(capacity > 0);
+    let r = retry().args(["-r", "1", "--base", "0"]);
+    let script = format!(
+        "echo $$ > '{}'; head -c {capacity} /dev/zero; exit 1",
+        r.path("pid").display()
+    );
+    let r = r.args(sh(&script));
+    let mut child = r.spawn_with(writer.try_clone().unwrap(), writer);
+    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    eventually("the attempt has ended", || !alive(attempt));
+    // The pipe is full: "attempt 1/2 failed" cannot be written from here on.
+    std::thread::sleep(Duration::from_millis(50));
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    drop(reader);
 }
 
 #[test]

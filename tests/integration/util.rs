@@ -108,12 +108,11 @@ impl Retry {
         self.spawn_from(command)
     }
 
-    /// `spawn`, with stdout into a pipe that nothing reads (the child's end stays open in the
-    /// returned `Child`) and stderr to /dev/null.
-    pub fn spawn_into_a_stalled_reader(&self) -> Child {
+    /// `spawn`, with stdout and stderr where the test says.
+    pub fn spawn_with(&self, stdout: impl Into<Stdio>, stderr: impl Into<Stdio>) -> Child {
         self.std_command(&[])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
             .spawn()
             .expect("spawn retry")
     }
