@@ -18,6 +18,8 @@
 //!
 //! Waiting for the next event with a deadline (`ppoll`, nanosecond precision) is also how `retry`
 //! sleeps, so a signal ends any wait at once. There is no signal thread: start-up stays cheap.
+//! The same wait, joined with a descriptor, is how `retry` waits on a reader downstream (its
+//! messages, held output): a reader that stops reading never holds up a shutdown.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
