@@ -266,19 +266,9 @@ fn a_signal_ends_retry_while_held_output_waits_for_a_stalled_reader() {
     let script = format!("echo $$ > '{}'; seq 1000000", r.path("pid").display());
     let r = r.args(sh(&script));
     // stdout into a pipe that nothing reads (its reading end stays open in `child`).
-    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
-    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
-    eventually("the attempt has ended", || !alive(attempt));
-    // 6.9 MB held, a pipe of 64 KiB: the copy is stuck from here on.
-    std::thread::sleep(Duration::from_millis(50));
-    let sent = Instant::now();
-    send(&child, libc::SIGTERM);
-    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
-    assert!(
-        sent.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        sent.elapsed()
-    );
+    let child = r.spawn_with(Stdio::piped(), Stdio::null());
+    // 6.9 MB held, a pipe of 64 KiB: once the attempt has ended, the copy is stuck.
+    sigterm_after_the_attempt_ends_at_once(&r, child);
 }
 
 /// The attempt fills the pipe that both its output and `retry`'s messages go to, and nothing
@@ -295,10 +285,17 @@ fn a_signal_ends_retry_while_its_message_waits_for_a_stalled_reader() {
         r.path("pid").display()
     );
     let r = r.args(sh(&script));
-    let mut child = r.spawn_with(writer.try_clone().unwrap(), writer);
+    let child = r.spawn_with(writer.try_clone().unwrap(), writer);
+    // The pipe is full: once the attempt has ended, "attempt 1/2 failed" cannot be written.
+    sigterm_after_the_attempt_ends_at_once(&r, child);
+    drop(reader);
+}
+
+/// Waits for the attempt (its pid in the file `pid`) to end and `retry` to reach the write that
+/// cannot go through, then sends SIGTERM: `retry` must end by it at once.
+fn sigterm_after_the_attempt_ends_at_once(r: &Retry, mut child: std::process::Child) {
     let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
     eventually("the attempt has ended", || !alive(attempt));
-    // The pipe is full: "attempt 1/2 failed" cannot be written from here on.
     std::thread::sleep(Duration::from_millis(50));
     let sent = Instant::now();
     send(&child, libc::SIGTERM);
@@ -308,7 +305,6 @@ fn a_signal_ends_retry_while_its_message_waits_for_a_stalled_reader() {
         "{:?}",
         sent.elapsed()
     );
-    drop(reader);
 }
 
 #[test]
