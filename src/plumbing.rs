@@ -7,10 +7,9 @@
 //! is closed, so the attempt gets SIGPIPE like any writer to a closed pipe.
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::io::{self, PipeReader, Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::lines::LineMatcher;
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
+use crate::signals::Events;
 use crate::spool::Spool;
 
 /// Bytes read from a pipe at a time, and the pipe capacity asked for: fewer, larger transfers
@@ -53,19 +53,24 @@ impl Sink {
 
 /// A stream being copied and matched.
 pub struct Watch {
-    done: Receiver<()>,
+    /// Hangs up when the copy has ended: a descriptor, so that the wait for it is also a wait
+    /// for signals.
+    done: PipeReader,
     progress: Arc<AtomicU64>,
     until: Arc<AtomicBool>,
     retry_if: Arc<AtomicBool>,
 }
 
 /// Starts copying `source` to `sink`, matching `rules` on the way.
+///
+/// Should no thread start (or no pipe be left to say when it ends), `source` is dropped: the
+/// attempt then gets SIGPIPE when it writes, which ends the run quietly instead of hanging it.
 pub fn watch(
     mut source: impl Read + AsRawFd + Send + 'static,
     mut sink: Sink,
     rules: &OutputRules,
-) -> Watch {
-    let (done_sender, done) = mpsc::channel();
+) -> Option<Watch> {
+    let (done, finished) = io::pipe().ok()?;
     let progress = Arc::new(AtomicU64::new(0));
     let until = Arc::new(AtomicBool::new(false));
     let retry_if = Arc::new(AtomicBool::new(false));
@@ -82,8 +87,7 @@ pub fn watch(
         libc::fcntl(source.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY);
     }
     let thread_progress = Arc::clone(&progress);
-    // Should no thread start, the closure is dropped with the pipe in it: the attempt then gets
-    // SIGPIPE when it writes, which ends the run quietly instead of hanging it.
+    // A thread that does not start drops the closure, and `finished` with it.
     let _ = thread::Builder::new().name("output".into()).spawn(move || {
         let mut matcher = LineMatcher::new(patterns);
         let mut buffer = vec![0u8; CHUNK];
@@ -113,37 +117,36 @@ pub fn watch(
         matcher.finish();
         publish(&matcher);
         drop(source);
-        let _ = done_sender.send(());
+        drop(finished);
     });
-    Watch {
+    Some(Watch {
         done,
         progress,
         until,
         retry_if,
-    }
+    })
 }
 
 /// Waits for the watched streams to reach their end, as long as output keeps coming, and says
-/// what matched.
-pub fn finish(watches: Vec<Watch>) -> Matches {
-    let started = Instant::now();
+/// what matched; returns instead the shutdown signal that `retry` receives meanwhile.
+pub fn finish(watches: Vec<Watch>, events: &Events) -> Result<Matches, i32> {
+    let give_up = Instant::now() + DRAIN_MAX;
     let mut matches = Matches::default();
     for watch in watches {
         let mut seen = watch.progress.load(Ordering::Relaxed);
         loop {
-            match watch.done.recv_timeout(DRAIN_IDLE) {
-                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    let now = watch.progress.load(Ordering::Relaxed);
-                    if now == seen || started.elapsed() >= DRAIN_MAX {
-                        break;
-                    }
-                    seen = now;
-                }
+            let until = give_up.min(Instant::now() + DRAIN_IDLE);
+            if events.wait_readable(watch.done.as_fd(), Some(until))? {
+                break;
             }
+            let now = watch.progress.load(Ordering::Relaxed);
+            if now == seen || Instant::now() >= give_up {
+                break;
+            }
+            seen = now;
         }
         matches.until |= watch.until.load(Ordering::Acquire);
         matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
     }
-    matches
+    Ok(matches)
 }

@@ -146,11 +146,11 @@ impl Execute for Runner<'_> {
             } else {
                 Sink::Stream(own_stream(io::stdout().as_fd()))
             };
-            watches.push(plumbing::watch(stdout, sink, self.stdout_rules));
+            watches.extend(plumbing::watch(stdout, sink, self.stdout_rules));
         }
         if let Some(stderr) = child.stderr.take() {
             let sink = Sink::Stream(own_stream(io::stderr().as_fd()));
-            watches.push(plumbing::watch(stderr, sink, self.stderr_rules));
+            watches.extend(plumbing::watch(stderr, sink, self.stderr_rules));
         }
         let target = self.target(&child);
         let mut stopped_said = false;
@@ -170,15 +170,18 @@ impl Execute for Runner<'_> {
             &mut on_terminal_stop,
         );
         reap_orphans();
-        let matches = plumbing::finish(watches);
+        let drained = plumbing::finish(watches, self.events);
         if let Some(feeder) = feeder {
             feeder.stop();
         }
-        if let Some(signal) = supervised.interrupted {
-            // An interrupted run has no final attempt, but its held output is not dropped.
-            let _ = self.release_output(false);
-            return Err(Interrupted(signal));
-        }
+        let matches = match (supervised.interrupted, drained) {
+            (None, Ok(matches)) => matches,
+            (Some(signal), _) | (None, Err(signal)) => {
+                // An interrupted run has no final attempt, but its held output is not dropped.
+                let _ = self.release_output(false);
+                return Err(Interrupted(signal));
+            }
+        };
         Ok(AttemptReport {
             end: supervised.end(),
             ran: supervised.ran,
@@ -207,7 +210,7 @@ impl Execute for Runner<'_> {
                     });
                 match copier {
                     Ok(copier) => {
-                        if let Err(signal) = self.events.wait_readable(done.as_fd()) {
+                        if let Err(signal) = self.events.wait_readable(done.as_fd(), None) {
                             return Err(Unreleased::Interrupted(Interrupted(signal)));
                         }
                         copier.join().unwrap_or(Ok(()))

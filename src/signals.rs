@@ -19,7 +19,7 @@
 //! Waiting for the next event with a deadline (`ppoll`, nanosecond precision) is also how `retry`
 //! sleeps, so a signal ends any wait at once. There is no signal thread: start-up stays cheap.
 //! The same wait, joined with a descriptor, is how `retry` waits on a reader downstream (its
-//! messages, held output): a reader that stops reading never holds up a shutdown.
+//! messages, held output) and for an attempt's output to drain: neither holds up a shutdown.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -94,10 +94,11 @@ impl Events {
         }
     }
 
-    /// Waits until `fd` is readable or its other end has closed, unless a shutdown signal
-    /// comes first: then returns that signal. Ctrl-Z meanwhile stops `retry` until it is
-    /// continued. For waits while no attempt runs: the ends of children are dropped.
-    pub fn wait_readable(&self, fd: BorrowedFd<'_>) -> Result<(), i32> {
+    /// Waits until `fd` is readable or its other end has closed (`true`), or until `until` has
+    /// passed (`false`), unless a shutdown signal comes first: then returns that signal. Ctrl-Z
+    /// meanwhile stops `retry` until it is continued. For waits while no attempt runs: the ends
+    /// of children are dropped.
+    pub fn wait_readable(&self, fd: BorrowedFd<'_>, until: Option<Instant>) -> Result<bool, i32> {
         let mut state = self.state.borrow_mut();
         loop {
             while let Some(event) = state.queued.pop_front() {
@@ -107,8 +108,10 @@ impl Events {
                     Event::Child => {}
                 }
             }
-            if state.wait(None, Some((fd, libc::POLLIN))) == Woke::Ready {
-                return Ok(());
+            match state.wait(until, Some((fd, libc::POLLIN))) {
+                Woke::Ready => return Ok(true),
+                Woke::Timeout => return Ok(false),
+                Woke::Signals => {}
             }
         }
     }

@@ -291,6 +291,26 @@ fn a_signal_ends_retry_while_its_message_waits_for_a_stalled_reader() {
     drop(reader);
 }
 
+/// The attempt succeeds and ends, but a background process it left keeps writing to the
+/// output that `retry` matches: `retry` waits for that output to drain, yet a signal meanwhile
+/// still ends it at once, and by that signal (the run was interrupted before its answer).
+#[test]
+fn a_signal_ends_retry_while_the_output_of_an_ended_attempt_drains() {
+    let r = retry().args(["--until-stdout", "ready", "--attempts", "1"]);
+    let script = format!(
+        "echo $$ > '{}'; (while :; do echo tick; sleep 0.02; done) & echo ready",
+        r.path("pid").display()
+    );
+    let r = r.args(sh(&script));
+    let child = r.spawn();
+    sigterm_after_the_attempt_ends_at_once(&r, child);
+    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    // SAFETY: kill(2) on the group of the attempt this test started: its ticking leftover.
+    unsafe {
+        libc::kill(-attempt, libc::SIGKILL);
+    }
+}
+
 /// Waits for the attempt (its pid in the file `pid`) to end and `retry` to reach the write that
 /// cannot go through, then sends SIGTERM: `retry` must end by it at once.
 fn sigterm_after_the_attempt_ends_at_once(r: &Retry, mut child: std::process::Child) {

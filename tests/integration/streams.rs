@@ -239,6 +239,31 @@ fn bad_patterns_are_misuse() {
     }
 }
 
+/// A background process that the attempt leaves holding its stdout open keeps the stream from
+/// ending; once the attempt has ended and its output has gone quiet, `retry` stops waiting.
+#[test]
+fn a_background_process_holding_the_output_does_not_hold_retry() {
+    let r = retry().args(["--until-stdout", "^ready$", "--attempts", "1"]);
+    let script = format!(
+        "sleep 60 2>/dev/null & echo $! > '{}'; echo ready",
+        r.path("pid").display()
+    );
+    let r = r.args(sh(&script));
+    let started = Instant::now();
+    r.assert().code(0).stdout("ready\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let sleeper: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    assert!(alive(sleeper), "the background process was left alone");
+    // SAFETY: kill(2) on the background process this test's attempt started.
+    unsafe {
+        libc::kill(sleeper, libc::SIGKILL);
+    }
+}
+
 #[test]
 fn a_closed_stdout_ends_the_attempt_with_sigpipe_quietly() {
     assert_quiet_141_with_closed_stdout(&["--until-stdout", "never", "--base", "0", "yes"]);
