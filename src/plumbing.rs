@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::io::{self, PipeReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -133,20 +133,35 @@ pub fn finish(watches: Vec<Watch>, events: &Events) -> Result<Matches, i32> {
     let give_up = Instant::now() + DRAIN_MAX;
     let mut matches = Matches::default();
     for watch in watches {
-        let mut seen = watch.progress.load(Ordering::Relaxed);
-        loop {
-            let until = give_up.min(Instant::now() + DRAIN_IDLE);
-            if events.wait_readable(watch.done.as_fd(), Some(until))? {
-                break;
-            }
-            let now = watch.progress.load(Ordering::Relaxed);
-            if now == seen || Instant::now() >= give_up {
-                break;
-            }
-            seen = now;
-        }
+        wait_while_flowing(events, watch.done.as_fd(), &watch.progress, Some(give_up))?;
         matches.until |= watch.until.load(Ordering::Acquire);
         matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
     }
     Ok(matches)
+}
+
+/// Waits for a copy to end (`done` hangs up: `true`) as long as it moves: returns `false` once
+/// `moved` (its count of bytes) has stood still for `DRAIN_IDLE`, or `give_up` has passed. A
+/// shutdown signal meanwhile is returned instead.
+pub fn wait_while_flowing(
+    events: &Events,
+    done: BorrowedFd<'_>,
+    moved: &AtomicU64,
+    give_up: Option<Instant>,
+) -> Result<bool, i32> {
+    let mut seen = moved.load(Ordering::Relaxed);
+    loop {
+        let idle_until = Instant::now() + DRAIN_IDLE;
+        if events.wait_readable(
+            done,
+            Some(give_up.map_or(idle_until, |at| at.min(idle_until))),
+        )? {
+            return Ok(true);
+        }
+        let now = moved.load(Ordering::Relaxed);
+        if now == seen || give_up.is_some_and(|at| Instant::now() >= at) {
+            return Ok(false);
+        }
+        seen = now;
+    }
 }

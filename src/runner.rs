@@ -8,10 +8,11 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -177,8 +178,9 @@ impl Execute for Runner<'_> {
         let matches = match (supervised.interrupted, drained) {
             (None, Ok(matches)) => matches,
             (Some(signal), _) | (None, Err(signal)) => {
-                // An interrupted run has no final attempt, but its held output is not dropped.
-                let _ = self.release_output(false);
+                // An interrupted run has no final attempt, but its held output is not dropped
+                // while the reader takes it.
+                let _ = self.release_held(false, true);
                 return Err(Interrupted(signal));
             }
         };
@@ -191,41 +193,7 @@ impl Execute for Runner<'_> {
     }
 
     fn release_output(&mut self, final_attempt: bool) -> Result<(), Unreleased> {
-        let Some(held) = self.held.take() else {
-            return Ok(());
-        };
-        // The copy runs on a thread of its own while this one waits for signals, so that a
-        // signal still ends `retry` at once when the reader downstream does not read. The
-        // thread is then left behind: `retry` is about to exit. Without a pipe or a thread,
-        // the copy runs here.
-        let copied = match io::pipe() {
-            Ok((done, finished)) => {
-                let shared = Arc::clone(&held);
-                let copier = thread::Builder::new()
-                    .name("release".into())
-                    .spawn(move || {
-                        let copied = copy_held(&shared, final_attempt);
-                        drop(finished);
-                        copied
-                    });
-                match copier {
-                    Ok(copier) => {
-                        if let Err(signal) = self.events.wait_readable(done.as_fd(), None) {
-                            return Err(Unreleased::Interrupted(Interrupted(signal)));
-                        }
-                        copier.join().unwrap_or(Ok(()))
-                    }
-                    Err(_) => copy_held(&held, final_attempt),
-                }
-            }
-            Err(_) => copy_held(&held, final_attempt),
-        };
-        match copied {
-            Err(error) if final_attempt && error.kind() == io::ErrorKind::BrokenPipe => {
-                Err(Unreleased::BrokenPipe)
-            }
-            _ => Ok(()),
-        }
+        self.release_held(final_attempt, false)
     }
 
     fn stdin_shared(&self) -> bool {
@@ -382,6 +350,56 @@ impl Runner<'_> {
         command
     }
 
+    /// Writes the held output out (see `copy_held`). `interrupted`: `retry` is shutting down,
+    /// so the output goes out only while the reader keeps taking it.
+    fn release_held(&mut self, final_attempt: bool, interrupted: bool) -> Result<(), Unreleased> {
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        // The copy runs on a thread of its own while this one waits for signals, so that a
+        // signal still ends `retry` at once when the reader downstream does not read. The
+        // thread is then left behind: `retry` is about to exit. Without a pipe or a thread,
+        // the copy runs here.
+        let moved = Arc::new(AtomicU64::new(0));
+        let copied = match io::pipe() {
+            Ok((done, finished)) => {
+                let shared = Arc::clone(&held);
+                let copier_moved = Arc::clone(&moved);
+                let copier = thread::Builder::new()
+                    .name("release".into())
+                    .spawn(move || {
+                        let copied = copy_held(&shared, final_attempt, &copier_moved);
+                        drop(finished);
+                        copied
+                    });
+                match copier {
+                    Ok(copier) => {
+                        let ended = if interrupted {
+                            plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
+                        } else {
+                            self.events.wait_readable(done.as_fd(), None)
+                        };
+                        match ended {
+                            Ok(true) => copier.join().unwrap_or(Ok(())),
+                            Ok(false) => Ok(()),
+                            Err(signal) => {
+                                return Err(Unreleased::Interrupted(Interrupted(signal)));
+                            }
+                        }
+                    }
+                    Err(_) => copy_held(&held, final_attempt, &moved),
+                }
+            }
+            Err(_) => copy_held(&held, final_attempt, &moved),
+        };
+        match copied {
+            Err(error) if final_attempt && error.kind() == io::ErrorKind::BrokenPipe => {
+                Err(Unreleased::BrokenPipe)
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn terminating(&self) -> Phase {
         match Instant::now().checked_add(self.kill_after) {
             Some(kill_at) => Phase::Terminating { kill_at },
@@ -420,14 +438,34 @@ impl Runner<'_> {
 
 /// Writes held output to stdout (the final attempt's) or stderr (any other's), through a
 /// descriptor of its own: holding the lock of std's handle could block `retry`'s own messages.
-fn copy_held(held: &Mutex<Spool>, final_attempt: bool) -> io::Result<()> {
+/// Counts the bytes written in `moved`.
+fn copy_held(held: &Mutex<Spool>, final_attempt: bool, moved: &AtomicU64) -> io::Result<()> {
     let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fd = if final_attempt {
         io::stdout().as_fd().try_clone_to_owned()
     } else {
         io::stderr().as_fd().try_clone_to_owned()
     };
-    spool.copy_to(&mut File::from(fd?))
+    let out = File::from(fd?);
+    spool.copy_to(&mut Counted { out, moved })
+}
+
+/// A writer that counts what it wrote.
+struct Counted<'a> {
+    out: File,
+    moved: &'a AtomicU64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let written = self.out.write(bytes)?;
+        self.moved.fetch_add(written as u64, Ordering::Relaxed);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Makes `retry` the reaper of its attempts' orphans (Linux's child subreaper): a process whose

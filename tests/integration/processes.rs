@@ -271,6 +271,31 @@ fn a_signal_ends_retry_while_held_output_waits_for_a_stalled_reader() {
     sigterm_after_the_attempt_ends_at_once(&r, child);
 }
 
+/// An interrupted attempt's held output goes to stderr, but only while the reader takes it: a
+/// reader that never reads does not keep `retry` from ending by the signal.
+#[test]
+fn an_interrupted_attempts_held_output_does_not_wait_for_a_stalled_reader() {
+    let r = retry().args(["--hold-stdout", "-r", "0"]);
+    let script = format!(
+        "seq 1000000; echo $$ > '{}'; exec sleep 60",
+        r.path("held").display()
+    );
+    let r = r.args(sh(&script));
+    // stderr into a pipe that nothing reads (its reading end stays open in `child`).
+    let mut child = r.spawn_with(Stdio::null(), Stdio::piped());
+    let attempt: i32 = wait_for_lines(&r.path("held"), 1)[0].parse().unwrap();
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    // 6.9 MB held, a pipe of 64 KiB: the copy to stderr is stuck after the first 64 KiB.
+    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(gone_soon(attempt), "the attempt survived");
+}
+
 /// The attempt fills the pipe that both its output and `retry`'s messages go to, and nothing
 /// reads it: `retry`'s next line cannot be written, but a signal still ends `retry` at once.
 #[test]
