@@ -106,7 +106,8 @@ pub enum LogFormat {
 /// What the terminal (if stderr is one) allows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Terminal {
-    /// stderr is a terminal and `NO_COLOR` is unset or empty.
+    /// stderr is a terminal and `NO_COLOR` is unset (as the contract says: set to anything,
+    /// even the empty string, it turns colour off).
     pub color: bool,
     /// stderr is a terminal and `CI` is unset or empty: long waits show a live countdown.
     pub countdown: bool,
@@ -116,10 +117,10 @@ impl Terminal {
     /// Looks at stderr and the environment.
     pub fn detect() -> Terminal {
         let tty = io::stderr().is_terminal();
-        let unset = |key| std::env::var_os(key).is_none_or(|value| value.is_empty());
+        let ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
         Terminal {
-            color: tty && unset("NO_COLOR"),
-            countdown: tty && unset("CI"),
+            color: tty && std::env::var_os("NO_COLOR").is_none(),
+            countdown: tty && !ci,
         }
     }
 }

@@ -284,6 +284,10 @@ fn no_countdown_in_ci_and_no_escapes_with_no_color() {
         screen.contains("next attempt in 1s..."),
         "the countdown stays: {screen:?}"
     );
+    // NO_COLOR counts when set at all; CI only when set and not empty.
+    let screen = under_terminal(LONG_WAIT, &[("NO_COLOR", ""), ("CI", "")]);
+    assert!(!screen.contains('\u{1b}'), "{screen:?}");
+    assert!(screen.contains("next attempt in 1s..."), "{screen:?}");
 }
 
 /// A command that reads the terminal from its own process group is stopped by the kernel

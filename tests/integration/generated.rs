@@ -116,7 +116,7 @@ fn man_page() -> Vec<u8> {
                 "XDG_CONFIG_HOME",
                 "Where the default configuration file is looked for (default ~/.config).",
             ),
-            ("NO_COLOR", "When set and not empty, no colour."),
+            ("NO_COLOR", "When set, even to the empty string, no colour."),
             (
                 "CI",
                 "When set and not empty, no countdown during long waits.",
