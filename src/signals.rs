@@ -5,7 +5,8 @@
 //!   the running attempt, starts nothing more, and exits 128 + N. Ctrl-C ends `retry`, never just
 //!   the current attempt.
 //! - SIGCHLD becomes `Event::Child`, so the end of an attempt is noticed at once, with no
-//!   polling and no thread.
+//!   polling and no thread. It is unblocked should the parent have blocked it (as `timeout(1)`
+//!   does); the other signals keep the mask `retry` inherited.
 //! - SIGTSTP (Ctrl-Z) becomes `Event::Suspend`: the terminal sends it to `retry`'s process group
 //!   only, so `retry` passes it on to the attempt's group, stops itself, and on being continued
 //!   (`fg`, `bg`) continues the attempt. Without this the attempt would run on, unseen, while
@@ -72,6 +73,11 @@ impl Events {
             SHUTDOWN.iter().copied().chain([SIGCHLD, SIGTSTP]),
         )
         .context("cannot install signal handlers")?;
+        // The mask is inherited from the parent, which may have blocked SIGCHLD: the end of an
+        // attempt would then never be heard of. Other blocked signals stay blocked, as with
+        // `timeout(1)`: a parent that blocks SIGTERM means it.
+        // Threads inherit the mask: this runs before any other thread exists.
+        unblock(SIGCHLD);
         Ok(Events {
             state: RefCell::new(State {
                 delivery,
@@ -270,11 +276,23 @@ pub fn exit_by(signal: i32) -> ! {
         };
         libc::setrlimit(libc::RLIMIT_CORE, &no_core);
         libc::signal(signal, libc::SIG_DFL);
+    }
+    unblock(signal);
+    // SAFETY: raise(3) with a valid signal.
+    unsafe {
+        libc::raise(signal);
+    }
+    std::process::exit(128 + signal)
+}
+
+/// Unblocks `signal` for the calling thread.
+fn unblock(signal: i32) {
+    // SAFETY: a sigset_t initialised by sigemptyset and holding one valid signal; unblocking
+    // only lets pending and future deliveries of it through.
+    unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, signal);
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        libc::raise(signal);
     }
-    std::process::exit(128 + signal)
 }

@@ -95,6 +95,10 @@ fn man_page() -> Vec<u8> {
                 "An attempt stopped for using the terminal from its own process group is reported in one line naming --foreground.",
             ),
             (
+                "SIGCHLD",
+                "How retry hears that an attempt has ended; unblocked should the parent have left it blocked (a signal mask survives exec). Other signals the parent blocked stay blocked, as with timeout(1).",
+            ),
+            (
                 "SIGPIPE",
                 "Ignored by retry: writing to a closed pipe ends it quietly with 141. An attempt killed by SIGPIPE ends the run quietly with 141.",
             ),

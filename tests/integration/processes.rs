@@ -350,6 +350,15 @@ fn sigterm_ends_retry_at_once(mut child: std::process::Child) {
     );
 }
 
+/// A parent may leave SIGCHLD blocked, and the mask survives exec: `retry` still hears each
+/// attempt end, instead of waiting forever for the first.
+#[test]
+fn a_blocked_sigchld_inherited_from_the_parent_does_not_hang_retry() {
+    let r = retry().args(["-r", "1", "--base", "10ms", "false"]);
+    let mut child = r.spawn_with_blocked(libc::SIGCHLD);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+}
+
 #[test]
 fn an_attempt_ignoring_the_signal_is_killed_after_the_grace() {
     let r = retry().args(["--kill-after", "200ms"]);

@@ -108,6 +108,24 @@ impl Retry {
         self.spawn_from(command)
     }
 
+    /// `spawn`, with `signal` blocked in `retry` from its start: a signal mask survives exec,
+    /// so a parent can leave one so.
+    pub fn spawn_with_blocked(&self, signal: i32) -> Child {
+        let mut command = self.std_command(&[]);
+        // SAFETY: runs in the forked child before exec, and only calls sigemptyset, sigaddset
+        // and sigprocmask, which are async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, signal);
+                libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        self.spawn_from(command)
+    }
+
     /// `spawn`, with stdout and stderr where the test says.
     pub fn spawn_with(&self, stdout: impl Into<Stdio>, stderr: impl Into<Stdio>) -> Child {
         self.std_command(&[])
