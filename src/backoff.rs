@@ -255,6 +255,7 @@ fn ethernet_slots(n: u64) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
     use proptest::prelude::*;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
@@ -360,13 +361,7 @@ mod tests {
 
     #[test]
     fn zero_base_gives_zero_for_every_kind() {
-        for backoff in [
-            Backoff::Exponential,
-            Backoff::Constant,
-            Backoff::Linear,
-            Backoff::Fibonacci,
-            Backoff::Ethernet,
-        ] {
+        for &backoff in Backoff::value_variants() {
             for jitter in [
                 Jitter::None,
                 Jitter::Full,
@@ -517,13 +512,7 @@ mod tests {
     #[test]
     fn extreme_values_saturate() {
         let years = Duration::from_secs(3600 * 24 * 365 * 100);
-        for backoff in [
-            Backoff::Exponential,
-            Backoff::Constant,
-            Backoff::Linear,
-            Backoff::Fibonacci,
-            Backoff::Ethernet,
-        ] {
+        for &backoff in Backoff::value_variants() {
             let s = Schedule {
                 backoff,
                 jitter: Jitter::Equal,
