@@ -8,13 +8,13 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, PipeReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread;
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, Unreleased};
@@ -361,36 +361,20 @@ impl Runner<'_> {
         // thread is then left behind: `retry` is about to exit. Without a pipe or a thread,
         // the copy runs here.
         let moved = Arc::new(AtomicU64::new(0));
-        let copied = match io::pipe() {
-            Ok((done, finished)) => {
-                let shared = Arc::clone(&held);
-                let copier_moved = Arc::clone(&moved);
-                let copier = thread::Builder::new()
-                    .name("release".into())
-                    .spawn(move || {
-                        let copied = copy_held(&shared, final_attempt, &copier_moved);
-                        drop(finished);
-                        copied
-                    });
-                match copier {
-                    Ok(copier) => {
-                        let ended = if interrupted {
-                            plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
-                        } else {
-                            self.events.wait_readable(done.as_fd(), None)
-                        };
-                        match ended {
-                            Ok(true) => copier.join().unwrap_or(Ok(())),
-                            Ok(false) => Ok(()),
-                            Err(signal) => {
-                                return Err(Unreleased::Interrupted(Interrupted(signal)));
-                            }
-                        }
-                    }
-                    Err(_) => copy_held(&held, final_attempt, &moved),
+        let copied = match spawn_copier(&held, final_attempt, &moved) {
+            Some((done, copier)) => {
+                let ended = if interrupted {
+                    plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
+                } else {
+                    self.events.wait_readable(done.as_fd(), None)
+                };
+                match ended {
+                    Ok(true) => copier.join().unwrap_or(Ok(())),
+                    Ok(false) => Ok(()),
+                    Err(signal) => return Err(Unreleased::Interrupted(Interrupted(signal))),
                 }
             }
-            Err(_) => copy_held(&held, final_attempt, &moved),
+            None => copy_held(&held, final_attempt, &moved),
         };
         match copied {
             Err(error) if final_attempt && error.kind() == io::ErrorKind::BrokenPipe => {
@@ -434,6 +418,26 @@ impl Runner<'_> {
         }
         None
     }
+}
+
+/// Starts `copy_held` on a thread of its own; returns the thread and a pipe that hangs up when
+/// it ends. `None` when no pipe or thread can be had.
+fn spawn_copier(
+    held: &Arc<Mutex<Spool>>,
+    final_attempt: bool,
+    moved: &Arc<AtomicU64>,
+) -> Option<(PipeReader, JoinHandle<io::Result<()>>)> {
+    let (done, finished) = io::pipe().ok()?;
+    let (held, moved) = (Arc::clone(held), Arc::clone(moved));
+    let copier = thread::Builder::new()
+        .name("release".into())
+        .spawn(move || {
+            let copied = copy_held(&held, final_attempt, &moved);
+            drop(finished);
+            copied
+        })
+        .ok()?;
+    Some((done, copier))
 }
 
 /// Writes held output to stdout (the final attempt's) or stderr (any other's), through a
