@@ -316,14 +316,14 @@ fn a_signal_ends_retry_while_its_message_waits_for_a_stalled_reader() {
 fn a_signal_ends_retry_while_the_output_of_an_ended_attempt_drains() {
     let r = retry().args(["--until-stdout", "ready", "--attempts", "1"]);
     let script = format!(
-        "echo $$ > '{}'; (while :; do echo tick; sleep 0.02; done) & echo ready",
+        "echo $$ > '{}'; yes tick & echo ready",
         r.path("pid").display()
     );
     let r = r.args(sh(&script));
     let child = r.spawn();
     sigterm_after_the_attempt_ends_at_once(&r, child);
     let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
-    // SAFETY: kill(2) on the group of the attempt this test started: its ticking leftover.
+    // SAFETY: kill(2) on the group of the attempt this test started: its writing leftover.
     unsafe {
         libc::kill(-attempt, libc::SIGKILL);
     }
