@@ -170,7 +170,7 @@ impl Execute for Runner<'_> {
             started,
             &mut on_terminal_stop,
         );
-        reap_orphans();
+        reap_orphans(None);
         let drained = plumbing::finish(watches, self.events);
         if let Some(feeder) = feeder {
             feeder.stop();
@@ -226,7 +226,7 @@ impl Execute for Runner<'_> {
         // A hook's stdin is /dev/null: only one that opens the terminal itself can be stopped
         // for it, and its deadline (if any) still applies.
         let supervised = self.supervise(&mut child, target, deadline, started, &mut |_| {});
-        reap_orphans();
+        reap_orphans(None);
         match supervised.interrupted {
             Some(signal) => Err(Interrupted(signal)),
             None => Ok(supervised.end()),
@@ -278,6 +278,7 @@ impl Runner<'_> {
                     if let Some(status) = reap(child) {
                         break status;
                     }
+                    reap_orphans(Some(child));
                     if let Some(signal) = terminal_stop(child) {
                         on_terminal_stop(signal);
                     }
@@ -485,11 +486,28 @@ pub fn adopt_orphans() {
     }
 }
 
-/// Collects adopted orphans that have died. Called once an attempt or hook has been collected,
-/// when no child of `retry` has an end that a `Child` still waits for.
-fn reap_orphans() {
-    // SAFETY: waitpid(2) with WNOHANG returns at once.
-    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+/// Collects adopted orphans that have died, so none stays a zombie for long (an attempt that
+/// runs for days may orphan many). `running` is the attempt or hook still to be collected by
+/// its `Child`, if any: it is left alone, and so, until its own end is collected, are the
+/// orphans that the kernel lists after it.
+pub fn reap_orphans(running: Option<&Child>) {
+    let running = running.map(|child| child.id() as libc::pid_t);
+    loop {
+        // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) with WNOWAIT | WNOHANG only
+        // looks at the next ended child, and waitpid(2) with WNOHANG on that pid returns at once.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            if libc::waitid(libc::P_ALL, 0, &mut info, flags) != 0 {
+                return;
+            }
+            let pid = info.si_pid();
+            if pid == 0 || Some(pid) == running {
+                return;
+            }
+            libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+        }
+    }
 }
 
 /// `retry`'s own stderr, for a child's stdout; inherited stdout if it cannot be duplicated.

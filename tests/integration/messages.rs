@@ -23,7 +23,10 @@ fn one_line_per_failed_attempt_and_one_when_giving_up() {
 #[test]
 fn unlimited_runs_say_attempt_n_without_a_total() {
     retry()
-        .args(["--forever", "--max-time", "50ms", "--base", "10ms", "false"])
+        // The first wait (1s to 2s) would cross --max-time: the run ends after one attempt,
+        // however slowly a loaded machine runs it (a deadline that fell during an attempt
+        // would make it 124).
+        .args(["--forever", "--max-time", "500ms", "--base", "2s", "false"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("retry: attempt 1 failed (exit 1)"))

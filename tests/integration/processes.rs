@@ -102,6 +102,38 @@ fn a_dead_grandchild_does_not_hold_retry_for_the_grace() {
     }
 }
 
+/// `retry` adopts its attempts' orphans, so it must collect them when they die: while the
+/// attempt that orphaned them still runs, and during a wait after it, not just when an attempt
+/// ends. A long-running attempt would otherwise pile up zombies.
+#[test]
+fn orphans_that_die_are_collected_while_the_attempt_runs_and_during_a_wait() {
+    let r = retry().args(["-r", "1", "--base", "1h"]);
+    // Each orphan is a process whose parent (a subshell) has gone; it records its pid and ends:
+    // two at once, one once the attempt has gone. The attempt runs until the test says `go`.
+    let script = "(sh -c 'echo $$ >> running' &); (sh -c 'echo $$ >> running' &); \
+         (sh -c \"while kill -0 $$ 2>/dev/null; do sleep 0.01; done; echo \\$\\$ >> waiting\" &); \
+         echo $$ > pid; until [ -e go ]; do sleep 0.01; done; exit 1";
+    let r = r.args(sh(script));
+    let mut child = r.spawn();
+    for pid in wait_for_lines(&r.path("running"), 2) {
+        let pid: i32 = pid.parse().unwrap();
+        eventually(
+            "an orphan that died while the attempt ran is collected",
+            || state(pid).is_none(),
+        );
+    }
+    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    assert!(alive(attempt), "checked while the attempt ran");
+    r.write("go", "");
+    wait_for_stderr(&mut child, "next attempt in");
+    let pid: i32 = wait_for_lines(&r.path("waiting"), 1)[0].parse().unwrap();
+    eventually("an orphan that died during the wait is collected", || {
+        state(pid).is_none()
+    });
+    send(&child, libc::SIGTERM);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
+}
+
 #[test]
 fn foreground_timeout_signals_only_the_attempt() {
     let r = retry().args(["--foreground", "-r", "0", "--timeout", "100ms"]);
