@@ -170,8 +170,9 @@ impl Execute for Runner<'_> {
             started,
             &mut on_terminal_stop,
         );
-        reap_orphans(None);
         let drained = plumbing::finish(watches, self.events);
+        // After the drain, whose wait lets the ends of children go by.
+        reap_orphans(None);
         if let Some(feeder) = feeder {
             feeder.stop();
         }
