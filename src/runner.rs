@@ -6,11 +6,13 @@
 //! attempt itself has died, whatever is left of its group gets the rest of the grace and then
 //! SIGKILL too, so no grandchild outlives a terminated attempt.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, PipeReader, Write};
 use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +20,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, Unreleased};
-use crate::input::Input;
+use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing::{self, Sink};
 use crate::predicate::Matches;
@@ -123,20 +125,9 @@ impl Execute for Runner<'_> {
         reporter: &mut Reporter,
     ) -> Result<AttemptReport, Interrupted> {
         let started = Instant::now();
-        let (stdin, feeder) = self.input.for_attempt(spec.number);
-        let mut command = self.attempt_command(spec);
-        command.stdin(stdin);
-        let spawned = command.spawn();
-        // The parent's copies of the child's pipe ends close with the command.
-        drop(command);
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(error) => {
-                if let Some(feeder) = feeder {
-                    feeder.stop();
-                }
-                return Ok(cannot_start(&error, started));
-            }
+        let (mut child, feeder) = match self.spawn_attempt(spec) {
+            Ok(spawned) => spawned,
+            Err(error) => return Ok(cannot_start(&error, started)),
         };
         let mut watches = Vec::new();
         if let Some(stdout) = child.stdout.take() {
@@ -325,8 +316,53 @@ impl Runner<'_> {
         }
     }
 
-    fn attempt_command(&self, spec: &AttemptSpec) -> Command {
-        let mut command = Command::new(&self.command[0]);
+    /// Starts the attempt, with its stdin. An executable file that the kernel cannot run (a
+    /// script with no `#!` line) is run by /bin/sh instead, as execvp(3) does, and with it
+    /// env(1) and timeout(1).
+    fn spawn_attempt(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Option<Feeder>)> {
+        match self.spawn_with_stdin(spec, None) {
+            Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => {
+                match locate(&self.command[0]) {
+                    Some(script) => self.spawn_with_stdin(spec, Some(&script)),
+                    None => Err(error),
+                }
+            }
+            spawned => spawned,
+        }
+    }
+
+    /// Starts the command, or /bin/sh on `script`, with the attempt's stdin.
+    fn spawn_with_stdin(
+        &mut self,
+        spec: &AttemptSpec,
+        script: Option<&Path>,
+    ) -> io::Result<(Child, Option<Feeder>)> {
+        let (stdin, feeder) = self.input.for_attempt(spec.number);
+        let mut command = self.attempt_command(spec, script);
+        command.stdin(stdin);
+        let spawned = command.spawn();
+        // The parent's copies of the child's pipe ends close with the command.
+        drop(command);
+        match spawned {
+            Ok(child) => Ok((child, feeder)),
+            Err(error) => {
+                if let Some(feeder) = feeder {
+                    feeder.stop();
+                }
+                Err(error)
+            }
+        }
+    }
+
+    fn attempt_command(&self, spec: &AttemptSpec, script: Option<&Path>) -> Command {
+        let mut command = match script {
+            Some(script) => {
+                let mut shell = Command::new("/bin/sh");
+                shell.arg(script);
+                shell
+            }
+            None => Command::new(&self.command[0]),
+        };
         command
             .args(&self.command[1..])
             .env("RETRY_ATTEMPT", spec.number.to_string())
@@ -509,6 +545,26 @@ pub fn reap_orphans(running: Option<&Child>) {
             libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
         }
     }
+}
+
+/// The file that `program` names, found as execvp(3) finds it: as is when it holds a `/`, else
+/// in the first directory of `PATH` with an executable file of that name.
+fn locate(program: &OsStr) -> Option<PathBuf> {
+    if program.as_bytes().contains(&b'/') {
+        return Some(PathBuf::from(program));
+    }
+    let search = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(program))
+        .find(|candidate| executable_file(candidate))
+}
+
+fn executable_file(path: &Path) -> bool {
+    let Ok(name) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) with a NUL-terminated path and a valid mode.
+    path.is_file() && unsafe { libc::access(name.as_ptr(), libc::X_OK) } == 0
 }
 
 /// `retry`'s own stderr, for a child's stdout; inherited stdout if it cannot be duplicated.

@@ -92,6 +92,36 @@ fn not_executable_is_126_not_retried() {
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
 }
 
+/// An executable file that is no program (a script with no `#!` line) is run by /bin/sh, as
+/// execvp(3) does, so as env(1) and timeout(1) do: found by path or through PATH, with its
+/// arguments as they are (never read by a shell) and its own exit status.
+#[test]
+fn an_executable_script_without_a_shebang_line_is_run_by_sh() {
+    let r = retry().args(["-r", "1", "--base", "0"]);
+    let bin = r.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let script = bin.join("no-shebang");
+    std::fs::write(
+        &script,
+        "printf '%s|' \"$@\"; echo \"$RETRY_ATTEMPT\"; exit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.command()
+        .args([script.to_str().unwrap(), "a b", "$(touch pwned)"])
+        .assert()
+        .code(3)
+        .stdout("a b|$(touch pwned)|1\na b|$(touch pwned)|2\n");
+    assert!(!r.path("pwned").exists());
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    r.command()
+        .env("PATH", path)
+        .args(["no-shebang", "x"])
+        .assert()
+        .code(3)
+        .stdout("x|1\nx|2\n");
+}
+
 #[test]
 fn a_directory_is_not_executable() {
     retry().args(["/"]).assert().code(126);

@@ -67,7 +67,10 @@ fn man_page() -> Vec<u8> {
                 "125",
                 "retry was misused: a bad flag or value, a bad config file, an unknown profile.",
             ),
-            ("126", "COMMAND was found but could not be executed."),
+            (
+                "126",
+                "COMMAND was found but could not be executed. (An executable file with no #! line is run by /bin/sh, as execvp(3) does.)",
+            ),
             ("127", "COMMAND was not found."),
             (
                 "128+N",
