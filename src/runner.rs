@@ -8,7 +8,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
-use std::io::{self, PipeReader, Write};
+use std::io::{self, PipeReader, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -316,13 +316,14 @@ impl Runner<'_> {
         }
     }
 
-    /// Starts the attempt, with its stdin. An executable file that the kernel cannot run (a
-    /// script with no `#!` line) is run by /bin/sh instead, as execvp(3) does, and with it
-    /// env(1) and timeout(1).
+    /// Starts the attempt, with its stdin. An executable file that the kernel cannot run but
+    /// that reads as text (a script with no `#!` line) is run by /bin/sh instead, as execvp(3)
+    /// does, and with it env(1) and timeout(1); a binary for another machine stays an error,
+    /// as in bash.
     fn spawn_attempt(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Option<Feeder>)> {
         match self.spawn_with_stdin(spec, None) {
             Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => {
-                match locate(&self.command[0]) {
+                match locate(&self.command[0]).filter(|file| reads_as_text(file)) {
                     Some(script) => self.spawn_with_stdin(spec, Some(&script)),
                     None => Err(error),
                 }
@@ -557,6 +558,19 @@ fn locate(program: &OsStr) -> Option<PathBuf> {
     std::env::split_paths(&search)
         .map(|dir| dir.join(program))
         .find(|candidate| executable_file(candidate))
+}
+
+/// Whether the first line of `file` (within its first 80 bytes) has no NUL byte: bash's test
+/// for a binary that it will not run as a script.
+fn reads_as_text(file: &Path) -> bool {
+    let mut start = [0u8; 80];
+    let Ok(read) = File::open(file).and_then(|mut file| file.read(&mut start)) else {
+        return false;
+    };
+    !start[..read]
+        .iter()
+        .take_while(|&&byte| byte != b'\n')
+        .any(|&byte| byte == 0)
 }
 
 fn executable_file(path: &Path) -> bool {

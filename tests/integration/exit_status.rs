@@ -122,6 +122,21 @@ fn an_executable_script_without_a_shebang_line_is_run_by_sh() {
         .stdout("x|1\nx|2\n");
 }
 
+/// An executable file whose first line has a NUL byte is a binary the kernel cannot run (one
+/// for another machine), not a script: 126, as in bash.
+#[test]
+fn an_executable_binary_the_kernel_cannot_run_is_126() {
+    let r = retry().args(["-r", "1", "--base", "0"]);
+    let binary = r.path("foreign");
+    std::fs::write(&binary, b"\x7fELF\x02\x01\x01\x00garbage\n").unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.args([binary.to_str().unwrap()])
+        .assert()
+        .code(126)
+        .stderr(predicate::str::contains("foreign"))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
 #[test]
 fn a_directory_is_not_executable() {
     retry().args(["/"]).assert().code(126);

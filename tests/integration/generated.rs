@@ -69,7 +69,7 @@ fn man_page() -> Vec<u8> {
             ),
             (
                 "126",
-                "COMMAND was found but could not be executed. (An executable file with no #! line is run by /bin/sh, as execvp(3) does.)",
+                "COMMAND was found but could not be executed. (An executable text file with no #! line is run by /bin/sh, as execvp(3) does.)",
             ),
             ("127", "COMMAND was not found."),
             (
