@@ -3,9 +3,11 @@
 //! - `auto`: a regular file is rewound to the offset it had when `retry` started, before every
 //!   attempt after the first; a pipe, socket or terminal is passed through untouched and `retry`
 //!   reads none of it (so `while read ...; do retry ...; done` keeps its input).
-//! - `replay`: a thread copies stdin into a spool as it arrives; each attempt gets a pipe fed
-//!   from the start of the spool, following it as it grows, so no attempt waits for the end of
-//!   the input before it starts, and every attempt sees the same bytes.
+//! - `replay`: a thread copies stdin into a spool as the attempts read it (at most `READ_AHEAD`
+//!   beyond the furthest any attempt has been given, so an endless producer is held back as a
+//!   pipe would hold it, rather than filling the disk); each attempt gets a pipe fed from the
+//!   start of the spool, following it as it grows, so no attempt waits for the end of the input
+//!   before it starts, and every attempt sees the same bytes.
 //! - `inherit`: stdin as is, every time. `null`: /dev/null.
 
 use std::fs::File;
@@ -108,16 +110,24 @@ impl Input {
     }
 }
 
+/// How far the capture of stdin may run ahead of what the attempts have been given.
+const READ_AHEAD: u64 = 1024 * 1024;
+
 /// Everything read from stdin so far.
 struct Replay {
     state: Mutex<Captured>,
+    /// The spool grew, or stdin ended: for feeders at its end.
     grew: Condvar,
+    /// A feeder went further: for the capture, held back by `READ_AHEAD`.
+    fed: Condvar,
 }
 
 #[derive(Default)]
 struct Captured {
     spool: Spool,
     ended: bool,
+    /// The furthest offset of the spool given to an attempt.
+    furthest_fed: u64,
 }
 
 impl Replay {
@@ -126,6 +136,7 @@ impl Replay {
         let replay = Arc::new(Replay {
             state: Mutex::new(Captured::default()),
             grew: Condvar::new(),
+            fed: Condvar::new(),
         });
         let capture = Arc::clone(&replay);
         let source = io::stdin().as_fd().try_clone_to_owned().map(File::from);
@@ -133,6 +144,11 @@ impl Replay {
             let mut buffer = vec![0u8; 64 * 1024];
             if let Ok(mut source) = source {
                 loop {
+                    let mut state = capture.lock();
+                    while state.spool.len() >= state.furthest_fed.saturating_add(READ_AHEAD) {
+                        state = capture.fed.wait(state).unwrap_or_else(|p| p.into_inner());
+                    }
+                    drop(state);
                     let read = match source.read(&mut buffer) {
                         Ok(0) | Err(_) => break,
                         Ok(read) => read,
@@ -195,6 +211,12 @@ impl Feeder {
                     return;
                 }
                 offset += read as u64;
+                let mut state = source.lock();
+                if offset > state.furthest_fed {
+                    state.furthest_fed = offset;
+                    drop(state);
+                    source.fed.notify_one();
+                }
             }
         });
         Feeder { replay, stop }

@@ -195,6 +195,30 @@ fn replay_starts_at_once_and_does_not_wait_for_the_producer() {
     );
 }
 
+/// Replay captures stdin as the attempts read it: an endless producer is held back, as a pipe
+/// holds back its writer, instead of `retry` copying it to disk for as long as it runs.
+#[test]
+fn replay_holds_back_an_endless_producer() {
+    let r = retry();
+    let written = r.path("written");
+    // Writes 64 KiB at a time, and counts it, until its reader has gone.
+    let producer = format!(
+        "import sys\nchunk = bytes(65536)\ntotal = 0\nwhile True:\n    sys.stdout.buffer.write(chunk); sys.stdout.buffer.flush(); total += len(chunk)\n    open('{}', 'w').write(str(total))",
+        written.display()
+    );
+    let script = format!(
+        "python3 -c \"$PRODUCER\" 2>/dev/null | '{BIN}' --stdin replay -r 0 -- sh -c 'head -c 10 >/dev/null; sleep 1'"
+    );
+    let status = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .env("PRODUCER", producer)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let written: u64 = std::fs::read_to_string(&written).unwrap().parse().unwrap();
+    assert!(written < 16 << 20, "the producer wrote {written} bytes");
+}
+
 #[test]
 fn hold_stdout_sends_one_copy_downstream() {
     let r = retry().args(["--hold-stdout", "--base", "0"]);
