@@ -194,11 +194,15 @@ fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {
     Ok(default_config_path().filter(|path| path.is_file()))
 }
 
+/// `$XDG_CONFIG_HOME/retry/config.toml`, else `~/.config/retry/config.toml`. A relative value
+/// is ignored (the XDG rule, applied to `HOME` too): it would read from the current directory.
 fn default_config_path() -> Option<PathBuf> {
-    let base = non_empty_env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| non_empty_env("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    let absolute = |key| {
+        non_empty_env(key)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let base = absolute("XDG_CONFIG_HOME").or_else(|| Some(absolute("HOME")?.join(".config")))?;
     Some(base.join("retry").join("config.toml"))
 }
 

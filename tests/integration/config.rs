@@ -43,6 +43,25 @@ fn home_dot_config_is_the_default_xdg() {
     assert!(effective(&r, &[]).contains("base 8s"));
 }
 
+/// A relative XDG_CONFIG_HOME or HOME would name the current directory's files: ignored.
+#[test]
+fn relative_config_homes_are_ignored() {
+    let r = retry();
+    r.write("retry/config.toml", "[defaults]\nbase = \"7s\"\n");
+    r.write(
+        "home/.config/retry/config.toml",
+        "[defaults]\nbase = \"8s\"\n",
+    );
+    r.write(
+        "rel/.config/retry/config.toml",
+        "[defaults]\nbase = \"9s\"\n",
+    );
+    let plan = effective(&r, &[("XDG_CONFIG_HOME", ".")]);
+    assert!(plan.contains("base 8s"), "{plan}");
+    let plan = effective(&r, &[("XDG_CONFIG_HOME", "."), ("HOME", "rel")]);
+    assert!(plan.contains("base 1s"), "{plan}");
+}
+
 #[test]
 fn retry_config_beats_the_xdg_default_and_config_beats_both() {
     let r = retry();

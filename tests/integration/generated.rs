@@ -121,7 +121,7 @@ fn man_page() -> Vec<u8> {
             ("RETRY_PROFILE", "The profile, when --profile is not given."),
             (
                 "XDG_CONFIG_HOME",
-                "Where the default configuration file is looked for (default ~/.config).",
+                "Where the default configuration file is looked for (default ~/.config). A relative value, or a relative HOME, is ignored.",
             ),
             ("NO_COLOR", "When set, even to the empty string, no colour."),
             (
