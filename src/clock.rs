@@ -32,6 +32,7 @@ impl Sleep for RealClock<'_> {
                 Some(Event::Child) => runner::reap_orphans(None),
                 // Nothing runs but `retry`; the wait goes on once it is continued.
                 Some(Event::Suspend) => signals::stop_self(),
+                Some(Event::Resize) => {}
             }
         }
     }

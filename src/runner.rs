@@ -78,6 +78,14 @@ impl Target {
         self.send(libc::SIGCONT);
     }
 
+    /// Tells the attempt that the terminal's size changed. Under `--foreground` it shares
+    /// `retry`'s process group, which the terminal told already.
+    fn pass_resize(self) {
+        if let Target::Group(_) = self {
+            self.send(libc::SIGWINCH);
+        }
+    }
+
     /// Whether any process of the group is left (always false for a single process: its end
     /// was already seen).
     fn group_alive(self) -> bool {
@@ -276,6 +284,7 @@ impl Runner<'_> {
                     }
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
+                Some(Event::Resize) => target.pass_resize(),
                 Some(Event::Shutdown(signal)) => {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
@@ -451,6 +460,7 @@ impl Runner<'_> {
                     return Some(signal);
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
+                Some(Event::Resize) => target.pass_resize(),
                 Some(Event::Child) | None => {}
             }
             pause = (pause * 2).min(Duration::from_millis(50));

@@ -13,6 +13,9 @@
 //!   `retry` sat stopped. As the kernel does for its default action, the request is dropped when
 //!   no job-control shell could continue `retry` (an orphaned process group: a session leader
 //!   under `ssh -t` or script(1)), instead of stopping for good.
+//! - SIGWINCH becomes `Event::Resize`: the terminal tells only its foreground process group,
+//!   `retry`'s, that its size changed, so `retry` passes it on to the attempt's group, where a
+//!   progress bar or a full-screen program would otherwise never hear of it.
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
 //!   runtime's start-up): a write to a closed pipe is an error `retry` handles. std's `Command`
 //!   gives children SIGPIPE back, and exec resets the handlers below to their defaults.
@@ -31,7 +34,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGWINCH};
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::SignalOnly;
 
@@ -46,6 +49,8 @@ pub enum Event {
     Shutdown(i32),
     /// `retry` was asked to suspend (SIGTSTP): the job it runs should stop until continued.
     Suspend,
+    /// The terminal's size changed (SIGWINCH).
+    Resize,
 }
 
 pub struct Events {
@@ -70,7 +75,7 @@ impl Events {
             read,
             write,
             SignalOnly,
-            SHUTDOWN.iter().copied().chain([SIGCHLD, SIGTSTP]),
+            SHUTDOWN.iter().copied().chain([SIGCHLD, SIGTSTP, SIGWINCH]),
         )
         .context("cannot install signal handlers")?;
         // The mask is inherited from the parent, which may have blocked SIGCHLD: the end of an
@@ -111,7 +116,7 @@ impl Events {
                 match event {
                     Event::Shutdown(signal) => return Err(signal),
                     Event::Suspend => stop_self(),
-                    Event::Child => {}
+                    Event::Child | Event::Resize => {}
                 }
             }
             match state.wait(until, Some((fd, libc::POLLIN))) {
@@ -219,6 +224,7 @@ impl State {
                 .extend(arrived.into_iter().filter_map(|signal| match signal {
                     SIGCHLD => Some(Event::Child),
                     SIGTSTP => group_can_be_continued().then_some(Event::Suspend),
+                    SIGWINCH => Some(Event::Resize),
                     _ => Some(Event::Shutdown(signal)),
                 }));
             return Woke::Signals;

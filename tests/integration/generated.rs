@@ -98,6 +98,10 @@ fn man_page() -> Vec<u8> {
                 "An attempt stopped for using the terminal from its own process group is reported in one line naming --foreground.",
             ),
             (
+                "SIGWINCH",
+                "The terminal's size changed: passed on to the attempt's process group, which the terminal does not tell (with --foreground it does).",
+            ),
+            (
                 "SIGCHLD",
                 "How retry hears that an attempt has ended; unblocked should the parent have left it blocked (a signal mask survives exec). Other signals the parent blocked stay blocked, as with timeout(1).",
             ),

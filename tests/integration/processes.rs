@@ -391,6 +391,21 @@ fn a_blocked_sigchld_inherited_from_the_parent_does_not_hang_retry() {
     assert_eq!(shell_status(wait_bounded(&mut child)), 1);
 }
 
+/// The terminal tells only its foreground process group, `retry`'s, that its size changed:
+/// `retry` passes SIGWINCH on to the attempt's group.
+#[test]
+fn a_terminal_resize_reaches_the_attempt() {
+    let r = retry().args(["-r", "0"]);
+    let r = r.args(sh(
+        "trap 'echo resized > resized; exit 0' WINCH; echo $$ > pid; while :; do sleep 0.01; done",
+    ));
+    let mut child = r.spawn();
+    wait_for_lines(&r.path("pid"), 1);
+    send(&child, libc::SIGWINCH);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    assert!(r.path("resized").exists());
+}
+
 #[test]
 fn an_attempt_ignoring_the_signal_is_killed_after_the_grace() {
     let r = retry().args(["--kill-after", "200ms"]);
