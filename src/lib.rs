@@ -23,6 +23,7 @@ pub mod spool;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -39,6 +40,7 @@ use crate::clock::RealClock;
 use crate::config::ConfigFile;
 use crate::input::Input;
 use crate::outcome::{MISUSE, RunEnd};
+use crate::plumbing::OwnStream;
 use crate::report::{Event, Reporter, Terminal};
 use crate::runner::Runner;
 use crate::settings::Settings;
@@ -251,10 +253,8 @@ fn misuse(message: &str) -> Exit {
 
 /// Writes to stdout; a reader that has gone away ends `retry` quietly, like other filters.
 fn print_stdout(text: &str) -> Exit {
-    let mut stdout = io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
+    match OwnStream::on(io::stdout().as_fd())
+        .and_then(|mut stdout| stdout.write_all(text.as_bytes()))
     {
         Ok(()) => Exit::Status(0),
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {

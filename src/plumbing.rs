@@ -30,10 +30,47 @@ const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
 const DRAIN_MAX: Duration = Duration::from_secs(2);
 
+/// An unbuffered handle of its own on one of `retry`'s own streams (so a partial line goes out
+/// at once, and no lock of std's handle is held), written whole even when a parent left the
+/// stream non-blocking: O_NONBLOCK belongs to the open pipe, shared with everyone who holds it
+/// (a Node.js parent sets it), and a full pipe must mean a wait, not lost output.
+pub struct OwnStream(File);
+
+impl OwnStream {
+    pub fn on(fd: BorrowedFd<'_>) -> io::Result<OwnStream> {
+        Ok(OwnStream(File::from(fd.try_clone_to_owned()?)))
+    }
+}
+
+impl Write for OwnStream {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.0.write(bytes) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    let mut room = libc::pollfd {
+                        fd: self.0.as_raw_fd(),
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    // SAFETY: one valid pollfd; an error or EINTR only means writing again.
+                    unsafe {
+                        libc::poll(&mut room, 1, -1);
+                    }
+                }
+                written => return written,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Where a watched stream's bytes go.
 pub enum Sink {
     /// On at once to one of `retry`'s own streams (`None`: nowhere, no descriptor was left).
-    Stream(Option<File>),
+    Stream(Option<OwnStream>),
     /// Into a spool, until the driver says whether this attempt's output is the final one.
     Hold(Arc<Mutex<Spool>>),
 }

@@ -9,7 +9,7 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, PipeReader, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, Unreleased};
 use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing::{self, Sink};
+use crate::plumbing::{self, OwnStream, Sink};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::OutputRules;
@@ -144,12 +144,12 @@ impl Execute for Runner<'_> {
                 self.held = Some(Arc::clone(&spool));
                 Sink::Hold(spool)
             } else {
-                Sink::Stream(own_stream(io::stdout().as_fd()))
+                Sink::Stream(OwnStream::on(io::stdout().as_fd()).ok())
             };
             watches.extend(plumbing::watch(stdout, sink, self.stdout_rules));
         }
         if let Some(stderr) = child.stderr.take() {
-            let sink = Sink::Stream(own_stream(io::stderr().as_fd()));
+            let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd()).ok());
             watches.extend(plumbing::watch(stderr, sink, self.stderr_rules));
         }
         let target = self.target(&child);
@@ -489,23 +489,21 @@ fn spawn_copier(
     Some((done, copier))
 }
 
-/// Writes held output to stdout (the final attempt's) or stderr (any other's), through a
-/// descriptor of its own: holding the lock of std's handle could block `retry`'s own messages.
-/// Counts the bytes written in `moved`.
+/// Writes held output to stdout (the final attempt's) or stderr (any other's). Counts the bytes
+/// written in `moved`.
 fn copy_held(held: &Mutex<Spool>, final_attempt: bool, moved: &AtomicU64) -> io::Result<()> {
     let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let fd = if final_attempt {
-        io::stdout().as_fd().try_clone_to_owned()
+    let out = if final_attempt {
+        OwnStream::on(io::stdout().as_fd())
     } else {
-        io::stderr().as_fd().try_clone_to_owned()
-    };
-    let out = File::from(fd?);
+        OwnStream::on(io::stderr().as_fd())
+    }?;
     spool.copy_to(&mut Counted { out, moved })
 }
 
 /// A writer that counts what it wrote.
 struct Counted<'a> {
-    out: File,
+    out: OwnStream,
     moved: &'a AtomicU64,
 }
 
@@ -597,12 +595,6 @@ fn stderr_copy() -> Stdio {
         .as_fd()
         .try_clone_to_owned()
         .map_or_else(|_| Stdio::inherit(), Stdio::from)
-}
-
-/// An unbuffered handle on one of `retry`'s own streams, so a partial line goes out at once;
-/// `None` only if no descriptor is left to duplicate it.
-fn own_stream(fd: BorrowedFd<'_>) -> Option<File> {
-    fd.try_clone_to_owned().map(File::from).ok()
 }
 
 /// The child's exit status, if it has ended.

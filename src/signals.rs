@@ -159,13 +159,20 @@ impl Stderr {
 impl Write for Stderr {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         let stderr = io::stderr();
-        if !self.events.wait_writable(stderr.as_fd()) {
-            return Err(io::Error::other(
-                "stderr is full and retry is shutting down",
-            ));
+        loop {
+            if !self.events.wait_writable(stderr.as_fd()) {
+                return Err(io::Error::other(
+                    "stderr is full and retry is shutting down",
+                ));
+            }
+            // A pipe that polls writable takes up to PIPE_BUF bytes without blocking; should
+            // another writer fill it first and the pipe be non-blocking (a parent's choice),
+            // the wait starts again.
+            match (&stderr).write(&bytes[..bytes.len().min(libc::PIPE_BUF)]) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                written => return written,
+            }
         }
-        // A pipe that polls writable takes up to PIPE_BUF bytes without blocking.
-        (&stderr).write(&bytes[..bytes.len().min(libc::PIPE_BUF)])
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -264,6 +264,37 @@ fn a_background_process_holding_the_output_does_not_hold_retry() {
     }
 }
 
+/// O_NONBLOCK belongs to the open pipe, so a parent (Node.js, for one) may leave `retry`'s
+/// stdout non-blocking. Whatever `retry` copies there (a watched stream, held output) must still
+/// arrive whole when the reader is slow: a full pipe is waited on, not an error.
+#[test]
+fn a_non_blocking_stdout_with_a_slow_reader_loses_nothing() {
+    use std::os::fd::AsRawFd;
+    const SIZE: usize = 1_000_000;
+    for flag in ["--retry-if-stdout", "--hold-stdout"] {
+        let mut args = vec!["-r", "0", flag];
+        if flag == "--retry-if-stdout" {
+            args.push("never");
+        }
+        let r = retry()
+            .args(args)
+            .args(sh(&format!("head -c {SIZE} /dev/zero")));
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        // SAFETY: fcntl(2) on a pipe this test owns.
+        unsafe {
+            let flags = libc::fcntl(writer.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(writer.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        let mut child = r.spawn_with(writer, Stdio::null());
+        // The pipe (64 KiB) fills while nothing reads.
+        std::thread::sleep(Duration::from_millis(200));
+        let mut received = Vec::new();
+        reader.read_to_end(&mut received).unwrap();
+        assert_eq!(received.len(), SIZE, "{flag}");
+        assert_eq!(shell_status(wait_bounded(&mut child)), 0, "{flag}");
+    }
+}
+
 #[test]
 fn a_closed_stdout_ends_the_attempt_with_sigpipe_quietly() {
     assert_quiet_141_with_closed_stdout(&["--until-stdout", "never", "--base", "0", "yes"]);
