@@ -93,9 +93,20 @@ pub struct Watch {
     /// Hangs up when the copy has ended: a descriptor, so that the wait for it is also a wait
     /// for signals.
     done: PipeReader,
-    progress: Arc<AtomicU64>,
+    flow: Arc<Flow>,
     until: Arc<AtomicBool>,
     retry_if: Arc<AtomicBool>,
+}
+
+/// How the copy is going, for the wait after the attempt has ended.
+#[derive(Default)]
+struct Flow {
+    /// Bytes passed on.
+    written: AtomicU64,
+    /// The copy is in a write: the reader downstream has not taken the last bytes yet.
+    writing: AtomicBool,
+    /// Time spent in writes, in all, in nanoseconds.
+    writing_nanos: AtomicU64,
 }
 
 /// Starts copying `source` to `sink`, matching `rules` on the way.
@@ -108,7 +119,7 @@ pub fn watch(
     rules: &OutputRules,
 ) -> Option<Watch> {
     let (done, finished) = io::pipe().ok()?;
-    let progress = Arc::new(AtomicU64::new(0));
+    let flow = Arc::new(Flow::default());
     let until = Arc::new(AtomicBool::new(false));
     let retry_if = Arc::new(AtomicBool::new(false));
     let mut slots = Vec::new();
@@ -123,7 +134,7 @@ pub fn watch(
     unsafe {
         libc::fcntl(source.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY);
     }
-    let thread_progress = Arc::clone(&progress);
+    let thread_flow = Arc::clone(&flow);
     // A thread that does not start drops the closure, and `finished` with it.
     let _ = thread::Builder::new().name("output".into()).spawn(move || {
         let mut matcher = LineMatcher::new(patterns);
@@ -144,10 +155,18 @@ pub fn watch(
             };
             let bytes = &buffer[..read];
             // Pass the bytes on before matching them: the reader downstream waits for them.
-            if sink.write_all(bytes).is_err() {
+            thread_flow.writing.store(true, Ordering::Release);
+            let began = Instant::now();
+            let written = sink.write_all(bytes);
+            let took = began.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
+            thread_flow.writing_nanos.fetch_add(took, Ordering::Relaxed);
+            thread_flow
+                .written
+                .fetch_add(read as u64, Ordering::Relaxed);
+            thread_flow.writing.store(false, Ordering::Release);
+            if written.is_err() {
                 break;
             }
-            thread_progress.fetch_add(read as u64, Ordering::Relaxed);
             matcher.feed(bytes);
             publish(&matcher);
         }
@@ -158,23 +177,58 @@ pub fn watch(
     });
     Some(Watch {
         done,
-        progress,
+        flow,
         until,
         retry_if,
     })
 }
 
-/// Waits for the watched streams to reach their end, as long as output keeps coming, and says
+/// Waits for the watched streams to reach their end after the attempt has ended, and says
 /// what matched; returns instead the shutdown signal that `retry` receives meanwhile.
-pub fn finish(watches: Vec<Watch>, events: &Events) -> Result<Matches, i32> {
-    let give_up = Instant::now() + DRAIN_MAX;
+///
+/// A reader downstream that takes its time is waited for, so that what the attempt wrote goes
+/// on whole. A source that has gone quiet is not: a background process may hold the pipe open,
+/// so the wait ends after `DRAIN_IDLE` without output, or after `DRAIN_MAX` spent copying (the
+/// waits on the reader not counted) from one that keeps writing. `interrupted`: `retry` is
+/// shutting down, and waits for the reader too only while it keeps taking output.
+pub fn finish(watches: Vec<Watch>, events: &Events, interrupted: bool) -> Result<Matches, i32> {
     let mut matches = Matches::default();
     for watch in watches {
-        wait_while_flowing(events, watch.done.as_fd(), &watch.progress, Some(give_up))?;
+        if interrupted {
+            let give_up = Some(Instant::now() + DRAIN_MAX);
+            wait_while_flowing(events, watch.done.as_fd(), &watch.flow.written, give_up)?;
+        } else {
+            drain(events, &watch)?;
+        }
         matches.until |= watch.until.load(Ordering::Acquire);
         matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
     }
     Ok(matches)
+}
+
+fn drain(events: &Events, watch: &Watch) -> Result<(), i32> {
+    let flow = &watch.flow;
+    let started = Instant::now();
+    let writing_before = flow.writing_nanos.load(Ordering::Relaxed);
+    let mut seen = flow.written.load(Ordering::Relaxed);
+    loop {
+        let idle_until = Instant::now() + DRAIN_IDLE;
+        if events.wait_readable(watch.done.as_fd(), Some(idle_until))? {
+            return Ok(());
+        }
+        if flow.writing.load(Ordering::Acquire) {
+            continue;
+        }
+        let now = flow.written.load(Ordering::Relaxed);
+        let writing = flow.writing_nanos.load(Ordering::Relaxed) - writing_before;
+        let copying = started
+            .elapsed()
+            .saturating_sub(Duration::from_nanos(writing));
+        if now == seen || copying >= DRAIN_MAX {
+            return Ok(());
+        }
+        seen = now;
+    }
 }
 
 /// Waits for a copy to end (`done` hangs up: `true`) as long as it moves: returns `false` once

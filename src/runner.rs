@@ -169,7 +169,7 @@ impl Execute for Runner<'_> {
             started,
             &mut on_terminal_stop,
         );
-        let drained = plumbing::finish(watches, self.events);
+        let drained = plumbing::finish(watches, self.events, supervised.interrupted.is_some());
         // After the drain, whose wait lets the ends of children go by.
         reap_orphans(None);
         if let Some(feeder) = feeder {
