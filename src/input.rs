@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
+use crate::plumbing;
 use crate::spool::Spool;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -150,8 +151,16 @@ impl Replay {
                     }
                     drop(state);
                     let read = match source.read(&mut buffer) {
-                        Ok(0) | Err(_) => break,
+                        Ok(0) => break,
                         Ok(read) => read,
+                        Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                        // A parent may have left stdin non-blocking (the flag belongs to the
+                        // open pipe): "nothing yet" is not the end of the input.
+                        Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                            plumbing::wait_until_ready(source.as_fd(), libc::POLLIN);
+                            continue;
+                        }
+                        Err(_) => break,
                     };
                     let mut state = capture.lock();
                     if state.spool.append(&buffer[..read]).is_err() {

@@ -47,15 +47,7 @@ impl Write for OwnStream {
         loop {
             match self.0.write(bytes) {
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    let mut room = libc::pollfd {
-                        fd: self.0.as_raw_fd(),
-                        events: libc::POLLOUT,
-                        revents: 0,
-                    };
-                    // SAFETY: one valid pollfd; an error or EINTR only means writing again.
-                    unsafe {
-                        libc::poll(&mut room, 1, -1);
-                    }
+                    wait_until_ready(self.0.as_fd(), libc::POLLOUT);
                 }
                 written => return written,
             }
@@ -64,6 +56,21 @@ impl Write for OwnStream {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Waits, on this thread and with no time limit, until `fd` is ready for `events` (or hung up):
+/// for a descriptor that a parent left non-blocking. An error or EINTR returns at once, and the
+/// caller tries again.
+pub fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
+    let mut ready = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout.
+    unsafe {
+        libc::poll(&mut ready, 1, -1);
     }
 }
 

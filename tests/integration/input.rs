@@ -219,6 +219,36 @@ fn replay_holds_back_an_endless_producer() {
     assert!(written < 16 << 20, "the producer wrote {written} bytes");
 }
 
+/// A parent may leave stdin non-blocking (the flag belongs to the open pipe, shared): replay
+/// waits for input that has not come yet instead of taking it for the end of the input.
+#[test]
+fn replay_waits_for_a_non_blocking_stdin() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    // SAFETY: fcntl(2) on a pipe this test owns.
+    unsafe {
+        let flags = libc::fcntl(reader.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(reader.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+    let producer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = writer.write_all(b"hello\n");
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = writer.write_all(b"world\n");
+    });
+    let r = retry()
+        .args(["-r", "1", "--base", "0", "--stdin", "replay"])
+        .args(sh("cat; exit 1"));
+    let output = r.output_with_stdin(reader);
+    producer.join().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "hello\nworld\nhello\nworld\n"
+    );
+}
+
 #[test]
 fn hold_stdout_sends_one_copy_downstream() {
     let r = retry().args(["--hold-stdout", "--base", "0"]);

@@ -135,6 +135,14 @@ impl Retry {
             .expect("spawn retry")
     }
 
+    /// Runs `retry` to its end with stdin from `stdin`, and returns what it wrote.
+    pub fn output_with_stdin(&self, stdin: impl Into<Stdio>) -> std::process::Output {
+        self.std_command(&[])
+            .stdin(stdin)
+            .output()
+            .expect("run retry")
+    }
+
     fn spawn_from(&self, mut command: std::process::Command) -> Child {
         command
             .stdout(Stdio::null())
