@@ -224,13 +224,8 @@ fn replay_holds_back_an_endless_producer() {
 #[test]
 fn replay_waits_for_a_non_blocking_stdin() {
     use std::io::Write;
-    use std::os::fd::AsRawFd;
     let (reader, mut writer) = std::io::pipe().unwrap();
-    // SAFETY: fcntl(2) on a pipe this test owns.
-    unsafe {
-        let flags = libc::fcntl(reader.as_raw_fd(), libc::F_GETFL);
-        libc::fcntl(reader.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
+    set_non_blocking(&reader);
     let producer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
         let _ = writer.write_all(b"hello\n");

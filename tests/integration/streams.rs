@@ -270,7 +270,6 @@ fn a_background_process_holding_the_output_does_not_hold_retry() {
 /// may leave that stdout non-blocking: a full pipe is waited on then too, not an error.
 #[test]
 fn a_slow_reader_loses_nothing_blocking_or_not() {
-    use std::os::fd::AsRawFd;
     const SIZE: usize = 1_000_000;
     for (flag, non_blocking) in [
         ("--retry-if-stdout", false),
@@ -286,11 +285,7 @@ fn a_slow_reader_loses_nothing_blocking_or_not() {
             .args(sh(&format!("head -c {SIZE} /dev/zero")));
         let (mut reader, writer) = std::io::pipe().unwrap();
         if non_blocking {
-            // SAFETY: fcntl(2) on a pipe this test owns.
-            unsafe {
-                let flags = libc::fcntl(writer.as_raw_fd(), libc::F_GETFL);
-                libc::fcntl(writer.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
+            set_non_blocking(&writer);
         }
         let mut child = r.spawn_with(writer, Stdio::null());
         // The pipe (64 KiB) fills while nothing reads.

@@ -307,3 +307,13 @@ pub fn assert_quiet_141_with_closed_stdout(args: &[&str]) {
     assert_eq!(shell_status(output.status), 141, "{args:?}");
     assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{args:?}");
 }
+
+/// Sets O_NONBLOCK on an end of a pipe, as some parents (Node.js) leave `retry`'s streams: the
+/// flag belongs to the open pipe, shared by everyone who holds it.
+pub fn set_non_blocking(fd: &impl std::os::fd::AsRawFd) {
+    // SAFETY: fcntl(2) F_GETFL/F_SETFL on a descriptor the test owns.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+}
