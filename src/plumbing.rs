@@ -196,16 +196,22 @@ pub fn watch(
 /// A reader downstream that takes its time is waited for, so that what the attempt wrote goes
 /// on whole. A source that has gone quiet is not: a background process may hold the pipe open,
 /// so the wait ends after `DRAIN_IDLE` without output, or after `DRAIN_MAX` spent copying (the
-/// waits on the reader not counted) from one that keeps writing. `interrupted`: `retry` is
-/// shutting down, and waits for the reader too only while it keeps taking output.
-pub fn finish(watches: Vec<Watch>, events: &Events, interrupted: bool) -> Result<Matches, i32> {
+/// waits on the reader not counted) from one that keeps writing, and in any case at `until`
+/// (the attempt's time limit, past which nothing of it may hold the run). `interrupted`:
+/// `retry` is shutting down, and waits for the reader too only while it keeps taking output.
+pub fn finish(
+    watches: Vec<Watch>,
+    events: &Events,
+    interrupted: bool,
+    until: Option<Instant>,
+) -> Result<Matches, i32> {
     let mut matches = Matches::default();
     for watch in watches {
         if interrupted {
             let give_up = Some(Instant::now() + DRAIN_MAX);
             wait_while_flowing(events, watch.done.as_fd(), &watch.flow.written, give_up)?;
         } else {
-            drain(events, &watch)?;
+            drain(events, &watch, until)?;
         }
         matches.until |= watch.until.load(Ordering::Acquire);
         matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
@@ -213,14 +219,18 @@ pub fn finish(watches: Vec<Watch>, events: &Events, interrupted: bool) -> Result
     Ok(matches)
 }
 
-fn drain(events: &Events, watch: &Watch) -> Result<(), i32> {
+fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<(), i32> {
     let flow = &watch.flow;
     let started = Instant::now();
     let writing_before = flow.writing_nanos.load(Ordering::Relaxed);
     let mut seen = flow.written.load(Ordering::Relaxed);
     loop {
         let idle_until = Instant::now() + DRAIN_IDLE;
-        if events.wait_readable(watch.done.as_fd(), Some(idle_until))? {
+        let wake = until.map_or(idle_until, |until| until.min(idle_until));
+        if events.wait_readable(watch.done.as_fd(), Some(wake))? {
+            return Ok(());
+        }
+        if until.is_some_and(|until| Instant::now() >= until) {
             return Ok(());
         }
         if flow.writing.load(Ordering::Acquire) {

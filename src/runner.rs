@@ -169,7 +169,13 @@ impl Execute for Runner<'_> {
             started,
             &mut on_terminal_stop,
         );
-        let drained = plumbing::finish(watches, self.events, supervised.interrupted.is_some());
+        // The attempt's time limit, with the grace it had for ending, bounds the wait for its
+        // output too: a reader that has stalled must not hold the run past it.
+        let until = spec
+            .deadline
+            .and_then(|(at, _)| at.max(Instant::now()).checked_add(self.kill_after));
+        let interrupted = supervised.interrupted.is_some();
+        let drained = plumbing::finish(watches, self.events, interrupted, until);
         // After the drain, whose wait lets the ends of children go by.
         reap_orphans(None);
         if let Some(feeder) = feeder {

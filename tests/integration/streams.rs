@@ -297,6 +297,31 @@ fn a_slow_reader_loses_nothing_blocking_or_not() {
     }
 }
 
+/// The wait for a slow reader has a bound: the attempt's time limit (with its grace), past
+/// which a reader that never reads must not hold the run.
+#[test]
+fn a_stalled_reader_does_not_hold_the_run_past_max_time() {
+    let r = retry()
+        .args(["--max-time", "300ms", "--kill-after", "100ms", "-r", "0"])
+        .args([
+            "--until-stdout",
+            "never",
+            "head",
+            "-c",
+            "1000000",
+            "/dev/zero",
+        ]);
+    // stdout into a pipe that nothing reads (its reading end stays open in `child`).
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let started = Instant::now();
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn a_closed_stdout_ends_the_attempt_with_sigpipe_quietly() {
     assert_quiet_141_with_closed_stdout(&["--until-stdout", "never", "--base", "0", "yes"]);
