@@ -26,7 +26,8 @@ const CHUNK: usize = 256 * 1024;
 const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
 
 /// After an attempt ends, how long its output may stay silent before `retry` stops waiting for
-/// the end of it (a background process may hold the pipe open), and the most it waits in all.
+/// the end of it (a background process may hold the pipe open), and the most time it spends
+/// copying output that keeps coming (waits on the reader downstream aside; see `finish`).
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
 const DRAIN_MAX: Duration = Duration::from_secs(2);
 
