@@ -199,6 +199,15 @@ pub fn wait_bounded(child: &mut Child) -> ExitStatus {
     }
 }
 
+/// Waits for `child` (see `wait_bounded`), asserts that it ended within `limit` of `since`,
+/// and returns its status as a shell sees it.
+pub fn status_within(child: &mut Child, since: Instant, limit: Duration) -> i32 {
+    let status = shell_status(wait_bounded(child));
+    let took = since.elapsed();
+    assert!(took < limit, "ended after {took:?}, not within {limit:?}");
+    status
+}
+
 /// Waits until `path` holds at least `lines` lines, up to `BOUND`.
 pub fn wait_for_lines(path: &Path, lines: usize) -> Vec<String> {
     let start = Instant::now();
