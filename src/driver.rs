@@ -196,7 +196,11 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             let report = self.executor.run(&spec, self.reporter)?;
             let end = report.end;
             last = Some(end);
-            if let (Some(error), false) = (&report.start_error, reported_cannot_start) {
+            if let (Some(error), true, false) = (
+                &report.start_error,
+                end.could_not_start(),
+                reported_cannot_start,
+            ) {
                 reported_cannot_start = true;
                 self.reporter.emit(&Event::CannotStart {
                     command: &settings.command[0],
@@ -205,7 +209,9 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 });
             }
             let is_last = max_attempts.is_some_and(|max| attempt >= max);
-            let why = if report.matches.retry_if {
+            let why = if end == AttemptEnd::SpawnFailed {
+                report.start_error.as_deref()
+            } else if report.matches.retry_if {
                 Some("a --retry-if line matched")
             } else if settings.judge.has_until && !report.matches.until {
                 Some("no --until line matched")
@@ -500,7 +506,10 @@ mod tests {
                 end,
                 ran,
                 matches: Matches::default(),
-                start_error: end.could_not_start().then(|| "not found".to_string()),
+                start_error: match end {
+                    AttemptEnd::SpawnFailed => Some("no processes left".to_string()),
+                    _ => end.could_not_start().then(|| "not found".to_string()),
+                },
             })
         }
 
@@ -724,6 +733,20 @@ mod tests {
         );
         assert_eq!(out.specs.len(), 3);
         assert_eq!(out.output.matches("cannot run").count(), 1);
+    }
+
+    #[test]
+    fn an_attempt_the_system_cannot_start_is_retried_and_says_why() {
+        let out = run(
+            &["-r", "1"],
+            &[(AttemptEnd::SpawnFailed, Duration::ZERO), exited(0, 0)],
+        );
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.specs[1].last_status, Some(126));
+        assert_eq!(
+            out.output,
+            "retry: attempt 1/2 failed (could not start: no processes left) after 0s; next attempt in 100ms\n"
+        );
     }
 
     #[test]

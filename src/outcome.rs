@@ -31,6 +31,11 @@ pub enum AttemptEnd {
     TimedOut(Limit),
     NotFound,
     NotExecutable,
+    /// The system could not start a process for the attempt at that moment (no process,
+    /// memory or descriptor to spare, or the file was being written): unlike a command that is
+    /// missing or not executable, worth another try. Its status is that of a command that
+    /// could not be executed.
+    SpawnFailed,
 }
 
 impl AttemptEnd {
@@ -42,11 +47,12 @@ impl AttemptEnd {
             AttemptEnd::Signaled(signal) => 128u8.saturating_add(signal.clamp(0, 127) as u8),
             AttemptEnd::TimedOut(_) => TIMED_OUT,
             AttemptEnd::NotFound => NOT_FOUND,
-            AttemptEnd::NotExecutable => NOT_EXECUTABLE,
+            AttemptEnd::NotExecutable | AttemptEnd::SpawnFailed => NOT_EXECUTABLE,
         }
     }
 
-    /// The command never ran: it was not found or not executable.
+    /// The command cannot run: it was not found or is not executable, and will not be on the
+    /// next try either.
     pub fn could_not_start(self) -> bool {
         matches!(self, AttemptEnd::NotFound | AttemptEnd::NotExecutable)
     }
@@ -64,6 +70,7 @@ impl fmt::Display for AttemptEnd {
             AttemptEnd::TimedOut(Limit::Run) => f.write_str("stopped at --max-time"),
             AttemptEnd::NotFound => f.write_str("command not found"),
             AttemptEnd::NotExecutable => f.write_str("command not executable"),
+            AttemptEnd::SpawnFailed => f.write_str("could not start"),
         }
     }
 }
@@ -113,6 +120,7 @@ mod tests {
         assert_eq!(AttemptEnd::TimedOut(Limit::Run).status(), 124);
         assert_eq!(AttemptEnd::NotFound.status(), 127);
         assert_eq!(AttemptEnd::NotExecutable.status(), 126);
+        assert_eq!(AttemptEnd::SpawnFailed.status(), 126);
     }
 
     #[test]
@@ -144,6 +152,7 @@ mod tests {
             AttemptEnd::TimedOut(Limit::Attempt),
             AttemptEnd::NotFound,
             AttemptEnd::NotExecutable,
+            AttemptEnd::SpawnFailed,
             AttemptEnd::Signaled(9),
         ] {
             assert_eq!(failed(end).exit_status(Some(1)), 1);

@@ -46,7 +46,10 @@ impl Judge {
             return Verdict::Stop;
         }
         let succeeded = match end {
-            AttemptEnd::TimedOut(_) | AttemptEnd::NotFound | AttemptEnd::NotExecutable => false,
+            AttemptEnd::TimedOut(_)
+            | AttemptEnd::NotFound
+            | AttemptEnd::NotExecutable
+            | AttemptEnd::SpawnFailed => false,
             _ if self.has_until => matches.until,
             _ => (status == 0) != self.invert,
         } && !matches.retry_if;
@@ -93,6 +96,7 @@ mod tests {
         assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Retry);
         assert_eq!(judge.judge(NotFound, NONE), Stop);
         assert_eq!(judge.judge(NotExecutable, NONE), Stop);
+        assert_eq!(judge.judge(SpawnFailed, NONE), Retry);
         assert_eq!(judge.judge(Signaled(libc::SIGPIPE), NONE), BrokenPipe);
     }
 
@@ -106,6 +110,7 @@ mod tests {
         assert_eq!(judge.judge(Exited(76), NONE), Retry);
         assert_eq!(judge.judge(Exited(2), NONE), Stop);
         assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Stop);
+        assert_eq!(judge.judge(SpawnFailed, NONE), Stop);
         assert_eq!(judge.judge(Exited(0), NONE), Succeed);
     }
 
@@ -153,6 +158,7 @@ mod tests {
         assert_eq!(judge.judge(Signaled(libc::SIGTERM), NONE), Succeed);
         assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Retry);
         assert_eq!(judge.judge(NotFound, NONE), Stop);
+        assert_eq!(judge.judge(SpawnFailed, NONE), Retry);
     }
 
     #[test]

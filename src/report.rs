@@ -3,7 +3,7 @@
 //! The driver hands over events; the reporter decides, by verbosity, what to say and how. A
 //! failed write (stderr closed) is ignored: losing a message must never change the run.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
@@ -43,8 +43,9 @@ pub enum Event<'a> {
         attempt: u64,
         max_attempts: Option<u64>,
         end: AttemptEnd,
-        /// What the output predicates decided, when they decided the failure.
-        why: Option<&'static str>,
+        /// What the output predicates decided, when they decided the failure, or why the
+        /// attempt could not start.
+        why: Option<&'a str>,
         ran: Duration,
         next: Option<Duration>,
     },
@@ -519,7 +520,12 @@ fn text(event: &Event<'_>) -> String {
             ran,
             next,
         } => {
-            let why = why.map_or(String::new(), |why| format!("; {why}"));
+            let separator = if end == AttemptEnd::SpawnFailed {
+                ": "
+            } else {
+                "; "
+            };
+            let why = why.map_or(String::new(), |why| format!("{separator}{why}"));
             format!(
                 "attempt {} failed ({end}{why}) after {}{}",
                 of(attempt, max_attempts),
@@ -613,13 +619,27 @@ fn of(attempt: u64, max_attempts: Option<u64>) -> String {
     }
 }
 
-fn quote(word: &OsString) -> String {
-    format!("'{}'", word.to_string_lossy())
+/// `word` in single quotes, for a message; control characters are escaped (`\r`, `\u{1b}`),
+/// so that a name cannot break the message's line or drive the terminal.
+pub fn quote(word: &OsStr) -> String {
+    format!("'{}'", escape_controls(&word.to_string_lossy()))
 }
 
 fn quote_command(command: &[OsString]) -> String {
     let words: Vec<_> = command.iter().map(|w| w.to_string_lossy()).collect();
-    format!("'{}'", words.join(" "))
+    format!("'{}'", escape_controls(&words.join(" ")))
+}
+
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A short human form: `0s`, `850µs`, `250ms`, `1.5s`, `1m30s`, `2h`, `3d4h`.
@@ -695,6 +715,14 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn names_are_quoted_with_control_characters_escaped() {
+        assert_eq!(quote(OsStr::new("curl")), "'curl'");
+        assert_eq!(quote(OsStr::new("a\rb\n\x1b[0m")), "'a\\rb\\n\\u{1b}[0m'");
+        let command = [OsString::from("sh"), OsString::from("-c\tx")];
+        assert_eq!(quote_command(&command), "'sh -c\\tx'");
     }
 
     #[test]

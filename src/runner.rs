@@ -135,7 +135,7 @@ impl Execute for Runner<'_> {
         let started = Instant::now();
         let (mut child, feeder) = match self.spawn_attempt(spec) {
             Ok(spawned) => spawned,
-            Err(error) => return Ok(cannot_start(&error, started)),
+            Err(error) => return Ok(cannot_start(&error, &self.command[0], started)),
         };
         let mut watches = Vec::new();
         if let Some(stdout) = child.stdout.take() {
@@ -225,7 +225,7 @@ impl Execute for Runner<'_> {
         };
         let mut child = match command.spawn() {
             Ok(child) => child,
-            Err(error) => return Ok(cannot_start(&error, started).end),
+            Err(error) => return Ok(cannot_start(&error, OsStr::new("sh"), started).end),
         };
         let target = Target::Group(child.id() as libc::pid_t);
         let deadline = hook.deadline.map(|at| (at, Limit::Run));
@@ -642,16 +642,31 @@ fn end_of(status: ExitStatus) -> AttemptEnd {
     }
 }
 
-fn cannot_start(error: &io::Error, started: Instant) -> AttemptReport {
-    let end = match error.kind() {
-        io::ErrorKind::NotFound => AttemptEnd::NotFound,
+fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> AttemptReport {
+    let end = match error.raw_os_error() {
+        // Short of processes, memory or descriptors, or the file is being written: this may
+        // pass, so the attempt is a failure like any other.
+        Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE | libc::ETXTBSY) => {
+            AttemptEnd::SpawnFailed
+        }
+        _ if error.kind() == io::ErrorKind::NotFound => AttemptEnd::NotFound,
         _ => AttemptEnd::NotExecutable,
     };
-    let text = error.to_string();
-    // "Permission denied (os error 13)" reads better without its errno.
-    let text = match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
+    let text = match (end, missing_interpreter(program)) {
+        // The kernel says "No such file or directory" of a script whose `#!` interpreter is
+        // missing (often a `\r` left by Windows line ends), while the script is right there.
+        (AttemptEnd::NotFound, Some(interpreter)) => format!(
+            "its interpreter {} was not found",
+            crate::report::quote(interpreter.as_os_str())
+        ),
+        _ => {
+            let text = error.to_string();
+            // "Permission denied (os error 13)" reads better without its errno.
+            match text.find(" (os error") {
+                Some(at) => text[..at].to_string(),
+                None => text,
+            }
+        }
     };
     AttemptReport {
         end,
@@ -659,4 +674,23 @@ fn cannot_start(error: &io::Error, started: Instant) -> AttemptReport {
         matches: Matches::default(),
         start_error: Some(text),
     }
+}
+
+/// The `#!` interpreter named by the file that `program` runs, when that file exists and the
+/// interpreter does not.
+fn missing_interpreter(program: &OsStr) -> Option<PathBuf> {
+    let mut start = [0u8; 256];
+    let read = File::open(locate(program)?)
+        .and_then(|mut file| file.read(&mut start))
+        .ok()?;
+    let line = start[..read].strip_prefix(b"#!")?;
+    // As the kernel reads it: blanks before the name, which ends at a blank or the line's end.
+    let name: Vec<u8> = line
+        .iter()
+        .copied()
+        .skip_while(|&byte| byte == b' ' || byte == b'\t')
+        .take_while(|&byte| !matches!(byte, b' ' | b'\t' | b'\n' | 0))
+        .collect();
+    let interpreter = PathBuf::from(OsStr::from_bytes(&name));
+    (!name.is_empty() && !interpreter.exists()).then_some(interpreter)
 }

@@ -137,6 +137,66 @@ fn an_executable_binary_the_kernel_cannot_run_is_126() {
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
 }
 
+/// A script whose `#!` interpreter is missing is 127, as with env(1) and timeout(1), but the
+/// line names the interpreter rather than saying the script, which is right there, is missing;
+/// a `\r` left by Windows line ends is shown escaped.
+#[test]
+fn a_script_with_a_missing_interpreter_names_it() {
+    let r = retry().args(["-r", "1", "--base", "0"]);
+    let script = r.write("crlf.sh", "#!/bin/sh\r\necho hi\r\n");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.args([script.to_str().unwrap()])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains(
+            "crlf.sh': its interpreter '/bin/sh\\r' was not found",
+        ))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
+/// A command name is quoted with its control characters escaped, so that the message stays one
+/// line and cannot drive the terminal.
+#[test]
+fn a_command_name_with_control_characters_stays_on_one_line() {
+    retry()
+        .args(["no\x1b[31msuch\ncommand"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains("'no\\u{1b}[31msuch\\ncommand'"))
+        .stderr(predicate::function(|s: &str| {
+            s.lines().count() == 1 && !s.contains('\x1b')
+        }));
+}
+
+/// When the system has no process or descriptor to spare for an attempt, the attempt failed,
+/// and may succeed later: it is retried like any failure (126 if it is the last), unlike a
+/// command that is missing or not executable. Found here by lowering `retry`'s limit of open
+/// descriptors to the least it starts with, which leaves none for the attempt's pipes.
+#[test]
+fn an_attempt_the_system_cannot_start_is_a_retryable_failure() {
+    let args = ["-r", "2", "--base", "0", "--until-stdout", "x", "echo", "x"];
+    let r = retry().args(args);
+    let output = (3..32)
+        .map(|limit| {
+            r.command_with_open_files(limit)
+                .output()
+                .expect("run retry")
+        })
+        // Below it, either the loader or `retry`'s own start-up fails.
+        .find(|output| {
+            output.status.code() != Some(125) && output.stderr.starts_with(b"retry: attempt")
+        })
+        .expect("retry starts under some limit");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(126), "{stderr}");
+    assert!(
+        stderr.contains("attempt 1/3 failed (could not start: Too many open files)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("attempt 3/3 failed"), "{stderr}");
+    assert!(!stderr.contains("cannot run"), "{stderr}");
+}
+
 #[test]
 fn a_directory_is_not_executable() {
     retry().args(["/"]).assert().code(126);

@@ -69,9 +69,12 @@ fn man_page() -> Vec<u8> {
             ),
             (
                 "126",
-                "COMMAND was found but could not be executed. (An executable text file with no #! line is run by /bin/sh, as execvp(3) does.)",
+                "COMMAND was found but could not be executed. (An executable text file with no #! line is run by /bin/sh, as execvp(3) does.) Also the status of an attempt that the system could not start at that moment (no process, memory or descriptor to spare, or the file being written), which is retried like any failure.",
             ),
-            ("127", "COMMAND was not found."),
+            (
+                "127",
+                "COMMAND was not found, or the interpreter its #! line names was not.",
+            ),
             (
                 "128+N",
                 "The last attempt was killed by signal N, or retry itself received SIGINT, SIGTERM, SIGHUP or SIGQUIT (then it ends by that signal). 141: an attempt died of SIGPIPE, its reader having gone.",

@@ -126,6 +126,26 @@ impl Retry {
         self.spawn_from(command)
     }
 
+    /// The command, run with at most `limit` open descriptors (RLIMIT_NOFILE).
+    pub fn command_with_open_files(&self, limit: u64) -> Command {
+        let mut command = self.std_command(&[]);
+        // SAFETY: runs in the forked child before exec, and only calls setrlimit, which is
+        // async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                let rlimit = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit);
+                Ok(())
+            });
+        }
+        let mut command = Command::from_std(command);
+        command.timeout(BOUND);
+        command
+    }
+
     /// `spawn`, with stdout and stderr where the test says.
     pub fn spawn_with(&self, stdout: impl Into<Stdio>, stderr: impl Into<Stdio>) -> Child {
         self.std_command(&[])
