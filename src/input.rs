@@ -83,6 +83,12 @@ impl Input {
         self.mode == StdinMode::Auto && self.kind == Kind::Stream
     }
 
+    /// Why replayed stdin stays in memory past the spool's bound, if it does.
+    pub fn spill_error(&self) -> Option<String> {
+        let replay = self.replay.as_ref()?;
+        replay.lock().spool.spill_error().map(str::to_string)
+    }
+
     /// The stdin for attempt `number`, and a feeder to stop when the attempt ends.
     pub fn for_attempt(&mut self, number: u64) -> (Stdio, Option<Feeder>) {
         match self.mode {
@@ -162,11 +168,7 @@ impl Replay {
                         }
                         Err(_) => break,
                     };
-                    let mut state = capture.lock();
-                    if state.spool.append(&buffer[..read]).is_err() {
-                        break;
-                    }
-                    drop(state);
+                    capture.lock().spool.append(&buffer[..read]);
                     capture.grew.notify_all();
                 }
             }

@@ -88,10 +88,13 @@ impl Sink {
         match self {
             Sink::Stream(Some(out)) => out.write_all(bytes),
             Sink::Stream(None) => Ok(()),
-            Sink::Hold(spool) => spool
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .append(bytes),
+            Sink::Hold(spool) => {
+                spool
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .append(bytes);
+                Ok(())
+            }
         }
     }
 }

@@ -79,6 +79,12 @@ pub enum Event<'a> {
     },
     /// Stdin is a pipe or socket under `--stdin auto`: said once, before the first retry.
     StdinShared,
+    /// Held stdout (`"stdout"`) or replayed stdin (`"stdin"`) outgrew memory and no temporary
+    /// file would take it: it stays in memory. Said once for each.
+    SpillFailed {
+        stream: &'static str,
+        error: &'a str,
+    },
     /// The attempt was stopped by SIGTTIN or SIGTTOU: it used the terminal from its own
     /// process group, and will wait there until it is killed.
     TerminalStop {
@@ -230,6 +236,7 @@ fn color_of(event: &Event<'_>) -> &'static str {
         Event::AttemptFailed { .. }
         | Event::HookFailed { .. }
         | Event::StdinShared
+        | Event::SpillFailed { .. }
         | Event::TerminalStop { .. } => "\x1b[1;33m",
         Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
         _ => "\x1b[1m",
@@ -408,6 +415,13 @@ fn json(event: &Event<'_>) -> String {
             ],
         ),
         Event::StdinShared => object("stdin-warning", vec![("message", Json::Text(text(event)))]),
+        Event::SpillFailed { stream, error } => object(
+            "spill-failed",
+            vec![
+                ("stream", Json::Text(stream.into())),
+                ("error", Json::Text(error.into())),
+            ],
+        ),
         Event::TerminalStop { attempt, signal } => object(
             "terminal-stop",
             vec![
@@ -589,6 +603,14 @@ fn text(event: &Event<'_>) -> String {
              use --stdin replay to give every attempt the same input"
                 .to_string()
         }
+        Event::SpillFailed { stream, error } => {
+            let what = if stream == "stdin" {
+                "replayed stdin"
+            } else {
+                "held stdout"
+            };
+            format!("{error}; keeping {what} in memory instead")
+        }
         Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
         Event::TerminalStop { attempt, signal } => {
             let name = signal_name(signal).unwrap_or_else(|| format!("signal {signal}"));
@@ -616,6 +638,16 @@ fn of(attempt: u64, max_attempts: Option<u64>) -> String {
     match max_attempts {
         Some(max) => format!("{attempt}/{max}"),
         None => attempt.to_string(),
+    }
+}
+
+/// The text of an OS error without its number: "Permission denied", not "Permission denied
+/// (os error 13)".
+pub fn plain_error(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
     }
 }
 

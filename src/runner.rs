@@ -41,6 +41,8 @@ pub struct Runner<'a> {
     pub foreground: bool,
     pub kill_signal: i32,
     pub kill_after: Duration,
+    /// The streams (`"stdout"`, `"stdin"`) whose spill to a temporary file failed, said already.
+    pub spills_said: Vec<&'static str>,
 }
 
 /// Where a signal meant for the attempt goes.
@@ -181,6 +183,7 @@ impl Execute for Runner<'_> {
         if let Some(feeder) = feeder {
             feeder.stop();
         }
+        self.say_failed_spills(reporter);
         let matches = match (supervised.interrupted, drained) {
             (None, Ok(matches)) => matches,
             (Some(signal), _) | (None, Err(signal)) => {
@@ -402,6 +405,26 @@ impl Runner<'_> {
             command.stderr(Stdio::piped());
         }
         command
+    }
+
+    /// Says, once for each stream, that held or replayed data outgrew memory and stays there
+    /// for want of a temporary file.
+    fn say_failed_spills(&mut self, reporter: &mut Reporter) {
+        let held = self.held.as_ref().and_then(|held| {
+            let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            spool.spill_error().map(str::to_string)
+        });
+        for (stream, error) in [("stdout", held), ("stdin", self.input.spill_error())] {
+            if let Some(error) = error
+                && !self.spills_said.contains(&stream)
+            {
+                self.spills_said.push(stream);
+                reporter.emit(&Report::SpillFailed {
+                    stream,
+                    error: &error,
+                });
+            }
+        }
     }
 
     /// Writes the held output out (see `copy_held`). `interrupted`: `retry` is shutting down,
@@ -659,14 +682,7 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
             "its interpreter {} was not found",
             crate::report::quote(interpreter.as_os_str())
         ),
-        _ => {
-            let text = error.to_string();
-            // "Permission denied (os error 13)" reads better without its errno.
-            match text.find(" (os error") {
-                Some(at) => text[..at].to_string(),
-                None => text,
-            }
-        }
+        _ => crate::report::plain_error(error),
     };
     AttemptReport {
         end,

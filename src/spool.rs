@@ -3,60 +3,81 @@
 //!
 //! The file is created with mode 0600 and is unlinked from the start (`O_TMPFILE` where the
 //! kernel has it), so nothing is left behind however `retry` ends, SIGKILL included.
+//!
+//! Should no file be had, or a write to it fail (no writable `TMPDIR`, a full disk), the bytes
+//! that the file did not take stay in memory: losing held output or replayed input would be
+//! worse than growing, and the owner says so (see `spill_error`).
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
+
+use crate::report::plain_error;
 
 /// Bytes kept in memory before spilling to a file.
 pub const MEMORY_LIMIT: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Default)]
 pub struct Spool {
-    memory: Vec<u8>,
+    /// The first bytes, once they outgrew memory.
     file: Option<File>,
-    len: u64,
+    /// How many bytes the file holds.
+    in_file: u64,
+    /// The bytes after those: all of them until the spill, and those no file would take.
+    memory: Vec<u8>,
+    /// Why bytes stay in memory past `MEMORY_LIMIT`, once a spill has failed.
+    spill_error: Option<String>,
 }
 
 impl Spool {
     pub fn len(&self) -> u64 {
-        self.len
+        self.in_file + self.memory.len() as u64
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if self.file.is_none() && self.memory.len() + bytes.len() > MEMORY_LIMIT {
-            let file = tempfile::tempfile()?;
-            file.write_all_at(&self.memory, 0)?;
-            self.memory = Vec::new();
-            self.file = Some(file);
+    pub fn append(&mut self, bytes: &[u8]) {
+        if self.spill_error.is_none()
+            && self.file.is_none()
+            && self.memory.len() + bytes.len() > MEMORY_LIMIT
+        {
+            match spill(&self.memory) {
+                Ok(file) => {
+                    self.in_file = self.memory.len() as u64;
+                    self.memory = Vec::new();
+                    self.file = Some(file);
+                }
+                Err(error) => self.spill_error = Some(error),
+            }
         }
-        match &self.file {
-            Some(file) => file.write_all_at(bytes, self.len)?,
-            None => self.memory.extend_from_slice(bytes),
+        if let (Some(file), None) = (&self.file, &self.spill_error) {
+            match file.write_all_at(bytes, self.in_file) {
+                Ok(()) => {
+                    self.in_file += bytes.len() as u64;
+                    return;
+                }
+                Err(error) => {
+                    self.spill_error = Some(cannot_write(&error));
+                }
+            }
         }
-        self.len += bytes.len() as u64;
-        Ok(())
+        self.memory.extend_from_slice(bytes);
     }
 
     /// Copies bytes from `offset` into `buffer`; returns how many (0 at the end).
     pub fn read_at(&self, offset: u64, buffer: &mut [u8]) -> io::Result<usize> {
-        if offset >= self.len {
-            return Ok(0);
-        }
-        let wanted = buffer.len().min((self.len - offset) as usize);
-        match &self.file {
-            Some(file) => {
+        if offset < self.in_file {
+            let wanted = buffer.len().min((self.in_file - offset) as usize);
+            if let Some(file) = &self.file {
                 file.read_exact_at(&mut buffer[..wanted], offset)?;
             }
-            None => {
-                let start = offset as usize;
-                buffer[..wanted].copy_from_slice(&self.memory[start..start + wanted]);
-            }
+            return Ok(wanted);
         }
+        let start = ((offset - self.in_file) as usize).min(self.memory.len());
+        let wanted = buffer.len().min(self.memory.len() - start);
+        buffer[..wanted].copy_from_slice(&self.memory[start..start + wanted]);
         Ok(wanted)
     }
 
@@ -74,8 +95,9 @@ impl Spool {
         }
     }
 
-    pub fn clear(&mut self) {
-        *self = Spool::default();
+    /// Why bytes past `MEMORY_LIMIT` stay in memory, if they do.
+    pub fn spill_error(&self) -> Option<&str> {
+        self.spill_error.as_deref()
     }
 
     /// Whether the bytes live in a file now.
@@ -85,6 +107,25 @@ impl Spool {
     }
 }
 
+/// A private temporary file holding `bytes`.
+fn spill(bytes: &[u8]) -> Result<File, String> {
+    let dir = std::env::temp_dir();
+    let file = tempfile::tempfile_in(&dir).map_err(|error| {
+        format!(
+            "cannot create a temporary file in {}: {}",
+            dir.display(),
+            plain_error(&error)
+        )
+    })?;
+    file.write_all_at(bytes, 0)
+        .map_err(|error| cannot_write(&error))?;
+    Ok(file)
+}
+
+fn cannot_write(error: &io::Error) -> String {
+    format!("cannot write a temporary file: {}", plain_error(error))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,8 +133,8 @@ mod tests {
     #[test]
     fn small_data_stays_in_memory() {
         let mut spool = Spool::default();
-        spool.append(b"hello ").unwrap();
-        spool.append(b"world").unwrap();
+        spool.append(b"hello ");
+        spool.append(b"world");
         assert!(!spool.spilled());
         let mut out = Vec::new();
         spool.copy_to(&mut out).unwrap();
@@ -109,7 +150,7 @@ mod tests {
         let mut spool = Spool::default();
         let piece: Vec<u8> = (0..=255u8).cycle().take(1024 * 1024 + 7).collect();
         for _ in 0..5 {
-            spool.append(&piece).unwrap();
+            spool.append(&piece);
         }
         assert!(spool.spilled());
         assert!(
@@ -124,7 +165,40 @@ mod tests {
             out.chunks(piece.len())
                 .all(|chunk| chunk == piece.as_slice())
         );
-        spool.clear();
-        assert!(spool.is_empty() && !spool.spilled());
+        assert_eq!(spool.spill_error(), None);
+    }
+
+    /// A file that stops taking bytes (a full disk) keeps what it took; the rest stays in
+    /// memory, and everything reads back whole and in order.
+    #[test]
+    fn bytes_a_file_will_not_take_stay_in_memory() {
+        let mut spool = Spool::default();
+        let piece: Vec<u8> = (0..=250u8).cycle().take(3 * 1024 * 1024 + 11).collect();
+        spool.append(&piece);
+        spool.append(&piece);
+        let file = spool.file.as_ref().expect("spilled");
+        let in_file = spool.in_file;
+        // The same file, open for reading only: writes to it now fail.
+        let read_only = File::open(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(file)
+        ))
+        .unwrap();
+        spool.file = Some(read_only);
+        spool.append(&piece);
+        spool.append(b"tail");
+        assert_eq!(spool.in_file, in_file);
+        assert!(spool.spill_error().unwrap().contains("cannot write"));
+        assert_eq!(spool.len(), 3 * piece.len() as u64 + 4);
+        let mut out = Vec::new();
+        spool.copy_to(&mut out).unwrap();
+        let mut expected = [piece.as_slice(); 3].concat();
+        expected.extend_from_slice(b"tail");
+        assert!(out == expected, "the bytes read back differ");
+        let mut buffer = [0u8; 8];
+        assert_eq!(spool.read_at(in_file - 3, &mut buffer).unwrap(), 3);
+        assert_eq!(spool.read_at(spool.len() - 2, &mut buffer).unwrap(), 2);
+        assert_eq!(&buffer[..2], b"il");
+        assert_eq!(spool.read_at(spool.len(), &mut buffer).unwrap(), 0);
     }
 }

@@ -132,6 +132,30 @@ fn json_field_types_are_stable() {
 }
 
 #[test]
+fn a_failed_spill_is_an_event() {
+    let output = retry()
+        .args(["--log-format", "json", "--hold-stdout", "-r", "0"])
+        .args(["head", "-c", "5000000", "/dev/zero"])
+        .command_under(&["env", "TMPDIR=/no-such-dir-for-retry"])
+        .output()
+        .unwrap();
+    assert_eq!(output.stdout.len(), 5_000_000);
+    let spill: Value = String::from_utf8(output.stderr)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|event| event["event"] == "spill-failed")
+        .expect("a spill-failed event");
+    assert_eq!(spill["stream"], "stdout");
+    assert!(
+        spill["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("/no-such-dir-for-retry")),
+        "{spill}"
+    );
+}
+
+#[test]
 fn a_key_has_one_type_in_every_event() {
     // The README's promise: field types never change from one event to the next (null stands in
     // where a value is absent). Runs that produce every event but `interrupted`, `stdin-warning`

@@ -137,7 +137,7 @@ fn man_page() -> Vec<u8> {
             ),
             (
                 "TMPDIR",
-                "Where spill files for --stdin replay and --hold-stdout are made (they are unlinked at once).",
+                "Where spill files for --stdin replay and --hold-stdout are made (they are unlinked at once); /tmp when unset. When none can be made or written, the data stays in memory, and retry says so once.",
             ),
             (
                 "RETRY_ATTEMPT",

@@ -330,3 +330,50 @@ fn no_temporary_file_is_left_behind() {
         );
     }
 }
+
+/// With no temporary file to be had (an unwritable `TMPDIR`), held output and replayed input
+/// past the memory bound stay in memory rather than being cut short, and `retry` says so once.
+#[test]
+fn with_no_temporary_file_replay_and_hold_stay_whole_in_memory() {
+    let len = 10 * 1024 * 1024;
+    let r = retry();
+    let expected = r.write("expected.bin", "");
+    std::fs::write(&expected, payload(len)).unwrap();
+    let script = format!(
+        "cmp -s - '{expected}' && echo ok >> '{log}'; cat '{expected}'; exit 1",
+        expected = expected.display(),
+        log = r.path("log").display()
+    );
+    let r = r
+        .args([
+            "--stdin",
+            "replay",
+            "--hold-stdout",
+            "-r",
+            "1",
+            "--base",
+            "0",
+        ])
+        .args(sh(&script));
+    let output = r
+        .command()
+        .env("TMPDIR", r.path("no-such-dir"))
+        .write_stdin(payload(len))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(r.path("log")).unwrap(), "ok\nok\n");
+    assert!(output.stdout == payload(len), "held output differs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for what in ["replayed stdin", "held stdout"] {
+        let said = stderr
+            .lines()
+            .filter(|line| {
+                line.contains("cannot create a temporary file in")
+                    && line.contains("no-such-dir")
+                    && line.ends_with(&format!("keeping {what} in memory instead"))
+            })
+            .count();
+        assert_eq!(said, 1, "{what}");
+    }
+}
