@@ -273,8 +273,9 @@ fn table_entries(
 }
 
 /// A clap error in one line: its first line, plus the possible values when clap lists them
-/// on a line of their own.
+/// on a line of their own, and the flag or value clap suggests, if any.
 pub fn clap_reason(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
     let rendered = error.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid value");
     let mut reason = first.strip_prefix("error: ").unwrap_or(first).to_string();
@@ -284,6 +285,16 @@ pub fn clap_reason(error: &clap::Error) -> String {
         .find(|line| line.starts_with("[possible values:"))
     {
         reason = format!("{reason} {values}");
+    }
+    let suggested = [ContextKind::SuggestedArg, ContextKind::SuggestedValue]
+        .into_iter()
+        .find_map(|kind| match error.get(kind)? {
+            ContextValue::String(suggested) => Some(suggested.clone()),
+            ContextValue::Strings(suggested) => suggested.first().cloned(),
+            _ => None,
+        });
+    if let Some(suggested) = suggested {
+        reason = format!("{reason}; did you mean '{suggested}'?");
     }
     reason
 }

@@ -107,6 +107,18 @@ fn a_bad_choice_lists_the_possible_values() {
     );
 }
 
+/// A near miss of a flag or a value names what was probably meant, on the same line.
+#[test]
+fn a_near_miss_suggests_the_flag_or_value() {
+    retry()
+        .args(["--retires", "3", "true"])
+        .assert()
+        .code(125)
+        .stderr("retry: unexpected argument '--retires' found; did you mean '--retries'?\n");
+    misuse(&["--stdin", "replya"], "did you mean 'replay'?");
+    misuse(&["--log-format", "jsno"], "did you mean 'json'?");
+}
+
 #[test]
 fn conflicting_flags() {
     misuse(&["--retries", "1", "--attempts", "2"], "--attempts");
