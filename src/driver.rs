@@ -89,7 +89,11 @@ pub trait Execute {
     ) -> Result<AttemptReport, Interrupted>;
     /// Passes on the last attempt's held stdout (`--hold-stdout`): to stdout when it is the
     /// final attempt, else to stderr.
-    fn release_output(&mut self, final_attempt: bool) -> Result<(), Unreleased>;
+    fn release_output(
+        &mut self,
+        final_attempt: bool,
+        reporter: &mut Reporter,
+    ) -> Result<(), Unreleased>;
     /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
     fn stdin_shared(&self) -> bool;
     /// Runs a hook to its end; how it ended is only reported, never judged.
@@ -147,7 +151,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
 
     /// Passes on the last attempt's held output; `false` when the reader downstream has gone.
     fn release(&mut self, final_attempt: bool) -> Result<bool, Interrupted> {
-        match self.executor.release_output(final_attempt) {
+        match self.executor.release_output(final_attempt, self.reporter) {
             Ok(()) => Ok(true),
             Err(Unreleased::BrokenPipe) => Ok(false),
             Err(Unreleased::Interrupted(interrupted)) => Err(interrupted),
@@ -513,7 +517,11 @@ mod tests {
             })
         }
 
-        fn release_output(&mut self, final_attempt: bool) -> Result<(), Unreleased> {
+        fn release_output(
+            &mut self,
+            final_attempt: bool,
+            _: &mut Reporter,
+        ) -> Result<(), Unreleased> {
             self.released.push(final_attempt);
             Ok(())
         }

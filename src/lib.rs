@@ -109,7 +109,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         foreground: settings.foreground,
         kill_signal: settings.kill_signal,
         kill_after: settings.kill_after,
-        spills_said: Vec::new(),
+        warned: Vec::new(),
     };
     let mut clock = RealClock::new(&events);
     match driver::drive(

@@ -4,18 +4,21 @@
 //!
 //! Streams no predicate reads are never piped: the child inherits them and nothing is copied.
 //! If `retry`'s own stream is closed (the reader downstream has gone), copying stops and the pipe
-//! is closed, so the attempt gets SIGPIPE like any writer to a closed pipe.
+//! is closed, so the attempt gets SIGPIPE like any writer to a closed pipe. If it fails
+//! otherwise (a full disk), the copy goes on matching and passes nothing on, and the runner
+//! says so.
 
 use std::fs::File;
 use std::io::{self, PipeReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::lines::LineMatcher;
 use crate::predicate::Matches;
+use crate::report::plain_error;
 use crate::settings::OutputRules;
 use crate::signals::Events;
 use crate::spool::Spool;
@@ -101,6 +104,8 @@ impl Sink {
 
 /// A stream being copied and matched.
 pub struct Watch {
+    /// Which of `retry`'s streams the copy writes to, for messages.
+    stream: &'static str,
     /// Hangs up when the copy has ended: a descriptor, so that the wait for it is also a wait
     /// for signals.
     done: PipeReader,
@@ -118,15 +123,27 @@ struct Flow {
     writing: AtomicBool,
     /// Time spent in writes, in all, in nanoseconds.
     writing_nanos: AtomicU64,
+    /// Why writing failed, when it failed other than for a reader gone (a full disk): the
+    /// copy then goes on matching what comes, and passes nothing on.
+    write_error: OnceLock<String>,
 }
 
-/// Starts copying `source` to `sink`, matching `rules` on the way.
+/// What the copies of an ended attempt saw.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub matches: Matches,
+    /// For each stream that could not be written (see `Flow::write_error`), its name and why.
+    pub write_errors: Vec<(&'static str, String)>,
+}
+
+/// Starts copying `source` to `sink` (`retry`'s `stream`), matching `rules` on the way.
 ///
 /// Should no thread start (or no pipe be left to say when it ends), `source` is dropped: the
 /// attempt then gets SIGPIPE when it writes, which ends the run quietly instead of hanging it.
 pub fn watch(
     mut source: impl Read + AsRawFd + Send + 'static,
     mut sink: Sink,
+    stream: &'static str,
     rules: &OutputRules,
 ) -> Option<Watch> {
     let (done, finished) = io::pipe().ok()?;
@@ -175,11 +192,17 @@ pub fn watch(
                 .written
                 .fetch_add(read as u64, Ordering::Relaxed);
             thread_flow.writing.store(false, Ordering::Release);
-            if written.is_err() {
-                break;
-            }
+            // What the attempt printed is judged even when it could not be passed on.
             matcher.feed(bytes);
             publish(&matcher);
+            match written {
+                Ok(()) => {}
+                Err(error) if error.kind() == io::ErrorKind::BrokenPipe => break,
+                Err(error) => {
+                    let _ = thread_flow.write_error.set(plain_error(&error));
+                    sink = Sink::Stream(None);
+                }
+            }
         }
         matcher.finish();
         publish(&matcher);
@@ -187,6 +210,7 @@ pub fn watch(
         drop(finished);
     });
     Some(Watch {
+        stream,
         done,
         flow,
         until,
@@ -195,7 +219,8 @@ pub fn watch(
 }
 
 /// Waits for the watched streams to reach their end after the attempt has ended, and says
-/// what matched; returns instead the shutdown signal that `retry` receives meanwhile.
+/// what matched and what could not be written; returns instead the shutdown signal that
+/// `retry` receives meanwhile.
 ///
 /// A reader downstream that takes its time is waited for, so that what the attempt wrote goes
 /// on whole. A source that has gone quiet is not: a background process may hold the pipe open,
@@ -208,8 +233,8 @@ pub fn finish(
     events: &Events,
     interrupted: bool,
     until: Option<Instant>,
-) -> Result<Matches, i32> {
-    let mut matches = Matches::default();
+) -> Result<Drained, i32> {
+    let mut drained = Drained::default();
     for watch in watches {
         if interrupted {
             let give_up = Some(Instant::now() + DRAIN_MAX);
@@ -217,10 +242,13 @@ pub fn finish(
         } else {
             drain(events, &watch, until)?;
         }
-        matches.until |= watch.until.load(Ordering::Acquire);
-        matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
+        drained.matches.until |= watch.until.load(Ordering::Acquire);
+        drained.matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
+        if let Some(error) = watch.flow.write_error.get() {
+            drained.write_errors.push((watch.stream, error.clone()));
+        }
     }
-    Ok(matches)
+    Ok(drained)
 }
 
 fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<(), i32> {

@@ -85,6 +85,12 @@ pub enum Event<'a> {
         stream: &'static str,
         error: &'a str,
     },
+    /// Writing an attempt's output to `retry`'s `stream` failed (not for a reader gone): what
+    /// follows is lost. Said once for each stream.
+    WriteFailed {
+        stream: &'static str,
+        error: &'a str,
+    },
     /// The attempt was stopped by SIGTTIN or SIGTTOU: it used the terminal from its own
     /// process group, and will wait there until it is killed.
     TerminalStop {
@@ -237,6 +243,7 @@ fn color_of(event: &Event<'_>) -> &'static str {
         | Event::HookFailed { .. }
         | Event::StdinShared
         | Event::SpillFailed { .. }
+        | Event::WriteFailed { .. }
         | Event::TerminalStop { .. } => "\x1b[1;33m",
         Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
         _ => "\x1b[1m",
@@ -417,6 +424,13 @@ fn json(event: &Event<'_>) -> String {
         Event::StdinShared => object("stdin-warning", vec![("message", Json::Text(text(event)))]),
         Event::SpillFailed { stream, error } => object(
             "spill-failed",
+            vec![
+                ("stream", Json::Text(stream.into())),
+                ("error", Json::Text(error.into())),
+            ],
+        ),
+        Event::WriteFailed { stream, error } => object(
+            "write-failed",
             vec![
                 ("stream", Json::Text(stream.into())),
                 ("error", Json::Text(error.into())),
@@ -610,6 +624,9 @@ fn text(event: &Event<'_>) -> String {
                 "held stdout"
             };
             format!("{error}; keeping {what} in memory instead")
+        }
+        Event::WriteFailed { stream, error } => {
+            format!("cannot write to {stream}: {error}; the command's output to it is lost")
         }
         Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
         Event::TerminalStop { attempt, signal } => {

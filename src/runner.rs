@@ -41,8 +41,8 @@ pub struct Runner<'a> {
     pub foreground: bool,
     pub kill_signal: i32,
     pub kill_after: Duration,
-    /// The streams (`"stdout"`, `"stdin"`) whose spill to a temporary file failed, said already.
-    pub spills_said: Vec<&'static str>,
+    /// The warnings said already (see `say_once`): what failed, and for which stream.
+    pub warned: Vec<(&'static str, &'static str)>,
 }
 
 /// Where a signal meant for the attempt goes.
@@ -148,11 +148,11 @@ impl Execute for Runner<'_> {
             } else {
                 Sink::Stream(OwnStream::on(io::stdout().as_fd()).ok())
             };
-            watches.extend(plumbing::watch(stdout, sink, self.stdout_rules));
+            watches.extend(plumbing::watch(stdout, sink, "stdout", self.stdout_rules));
         }
         if let Some(stderr) = child.stderr.take() {
             let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd()).ok());
-            watches.extend(plumbing::watch(stderr, sink, self.stderr_rules));
+            watches.extend(plumbing::watch(stderr, sink, "stderr", self.stderr_rules));
         }
         let target = self.target(&child);
         let mut stopped_said = false;
@@ -184,12 +184,17 @@ impl Execute for Runner<'_> {
             feeder.stop();
         }
         self.say_failed_spills(reporter);
+        if let Ok(drained) = &drained {
+            for (stream, error) in &drained.write_errors {
+                self.say_once(reporter, Report::WriteFailed { stream, error });
+            }
+        }
         let matches = match (supervised.interrupted, drained) {
-            (None, Ok(matches)) => matches,
+            (None, Ok(drained)) => drained.matches,
             (Some(signal), _) | (None, Err(signal)) => {
                 // An interrupted run has no final attempt, but its held output is not dropped
                 // while the reader takes it.
-                let _ = self.release_held(false, true);
+                let _ = self.release_held(false, true, reporter);
                 return Err(Interrupted(signal));
             }
         };
@@ -201,8 +206,12 @@ impl Execute for Runner<'_> {
         })
     }
 
-    fn release_output(&mut self, final_attempt: bool) -> Result<(), Unreleased> {
-        self.release_held(final_attempt, false)
+    fn release_output(
+        &mut self,
+        final_attempt: bool,
+        reporter: &mut Reporter,
+    ) -> Result<(), Unreleased> {
+        self.release_held(final_attempt, false, reporter)
     }
 
     fn stdin_shared(&self) -> bool {
@@ -407,29 +416,47 @@ impl Runner<'_> {
         command
     }
 
-    /// Says, once for each stream, that held or replayed data outgrew memory and stays there
-    /// for want of a temporary file.
+    /// Says that held or replayed data outgrew memory and stays there for want of a
+    /// temporary file.
     fn say_failed_spills(&mut self, reporter: &mut Reporter) {
         let held = self.held.as_ref().and_then(|held| {
             let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             spool.spill_error().map(str::to_string)
         });
         for (stream, error) in [("stdout", held), ("stdin", self.input.spill_error())] {
-            if let Some(error) = error
-                && !self.spills_said.contains(&stream)
-            {
-                self.spills_said.push(stream);
-                reporter.emit(&Report::SpillFailed {
-                    stream,
-                    error: &error,
-                });
+            if let Some(error) = error {
+                self.say_once(
+                    reporter,
+                    Report::SpillFailed {
+                        stream,
+                        error: &error,
+                    },
+                );
             }
+        }
+    }
+
+    /// Emits a warning about a stream the first time only: it holds for the rest of the run.
+    fn say_once(&mut self, reporter: &mut Reporter, warning: Report<'_>) {
+        let key = match warning {
+            Report::SpillFailed { stream, .. } => ("spill", stream),
+            Report::WriteFailed { stream, .. } => ("write", stream),
+            _ => return reporter.emit(&warning),
+        };
+        if !self.warned.contains(&key) {
+            self.warned.push(key);
+            reporter.emit(&warning);
         }
     }
 
     /// Writes the held output out (see `copy_held`). `interrupted`: `retry` is shutting down,
     /// so the output goes out only while the reader keeps taking it.
-    fn release_held(&mut self, final_attempt: bool, interrupted: bool) -> Result<(), Unreleased> {
+    fn release_held(
+        &mut self,
+        final_attempt: bool,
+        interrupted: bool,
+        reporter: &mut Reporter,
+    ) -> Result<(), Unreleased> {
         let Some(held) = self.held.take() else {
             return Ok(());
         };
@@ -454,10 +481,27 @@ impl Runner<'_> {
             None => copy_held(&held, final_attempt, &moved),
         };
         match copied {
-            Err(error) if final_attempt && error.kind() == io::ErrorKind::BrokenPipe => {
-                Err(Unreleased::BrokenPipe)
+            Ok(()) => Ok(()),
+            // Only the final attempt's output has a reader to lose.
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+                if final_attempt {
+                    Err(Unreleased::BrokenPipe)
+                } else {
+                    Ok(())
+                }
             }
-            _ => Ok(()),
+            Err(error) => {
+                let stream = if final_attempt { "stdout" } else { "stderr" };
+                let error = crate::report::plain_error(&error);
+                self.say_once(
+                    reporter,
+                    Report::WriteFailed {
+                        stream,
+                        error: &error,
+                    },
+                );
+                Ok(())
+            }
         }
     }
 

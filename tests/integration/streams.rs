@@ -324,3 +324,56 @@ fn a_stalled_reader_does_not_hold_the_run_past_max_time() {
 fn a_closed_stdout_ends_the_attempt_with_sigpipe_quietly() {
     assert_quiet_141_with_closed_stdout(&["--until-stdout", "never", "--base", "0", "yes"]);
 }
+
+/// Runs `retry ARGS` with stdout on /dev/full (every write fails with ENOSPC) and returns its
+/// status and stderr.
+fn with_stdout_on_a_full_disk(args: &[&str]) -> (i32, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let mut child = retry().args(args).spawn_with(full, Stdio::piped());
+    let status = shell_status(wait_bounded(&mut child));
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status, stderr)
+}
+
+/// Output that cannot be passed on for a reason other than a reader gone (a full disk) is
+/// still judged: the line was printed. `retry` says once that the output is lost.
+#[test]
+fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
+    let (status, stderr) =
+        with_stdout_on_a_full_disk(&["--base", "0", "--until-stdout", "ready", "echo", "ready"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(
+        stderr,
+        "retry: cannot write to stdout: No space left on device; the command's output to it is lost\n"
+    );
+    let (status, stderr) = with_stdout_on_a_full_disk(&[
+        "--hold-stdout",
+        "-r",
+        "2",
+        "--base",
+        "0",
+        "--log-format",
+        "json",
+        "sh",
+        "-c",
+        "echo out; exit 1",
+    ]);
+    assert_eq!(status, 1, "{stderr}");
+    let lost: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["event"] == "write-failed")
+        .collect();
+    assert_eq!(lost.len(), 1, "{stderr}");
+    assert_eq!(lost[0]["stream"], "stdout");
+    assert_eq!(lost[0]["error"], "No space left on device");
+}
