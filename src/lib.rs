@@ -261,6 +261,9 @@ fn print_stdout(text: &str) -> Exit {
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
             Exit::Status(RunEnd::BrokenPipe.exit_status(None))
         }
-        Err(error) => misuse(&format!("cannot write to stdout: {error}")),
+        Err(error) => misuse(&format!(
+            "cannot write to stdout: {}",
+            report::plain_error(&error)
+        )),
     }
 }

@@ -377,3 +377,17 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
     assert_eq!(lost[0]["stream"], "stdout");
     assert_eq!(lost[0]["error"], "No space left on device");
 }
+
+/// `retry`'s own output (`--dry-run`, `--help`) that cannot be written is an error of its
+/// own: one line, 125.
+#[test]
+fn a_plan_that_cannot_be_written_is_an_error() {
+    for args in [&["--dry-run", "true"][..], &["--help"]] {
+        let (status, stderr) = with_stdout_on_a_full_disk(args);
+        assert_eq!(status, 125, "{args:?}");
+        assert_eq!(
+            stderr,
+            "retry: cannot write to stdout: No space left on device\n"
+        );
+    }
+}
