@@ -27,7 +27,7 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{anyhow, bail};
 
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -168,8 +168,12 @@ fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
         return Ok(cli);
     };
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read config file {name}"))?;
+    let text = std::fs::read_to_string(&path).map_err(|error| {
+        anyhow!(
+            "cannot read config file {name}: {}",
+            report::plain_error(&error)
+        )
+    })?;
     let file = ConfigFile::parse(&name, &text)?;
     let file_args = file.arguments(profile.as_deref(), &config::command_line_keys(args))?;
     if file_args.is_empty() {

@@ -251,7 +251,9 @@ fn an_unreadable_config_file_is_misuse() {
         .args(["--config", "/nonexistent/retry.toml", "true"])
         .assert()
         .code(125)
-        .stderr(predicate::str::contains("/nonexistent/retry.toml"));
+        .stderr(
+            "retry: cannot read config file /nonexistent/retry.toml: No such file or directory\n",
+        );
     retry()
         .args(["true"])
         .command()
