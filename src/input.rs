@@ -19,6 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
 use crate::plumbing;
+use crate::report::plain_error;
 use crate::spool::Spool;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -89,6 +90,12 @@ impl Input {
         replay.lock().spool.spill_error().map(str::to_string)
     }
 
+    /// Why reading stdin for the replay stopped before its end, if it did: the attempts then
+    /// get only what was read before.
+    pub fn read_error(&self) -> Option<String> {
+        self.replay.as_ref()?.lock().read_error.clone()
+    }
+
     /// The stdin for attempt `number`, and a feeder to stop when the attempt ends.
     pub fn for_attempt(&mut self, number: u64) -> (Stdio, Option<Feeder>) {
         match self.mode {
@@ -135,6 +142,8 @@ struct Captured {
     ended: bool,
     /// The furthest offset of the spool given to an attempt.
     furthest_fed: u64,
+    /// Why reading stdin failed, if it did before its end.
+    read_error: Option<String>,
 }
 
 impl Replay {
@@ -166,7 +175,10 @@ impl Replay {
                             plumbing::wait_until_ready(source.as_fd(), libc::POLLIN);
                             continue;
                         }
-                        Err(_) => break,
+                        Err(error) => {
+                            capture.lock().read_error = Some(plain_error(&error));
+                            break;
+                        }
                     };
                     capture.lock().spool.append(&buffer[..read]);
                     capture.grew.notify_all();

@@ -85,6 +85,11 @@ pub enum Event<'a> {
         stream: &'static str,
         error: &'a str,
     },
+    /// Reading stdin for `--stdin replay` failed before its end: the attempts get only what
+    /// was read before. Said once.
+    ReadFailed {
+        error: &'a str,
+    },
     /// Writing an attempt's output to `retry`'s `stream` failed (not for a reader gone): what
     /// follows is lost. Said once for each stream.
     WriteFailed {
@@ -244,6 +249,7 @@ fn color_of(event: &Event<'_>) -> &'static str {
         | Event::StdinShared
         | Event::SpillFailed { .. }
         | Event::WriteFailed { .. }
+        | Event::ReadFailed { .. }
         | Event::TerminalStop { .. } => "\x1b[1;33m",
         Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
         _ => "\x1b[1m",
@@ -426,6 +432,13 @@ fn json(event: &Event<'_>) -> String {
             "spill-failed",
             vec![
                 ("stream", Json::Text(stream.into())),
+                ("error", Json::Text(error.into())),
+            ],
+        ),
+        Event::ReadFailed { error } => object(
+            "read-failed",
+            vec![
+                ("stream", Json::Text("stdin".into())),
                 ("error", Json::Text(error.into())),
             ],
         ),
@@ -627,6 +640,9 @@ fn text(event: &Event<'_>) -> String {
         }
         Event::WriteFailed { stream, error } => {
             format!("cannot write to {stream}: {error}; the command's output to it is lost")
+        }
+        Event::ReadFailed { error } => {
+            format!("cannot read stdin: {error}; the attempts get only what was read before")
         }
         Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
         Event::TerminalStop { attempt, signal } => {

@@ -183,7 +183,7 @@ impl Execute for Runner<'_> {
         if let Some(feeder) = feeder {
             feeder.stop();
         }
-        self.say_failed_spills(reporter);
+        self.say_stream_failures(reporter);
         if let Ok(drained) = &drained {
             for (stream, error) in &drained.write_errors {
                 self.say_once(reporter, Report::WriteFailed { stream, error });
@@ -416,9 +416,12 @@ impl Runner<'_> {
         command
     }
 
-    /// Says that held or replayed data outgrew memory and stays there for want of a
-    /// temporary file.
-    fn say_failed_spills(&mut self, reporter: &mut Reporter) {
+    /// Says that stdin could not be read for the replay, or that held or replayed data
+    /// outgrew memory and stays there for want of a temporary file.
+    fn say_stream_failures(&mut self, reporter: &mut Reporter) {
+        if let Some(error) = self.input.read_error() {
+            self.say_once(reporter, Report::ReadFailed { error: &error });
+        }
         let held = self.held.as_ref().and_then(|held| {
             let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             spool.spill_error().map(str::to_string)
@@ -441,6 +444,7 @@ impl Runner<'_> {
         let key = match warning {
             Report::SpillFailed { stream, .. } => ("spill", stream),
             Report::WriteFailed { stream, .. } => ("write", stream),
+            Report::ReadFailed { .. } => ("read", "stdin"),
             _ => return reporter.emit(&warning),
         };
         if !self.warned.contains(&key) {

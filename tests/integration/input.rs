@@ -377,3 +377,22 @@ fn with_no_temporary_file_replay_and_hold_stay_whole_in_memory() {
         assert_eq!(said, 1, "{what}");
     }
 }
+
+/// A stdin that fails to read (here a directory) gives the replayed attempts what was read
+/// before, and `retry` says so once, rather than passing the failure off as the end of the input.
+#[test]
+fn a_replayed_stdin_that_fails_to_read_is_said() {
+    let output = retry()
+        .args(["--stdin", "replay", "-r", "2", "--base", "0"])
+        .args(sh("cat; exit 1"))
+        .output_with_stdin(std::fs::File::open("/").unwrap());
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr
+            .matches("retry: cannot read stdin: Is a directory; the attempts get only what was read before\n")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}
