@@ -96,9 +96,10 @@ impl Input {
         self.replay.as_ref()?.lock().read_error.clone()
     }
 
-    /// The stdin for attempt `number`, and a feeder to stop when the attempt ends.
-    pub fn for_attempt(&mut self, number: u64) -> (Stdio, Option<Feeder>) {
-        match self.mode {
+    /// The stdin for attempt `number`, and a feeder to stop when the attempt ends. Fails when
+    /// no pipe can be had for a replay: an attempt must not read less than the whole input.
+    pub fn for_attempt(&mut self, number: u64) -> io::Result<(Stdio, Option<Feeder>)> {
+        Ok(match self.mode {
             StdinMode::Inherit => (Stdio::inherit(), None),
             StdinMode::Null => (Stdio::null(), None),
             StdinMode::Auto => {
@@ -111,16 +112,14 @@ impl Input {
                 (Stdio::inherit(), None)
             }
             StdinMode::Replay => {
-                let replay = Arc::clone(self.replay.get_or_insert_with(Replay::start));
-                match io::pipe() {
-                    Ok((reader, writer)) => {
-                        (Stdio::from(reader), Some(Feeder::start(replay, writer)))
-                    }
-                    // No pipe to be had: the attempt reads nothing rather than a partial stdin.
-                    Err(_) => (Stdio::null(), None),
-                }
+                let replay = match &self.replay {
+                    Some(replay) => Arc::clone(replay),
+                    None => Arc::clone(self.replay.insert(Replay::start()?)),
+                };
+                let (reader, writer) = io::pipe()?;
+                (Stdio::from(reader), Some(Feeder::start(replay, writer)?))
             }
-        }
+        })
     }
 }
 
@@ -147,50 +146,46 @@ struct Captured {
 }
 
 impl Replay {
-    /// Starts copying `retry`'s stdin into the spool.
-    fn start() -> Arc<Replay> {
+    /// Starts copying `retry`'s stdin into the spool. Fails, reading nothing, when no
+    /// descriptor or thread can be had for it.
+    fn start() -> io::Result<Arc<Replay>> {
         let replay = Arc::new(Replay {
             state: Mutex::new(Captured::default()),
             grew: Condvar::new(),
             fed: Condvar::new(),
         });
         let capture = Arc::clone(&replay);
-        let source = io::stdin().as_fd().try_clone_to_owned().map(File::from);
-        let started = thread::Builder::new().name("stdin".into()).spawn(move || {
+        let mut source = File::from(io::stdin().as_fd().try_clone_to_owned()?);
+        thread::Builder::new().name("stdin".into()).spawn(move || {
             let mut buffer = vec![0u8; 64 * 1024];
-            if let Ok(mut source) = source {
-                loop {
-                    let mut state = capture.lock();
-                    while state.spool.len() >= state.furthest_fed.saturating_add(READ_AHEAD) {
-                        state = capture.fed.wait(state).unwrap_or_else(|p| p.into_inner());
-                    }
-                    drop(state);
-                    let read = match source.read(&mut buffer) {
-                        Ok(0) => break,
-                        Ok(read) => read,
-                        Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                        // A parent may have left stdin non-blocking (the flag belongs to the
-                        // open pipe): "nothing yet" is not the end of the input.
-                        Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                            plumbing::wait_until_ready(source.as_fd(), libc::POLLIN);
-                            continue;
-                        }
-                        Err(error) => {
-                            capture.lock().read_error = Some(plain_error(&error));
-                            break;
-                        }
-                    };
-                    capture.lock().spool.append(&buffer[..read]);
-                    capture.grew.notify_all();
+            loop {
+                let mut state = capture.lock();
+                while state.spool.len() >= state.furthest_fed.saturating_add(READ_AHEAD) {
+                    state = capture.fed.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
+                drop(state);
+                let read = match source.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(read) => read,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    // A parent may have left stdin non-blocking (the flag belongs to the open
+                    // pipe): "nothing yet" is not the end of the input.
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        plumbing::wait_until_ready(source.as_fd(), libc::POLLIN);
+                        continue;
+                    }
+                    Err(error) => {
+                        capture.lock().read_error = Some(plain_error(&error));
+                        break;
+                    }
+                };
+                capture.lock().spool.append(&buffer[..read]);
+                capture.grew.notify_all();
             }
             capture.lock().ended = true;
             capture.grew.notify_all();
-        });
-        if started.is_err() {
-            replay.lock().ended = true;
-        }
-        replay
+        })?;
+        Ok(replay)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Captured> {
@@ -207,42 +202,45 @@ pub struct Feeder {
 }
 
 impl Feeder {
-    fn start(replay: Arc<Replay>, mut writer: io::PipeWriter) -> Feeder {
+    /// Fails when no thread can be had: the attempt would read nothing.
+    fn start(replay: Arc<Replay>, mut writer: io::PipeWriter) -> io::Result<Feeder> {
         let stop = Arc::new(AtomicBool::new(false));
         let (source, stopped) = (Arc::clone(&replay), Arc::clone(&stop));
-        let _ = thread::Builder::new().name("feeder".into()).spawn(move || {
-            let mut buffer = vec![0u8; 64 * 1024];
-            let mut offset = 0u64;
-            loop {
-                let mut state = source.lock();
-                let read = loop {
-                    if stopped.load(Ordering::Acquire) {
+        thread::Builder::new()
+            .name("feeder".into())
+            .spawn(move || {
+                let mut buffer = vec![0u8; 64 * 1024];
+                let mut offset = 0u64;
+                loop {
+                    let mut state = source.lock();
+                    let read = loop {
+                        if stopped.load(Ordering::Acquire) {
+                            return;
+                        }
+                        match state.spool.read_at(offset, &mut buffer) {
+                            Ok(0) if state.ended => return,
+                            Ok(0) => {
+                                state = source.grew.wait(state).unwrap_or_else(|p| p.into_inner());
+                            }
+                            Ok(read) => break read,
+                            Err(_) => return,
+                        }
+                    };
+                    drop(state);
+                    // The attempt stopped reading (or ended): nothing more to give it.
+                    if writer.write_all(&buffer[..read]).is_err() {
                         return;
                     }
-                    match state.spool.read_at(offset, &mut buffer) {
-                        Ok(0) if state.ended => return,
-                        Ok(0) => {
-                            state = source.grew.wait(state).unwrap_or_else(|p| p.into_inner());
-                        }
-                        Ok(read) => break read,
-                        Err(_) => return,
+                    offset += read as u64;
+                    let mut state = source.lock();
+                    if offset > state.furthest_fed {
+                        state.furthest_fed = offset;
+                        drop(state);
+                        source.fed.notify_one();
                     }
-                };
-                drop(state);
-                // The attempt stopped reading (or ended): nothing more to give it.
-                if writer.write_all(&buffer[..read]).is_err() {
-                    return;
                 }
-                offset += read as u64;
-                let mut state = source.lock();
-                if offset > state.furthest_fed {
-                    state.furthest_fed = offset;
-                    drop(state);
-                    source.fed.notify_one();
-                }
-            }
-        });
-        Feeder { replay, stop }
+            })?;
+        Ok(Feeder { replay, stop })
     }
 
     /// Stops feeding once the attempt has ended; the pipe closes with the thread.

@@ -365,7 +365,7 @@ impl Runner<'_> {
         spec: &AttemptSpec,
         script: Option<&Path>,
     ) -> io::Result<(Child, Option<Feeder>)> {
-        let (stdin, feeder) = self.input.for_attempt(spec.number);
+        let (stdin, feeder) = self.input.for_attempt(spec.number)?;
         let mut command = self.attempt_command(spec, script);
         command.stdin(stdin);
         let spawned = command.spawn();
