@@ -426,5 +426,8 @@ fn replay_never_gives_an_attempt_less_than_the_whole_input() {
             );
         }
     }
-    assert!(could_not_start > 0 && whole > 0, "{could_not_start} {whole}");
+    assert!(
+        could_not_start > 0 && whole > 0,
+        "{could_not_start} {whole}"
+    );
 }
