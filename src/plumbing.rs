@@ -136,17 +136,15 @@ pub struct Drained {
     pub write_errors: Vec<(&'static str, String)>,
 }
 
-/// Starts copying `source` to `sink` (`retry`'s `stream`), matching `rules` on the way.
-///
-/// Should no thread start (or no pipe be left to say when it ends), `source` is dropped: the
-/// attempt then gets SIGPIPE when it writes, which ends the run quietly instead of hanging it.
+/// Starts copying `source` to `sink` (`retry`'s `stream`), matching `rules` on the way. Fails
+/// when no thread, or no pipe to say when it ends, can be had.
 pub fn watch(
     mut source: impl Read + AsRawFd + Send + 'static,
     mut sink: Sink,
     stream: &'static str,
     rules: &OutputRules,
-) -> Option<Watch> {
-    let (done, finished) = io::pipe().ok()?;
+) -> io::Result<Watch> {
+    let (done, finished) = io::pipe()?;
     let flow = Arc::new(Flow::default());
     let until = Arc::new(AtomicBool::new(false));
     let retry_if = Arc::new(AtomicBool::new(false));
@@ -163,53 +161,54 @@ pub fn watch(
         libc::fcntl(source.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY);
     }
     let thread_flow = Arc::clone(&flow);
-    // A thread that does not start drops the closure, and `finished` with it.
-    let _ = thread::Builder::new().name("output".into()).spawn(move || {
-        let mut matcher = LineMatcher::new(patterns);
-        let mut buffer = vec![0u8; CHUNK];
-        let publish = |matcher: &LineMatcher| {
-            for (index, flag) in slots.iter().enumerate() {
-                if matcher.matched(index) {
-                    flag.store(true, Ordering::Release);
+    thread::Builder::new()
+        .name("output".into())
+        .spawn(move || {
+            let mut matcher = LineMatcher::new(patterns);
+            let mut buffer = vec![0u8; CHUNK];
+            let publish = |matcher: &LineMatcher| {
+                for (index, flag) in slots.iter().enumerate() {
+                    if matcher.matched(index) {
+                        flag.store(true, Ordering::Release);
+                    }
                 }
-            }
-        };
-        loop {
-            let read = match source.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(read) => read,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
             };
-            let bytes = &buffer[..read];
-            // Pass the bytes on before matching them: the reader downstream waits for them.
-            thread_flow.writing.store(true, Ordering::Release);
-            let began = Instant::now();
-            let written = sink.write_all(bytes);
-            let took = began.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
-            thread_flow.writing_nanos.fetch_add(took, Ordering::Relaxed);
-            thread_flow
-                .written
-                .fetch_add(read as u64, Ordering::Relaxed);
-            thread_flow.writing.store(false, Ordering::Release);
-            // What the attempt printed is judged even when it could not be passed on.
-            matcher.feed(bytes);
-            publish(&matcher);
-            match written {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::BrokenPipe => break,
-                Err(error) => {
-                    let _ = thread_flow.write_error.set(plain_error(&error));
-                    sink = Sink::Stream(None);
+            loop {
+                let read = match source.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(read) => read,
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                let bytes = &buffer[..read];
+                // Pass the bytes on before matching them: the reader downstream waits for them.
+                thread_flow.writing.store(true, Ordering::Release);
+                let began = Instant::now();
+                let written = sink.write_all(bytes);
+                let took = began.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
+                thread_flow.writing_nanos.fetch_add(took, Ordering::Relaxed);
+                thread_flow
+                    .written
+                    .fetch_add(read as u64, Ordering::Relaxed);
+                thread_flow.writing.store(false, Ordering::Release);
+                // What the attempt printed is judged even when it could not be passed on.
+                matcher.feed(bytes);
+                publish(&matcher);
+                match written {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == io::ErrorKind::BrokenPipe => break,
+                    Err(error) => {
+                        let _ = thread_flow.write_error.set(plain_error(&error));
+                        sink = Sink::Stream(None);
+                    }
                 }
             }
-        }
-        matcher.finish();
-        publish(&matcher);
-        drop(source);
-        drop(finished);
-    });
-    Some(Watch {
+            matcher.finish();
+            publish(&matcher);
+            drop(source);
+            drop(finished);
+        })?;
+    Ok(Watch {
         stream,
         done,
         flow,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, Unreleased};
 use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing::{self, OwnStream, Sink};
+use crate::plumbing::{self, OwnStream, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::OutputRules;
@@ -118,6 +118,13 @@ enum Phase {
     Killed,
 }
 
+/// A started attempt: the child, the feeder of its replayed stdin, the copies of its output.
+struct Spawned {
+    child: Child,
+    feeder: Option<Feeder>,
+    watches: Vec<Watch>,
+}
+
 /// How a supervised child ended.
 struct Supervised {
     status: ExitStatus,
@@ -135,25 +142,14 @@ impl Execute for Runner<'_> {
         reporter: &mut Reporter,
     ) -> Result<AttemptReport, Interrupted> {
         let started = Instant::now();
-        let (mut child, feeder) = match self.spawn_attempt(spec) {
+        let Spawned {
+            mut child,
+            feeder,
+            watches,
+        } = match self.spawn_attempt(spec) {
             Ok(spawned) => spawned,
             Err(error) => return Ok(cannot_start(&error, &self.command[0], started)),
         };
-        let mut watches = Vec::new();
-        if let Some(stdout) = child.stdout.take() {
-            let sink = if self.hold_stdout {
-                let spool = Arc::new(Mutex::new(Spool::default()));
-                self.held = Some(Arc::clone(&spool));
-                Sink::Hold(spool)
-            } else {
-                Sink::Stream(OwnStream::on(io::stdout().as_fd()).ok())
-            };
-            watches.extend(plumbing::watch(stdout, sink, "stdout", self.stdout_rules));
-        }
-        if let Some(stderr) = child.stderr.take() {
-            let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd()).ok());
-            watches.extend(plumbing::watch(stderr, sink, "stderr", self.stderr_rules));
-        }
         let target = self.target(&child);
         let mut stopped_said = false;
         let mut on_terminal_stop = |signal| {
@@ -347,7 +343,7 @@ impl Runner<'_> {
     /// that reads as text (a script with no `#!` line) is run by /bin/sh instead, as execvp(3)
     /// does, and with it env(1) and timeout(1); a binary for another machine stays an error,
     /// as in bash.
-    fn spawn_attempt(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Option<Feeder>)> {
+    fn spawn_attempt(&mut self, spec: &AttemptSpec) -> io::Result<Spawned> {
         match self.spawn_with_stdin(spec, None) {
             Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => {
                 match locate(&self.command[0]).filter(|file| reads_as_text(file)) {
@@ -359,20 +355,29 @@ impl Runner<'_> {
         }
     }
 
-    /// Starts the command, or /bin/sh on `script`, with the attempt's stdin.
+    /// Starts the command, or /bin/sh on `script`, with the attempt's stdin, and the copies
+    /// of the streams that a predicate reads. Everything the attempt needs is had before it
+    /// starts: short of a pipe or a thread, it does not start, rather than run with part of its
+    /// input or with output that nothing judges.
     fn spawn_with_stdin(
         &mut self,
         spec: &AttemptSpec,
         script: Option<&Path>,
-    ) -> io::Result<(Child, Option<Feeder>)> {
+    ) -> io::Result<Spawned> {
         let (stdin, feeder) = self.input.for_attempt(spec.number)?;
         let mut command = self.attempt_command(spec, script);
         command.stdin(stdin);
-        let spawned = command.spawn();
+        let spawned = self
+            .watch_outputs(&mut command)
+            .and_then(|watches| Ok((command.spawn()?, watches)));
         // The parent's copies of the child's pipe ends close with the command.
         drop(command);
         match spawned {
-            Ok(child) => Ok((child, feeder)),
+            Ok((child, watches)) => Ok(Spawned {
+                child,
+                feeder,
+                watches,
+            }),
             Err(error) => {
                 if let Some(feeder) = feeder {
                     feeder.stop();
@@ -380,6 +385,31 @@ impl Runner<'_> {
                 Err(error)
             }
         }
+    }
+
+    /// Pipes each stream that a predicate reads (or `--hold-stdout` holds) into a copy that
+    /// passes it on (or holds it) and matches it; the others are inherited as they are.
+    fn watch_outputs(&mut self, command: &mut Command) -> io::Result<Vec<Watch>> {
+        let mut watches = Vec::new();
+        if self.stdout_rules.any() || self.hold_stdout {
+            let (source, attempt_end) = io::pipe()?;
+            let sink = if self.hold_stdout {
+                let spool = Arc::new(Mutex::new(Spool::default()));
+                self.held = Some(Arc::clone(&spool));
+                Sink::Hold(spool)
+            } else {
+                Sink::Stream(OwnStream::on(io::stdout().as_fd()).ok())
+            };
+            watches.push(plumbing::watch(source, sink, "stdout", self.stdout_rules)?);
+            command.stdout(attempt_end);
+        }
+        if self.stderr_rules.any() {
+            let (source, attempt_end) = io::pipe()?;
+            let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd()).ok());
+            watches.push(plumbing::watch(source, sink, "stderr", self.stderr_rules)?);
+            command.stderr(attempt_end);
+        }
+        Ok(watches)
     }
 
     fn attempt_command(&self, spec: &AttemptSpec, script: Option<&Path>) -> Command {
@@ -404,14 +434,6 @@ impl Runner<'_> {
         };
         if !self.foreground {
             command.process_group(0);
-        }
-        // Only a stream that a predicate reads (or --hold-stdout holds) is piped; the others are
-        // inherited as they are.
-        if self.stdout_rules.any() || self.hold_stdout {
-            command.stdout(Stdio::piped());
-        }
-        if self.stderr_rules.any() {
-            command.stderr(Stdio::piped());
         }
         command
     }

@@ -33,10 +33,17 @@ use std::os::unix::net::UnixStream;
 use std::rc::Rc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Result, anyhow};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGWINCH};
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::SignalOnly;
+
+use crate::report::plain_error;
+
+/// Words for an error in setting up: what failed, and why.
+fn failed(what: &'static str) -> impl Fn(io::Error) -> anyhow::Error {
+    move |error| anyhow!("{what}: {}", plain_error(&error))
+}
 
 /// The signals that end `retry`.
 pub const SHUTDOWN: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
@@ -67,17 +74,17 @@ struct State {
 impl Events {
     /// Installs the handlers. Signals that arrive from here on are queued until read.
     pub fn listen() -> Result<Events> {
-        let (read, write) = UnixStream::pair().context("cannot create the signal pipe")?;
+        let (read, write) = UnixStream::pair().map_err(failed("cannot create the signal pipe"))?;
         read.set_nonblocking(true)
             .and_then(|()| write.set_nonblocking(true))
-            .context("cannot set up the signal pipe")?;
+            .map_err(failed("cannot set up the signal pipe"))?;
         let delivery = SignalDelivery::with_pipe(
             read,
             write,
             SignalOnly,
             SHUTDOWN.iter().copied().chain([SIGCHLD, SIGTSTP, SIGWINCH]),
         )
-        .context("cannot install signal handlers")?;
+        .map_err(failed("cannot install signal handlers"))?;
         // The mask is inherited from the parent, which may have blocked SIGCHLD: the end of an
         // attempt would then never be heard of. Other blocked signals stay blocked, as with
         // `timeout(1)`: a parent that blocks SIGTERM means it.
