@@ -80,17 +80,19 @@ pub fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
 
 /// Where a watched stream's bytes go.
 pub enum Sink {
-    /// On at once to one of `retry`'s own streams (`None`: nowhere, no descriptor was left).
-    Stream(Option<OwnStream>),
+    /// On at once to one of `retry`'s own streams.
+    Stream(OwnStream),
     /// Into a spool, until the driver says whether this attempt's output is the final one.
     Hold(Arc<Mutex<Spool>>),
+    /// Nowhere: the stream could not be written (see `Flow::write_error`).
+    Discard,
 }
 
 impl Sink {
     fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         match self {
-            Sink::Stream(Some(out)) => out.write_all(bytes),
-            Sink::Stream(None) => Ok(()),
+            Sink::Stream(out) => out.write_all(bytes),
+            Sink::Discard => Ok(()),
             Sink::Hold(spool) => {
                 spool
                     .lock()
@@ -199,7 +201,7 @@ pub fn watch(
                     Err(error) if error.kind() == io::ErrorKind::BrokenPipe => break,
                     Err(error) => {
                         let _ = thread_flow.write_error.set(plain_error(&error));
-                        sink = Sink::Stream(None);
+                        sink = Sink::Discard;
                     }
                 }
             }

@@ -398,14 +398,14 @@ impl Runner<'_> {
                 self.held = Some(Arc::clone(&spool));
                 Sink::Hold(spool)
             } else {
-                Sink::Stream(OwnStream::on(io::stdout().as_fd()).ok())
+                Sink::Stream(OwnStream::on(io::stdout().as_fd())?)
             };
             watches.push(plumbing::watch(source, sink, "stdout", self.stdout_rules)?);
             command.stdout(attempt_end);
         }
         if self.stderr_rules.any() {
             let (source, attempt_end) = io::pipe()?;
-            let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd()).ok());
+            let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd())?);
             watches.push(plumbing::watch(source, sink, "stderr", self.stderr_rules)?);
             command.stderr(attempt_end);
         }
