@@ -403,31 +403,11 @@ fn a_replayed_stdin_that_fails_to_read_is_said() {
 #[test]
 fn replay_never_gives_an_attempt_less_than_the_whole_input() {
     let r = retry().args(["--stdin", "replay", "-r", "1", "--base", "0", "cat"]);
-    let (mut could_not_start, mut whole) = (0, 0);
-    for limit in 3..40 {
-        let output = r
-            .command_with_open_files(limit)
-            .write_stdin("payload")
-            .output()
-            .expect("run retry");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if output.status.code() == Some(0) {
-            assert_eq!(output.stdout, b"payload", "limit {limit}: {stderr}");
-            whole += 1;
-        } else if stderr.starts_with("retry: attempt 1/2 failed (could not start: ") {
-            assert_eq!(output.status.code(), Some(126), "limit {limit}: {stderr}");
-            assert_eq!(output.stdout, b"", "limit {limit}");
-            could_not_start += 1;
-        } else {
-            // Below that, the loader or `retry`'s own start-up fails.
-            assert!(
-                matches!(output.status.code(), Some(125 | 127)),
-                "limit {limit}: {stderr}"
-            );
-        }
+    let runs = r.runs_under_open_file_limits("payload");
+    for output in runs.ran {
+        assert_eq!(output.stdout, b"payload");
     }
-    assert!(
-        could_not_start > 0 && whole > 0,
-        "{could_not_start} {whole}"
-    );
+    for output in runs.could_not_start {
+        assert_eq!(output.stdout, b"");
+    }
 }

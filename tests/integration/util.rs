@@ -146,6 +146,47 @@ impl Retry {
         command
     }
 
+    /// Runs the command with `stdin` under every limit of open descriptors from 3 to 39, and
+    /// sorts the runs: those whose attempt ran to a success, and those whose attempts could
+    /// not start (126, the first line saying why: descriptors ran out). Every other run must
+    /// have failed before any attempt (the loader or `retry`'s own start-up: 127 or 125); both
+    /// kinds must be seen.
+    pub fn runs_under_open_file_limits(&self, stdin: &str) -> LimitRuns {
+        let mut runs = LimitRuns::default();
+        for limit in 3..40 {
+            let output = self
+                .command_with_open_files(limit)
+                .write_stdin(stdin)
+                .output()
+                .expect("run retry");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let first = stderr.lines().next().unwrap_or("");
+            if output.status.code() == Some(0) {
+                runs.ran.push(output);
+            } else if first.contains("failed (could not start: ") {
+                assert!(
+                    first.starts_with("retry: attempt 1/")
+                        && first.contains("(could not start: Too many open files)"),
+                    "limit {limit}: {stderr}"
+                );
+                assert_eq!(output.status.code(), Some(126), "limit {limit}: {stderr}");
+                runs.could_not_start.push(output);
+            } else {
+                assert!(
+                    matches!(output.status.code(), Some(125 | 127)),
+                    "limit {limit}: {stderr}"
+                );
+            }
+        }
+        assert!(
+            !runs.ran.is_empty() && !runs.could_not_start.is_empty(),
+            "{} ran, {} could not start",
+            runs.ran.len(),
+            runs.could_not_start.len()
+        );
+        runs
+    }
+
     /// `spawn`, with stdout and stderr where the test says.
     pub fn spawn_with(&self, stdout: impl Into<Stdio>, stderr: impl Into<Stdio>) -> Child {
         self.std_command(&[])
@@ -192,6 +233,13 @@ impl Retry {
             .stdin(Stdio::null());
         command
     }
+}
+
+/// See `Retry::runs_under_open_file_limits`.
+#[derive(Default)]
+pub struct LimitRuns {
+    pub ran: Vec<std::process::Output>,
+    pub could_not_start: Vec<std::process::Output>,
 }
 
 fn is_ours(key: &OsStr) -> bool {
