@@ -10,6 +10,7 @@ pub mod config;
 pub mod driver;
 pub mod dryrun;
 pub mod input;
+pub mod interpreter;
 pub mod lines;
 pub mod outcome;
 pub mod parse;

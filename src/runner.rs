@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, Unreleased};
 use crate::input::{Feeder, Input};
+use crate::interpreter;
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing::{self, OwnStream, Sink, Watch};
 use crate::predicate::Matches;
@@ -746,8 +747,8 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
         _ => AttemptEnd::NotExecutable,
     };
     let text = match (end, missing_interpreter(program)) {
-        // The kernel says "No such file or directory" of a script whose `#!` interpreter is
-        // missing (often a `\r` left by Windows line ends), while the script is right there.
+        // The kernel says "No such file or directory" of a file whose interpreter is missing
+        // (see `interpreter`), while the file is right there.
         (AttemptEnd::NotFound, Some(interpreter)) => format!(
             "its interpreter {} was not found",
             crate::report::quote(interpreter.as_os_str())
@@ -762,21 +763,21 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
     }
 }
 
-/// The `#!` interpreter named by the file that `program` runs, when that file exists and the
-/// interpreter does not.
+/// The interpreter (`#!` line or ELF loader) named by the file that `program` runs, when that
+/// file exists and the interpreter does not.
 fn missing_interpreter(program: &OsStr) -> Option<PathBuf> {
-    let mut start = [0u8; 256];
-    let read = File::open(locate(program)?)
-        .and_then(|mut file| file.read(&mut start))
-        .ok()?;
-    let line = start[..read].strip_prefix(b"#!")?;
-    // As the kernel reads it: blanks before the name, which ends at a blank or the line's end.
-    let name: Vec<u8> = line
-        .iter()
-        .copied()
-        .skip_while(|&byte| byte == b' ' || byte == b'\t')
-        .take_while(|&byte| !matches!(byte, b' ' | b'\t' | b'\n' | 0))
-        .collect();
-    let interpreter = PathBuf::from(OsStr::from_bytes(&name));
-    (!name.is_empty() && !interpreter.exists()).then_some(interpreter)
+    let mut head = vec![0u8; interpreter::HEAD];
+    let mut file = File::open(locate(program)?).ok()?;
+    let mut read = 0;
+    // A short read is not the end of the file: fill what can be had.
+    while read < head.len() {
+        match file.read(&mut head[read..]) {
+            Ok(0) => break,
+            Ok(more) => read += more,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    let path = PathBuf::from(OsStr::from_bytes(interpreter::interpreter(&head[..read])?));
+    (!path.exists()).then_some(path)
 }

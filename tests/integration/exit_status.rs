@@ -154,6 +154,37 @@ fn a_script_with_a_missing_interpreter_names_it() {
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
 }
 
+/// A binary whose dynamic loader is missing (one built for another system) is 127 too, and the
+/// line names the loader rather than the binary, which is right there.
+#[test]
+fn a_binary_with_a_missing_loader_names_it() {
+    let r = retry().args(["-r", "1", "--base", "0"]);
+    let mut image = std::fs::read("/bin/true").unwrap();
+    let loader = retry::interpreter::interpreter(&image[..retry::interpreter::HEAD])
+        .expect("/bin/true is linked dynamically")
+        .to_vec();
+    let missing: Vec<u8> = std::iter::once(b'/')
+        .chain(std::iter::repeat_n(b'x', loader.len() - 1))
+        .collect();
+    let at = image
+        .windows(loader.len())
+        .position(|window| window == loader.as_slice())
+        .unwrap();
+    image[at..at + loader.len()].copy_from_slice(&missing);
+    let binary = r.path("foreign-true");
+    std::fs::write(&binary, image).unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let expected = format!(
+        "retry: cannot run '{}': its interpreter '{}' was not found (command not found)\n",
+        binary.display(),
+        String::from_utf8(missing).unwrap()
+    );
+    r.args([binary.to_str().unwrap()])
+        .assert()
+        .code(127)
+        .stderr(expected);
+}
+
 /// A command name is quoted with its control characters escaped, so that the message stays one
 /// line and cannot drive the terminal.
 #[test]

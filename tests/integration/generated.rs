@@ -73,7 +73,7 @@ fn man_page() -> Vec<u8> {
             ),
             (
                 "127",
-                "COMMAND was not found, or the interpreter its #! line names was not.",
+                "COMMAND was not found, or the interpreter it names was not (its #! line, or the loader of a binary built for another system).",
             ),
             (
                 "128+N",
