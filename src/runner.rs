@@ -226,13 +226,16 @@ impl Execute for Runner<'_> {
             // A hook never gets the attempts' input, and its output must not mix into the
             // command's stdout, which may feed a pipeline.
             .stdin(Stdio::null())
-            .stdout(stderr_copy())
             .process_group(0);
         match hook.next_delay {
             Some(delay) => command.env("RETRY_NEXT_DELAY_MS", delay.as_millis().to_string()),
             None => command.env_remove("RETRY_NEXT_DELAY_MS"),
         };
-        let mut child = match command.spawn() {
+        let spawned = io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|stderr| command.stdout(stderr).spawn());
+        let mut child = match spawned {
             Ok(child) => child,
             Err(error) => return Ok(cannot_start(&error, OsStr::new("sh"), started).end),
         };
@@ -687,14 +690,6 @@ fn executable_file(path: &Path) -> bool {
     };
     // SAFETY: access(2) with a NUL-terminated path and a valid mode.
     path.is_file() && unsafe { libc::access(name.as_ptr(), libc::X_OK) } == 0
-}
-
-/// `retry`'s own stderr, for a child's stdout; inherited stdout if it cannot be duplicated.
-fn stderr_copy() -> Stdio {
-    io::stderr()
-        .as_fd()
-        .try_clone_to_owned()
-        .map_or_else(|_| Stdio::inherit(), Stdio::from)
 }
 
 /// The child's exit status, if it has ended.
