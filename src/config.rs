@@ -276,7 +276,16 @@ fn table_entries(
 /// on a line of their own, and the flag or value clap suggests, if any.
 pub fn clap_reason(error: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
-    let rendered = error.render().to_string();
+    let mut rendered = error.render().to_string();
+    // A value or flag with a line break would break the message too: escape it where it is
+    // quoted, before the message is cut to its first line.
+    for kind in [ContextKind::InvalidValue, ContextKind::InvalidArg] {
+        if let Some(ContextValue::String(word)) = error.get(kind)
+            && word.chars().any(char::is_control)
+        {
+            rendered = rendered.replace(word.as_str(), &crate::report::one_line(word));
+        }
+    }
     let first = rendered.lines().next().unwrap_or("invalid value");
     let mut reason = first.strip_prefix("error: ").unwrap_or(first).to_string();
     if let Some(values) = rendered

@@ -253,7 +253,7 @@ fn clap_exit(error: &clap::Error) -> Exit {
 }
 
 fn misuse(message: &str) -> Exit {
-    let _ = writeln!(io::stderr(), "retry: {message}");
+    let _ = writeln!(io::stderr(), "retry: {}", report::one_line(message));
     Exit::Status(MISUSE)
 }
 

@@ -195,7 +195,7 @@ impl Reporter {
                 } else {
                     "retry: ".to_string()
                 };
-                format!("{prefix}{}\n", text(event))
+                format!("{prefix}{}\n", one_line(&text(event)))
             }
             LogFormat::Json => json(event),
         };
@@ -684,18 +684,23 @@ pub fn plain_error(error: &io::Error) -> String {
     }
 }
 
-/// `word` in single quotes, for a message; control characters are escaped (`\r`, `\u{1b}`),
-/// so that a name cannot break the message's line or drive the terminal.
+/// `word` in single quotes, for a message.
 pub fn quote(word: &OsStr) -> String {
-    format!("'{}'", escape_controls(&word.to_string_lossy()))
+    format!("'{}'", word.to_string_lossy())
 }
 
 fn quote_command(command: &[OsString]) -> String {
     let words: Vec<_> = command.iter().map(|w| w.to_string_lossy()).collect();
-    format!("'{}'", escape_controls(&words.join(" ")))
+    format!("'{}'", words.join(" "))
 }
 
-fn escape_controls(text: &str) -> String {
+/// `text` with its control characters escaped (`\n`, `\r`, `\u{1b}`): every message `retry`
+/// writes passes through here, so that a name or value it quotes can neither break the
+/// message's one line nor drive the terminal.
+pub fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
     text.chars()
         .map(|c| {
             if c.is_control() {
@@ -783,11 +788,20 @@ mod tests {
     }
 
     #[test]
-    fn names_are_quoted_with_control_characters_escaped() {
-        assert_eq!(quote(OsStr::new("curl")), "'curl'");
-        assert_eq!(quote(OsStr::new("a\rb\n\x1b[0m")), "'a\\rb\\n\\u{1b}[0m'");
-        let command = [OsString::from("sh"), OsString::from("-c\tx")];
-        assert_eq!(quote_command(&command), "'sh -c\\tx'");
+    fn control_characters_are_escaped_to_keep_one_line() {
+        assert_eq!(one_line("curl"), "curl");
+        assert_eq!(one_line("a\rb\n\x1b[0m\tc"), "a\\rb\\n\\u{1b}[0m\\tc");
+        assert_eq!(one_line("naïve ✓"), "naïve ✓");
+        let command = [OsString::from("sh\n"), OsString::from("-c")];
+        let line = render(
+            Verbosity::Verbose,
+            Event::Start {
+                command: &command,
+                max_attempts: Some(1),
+                seed: 7,
+            },
+        );
+        assert_eq!(line, "retry: running 'sh\\n -c' (1 attempt, seed 7)\n");
     }
 
     #[test]

@@ -107,6 +107,20 @@ fn a_bad_choice_lists_the_possible_values() {
     );
 }
 
+/// A value, flag or name with a line break in it stays on the one line, escaped, and the line
+/// still names the flag.
+#[test]
+fn a_line_break_in_bad_input_stays_on_the_line() {
+    misuse(&["--base", "1\n2"], "'1\\n2' for '--base <DUR>'");
+    misuse(&["--until-stdout", "(\n"], "--until-stdout");
+    misuse(&["--stdin", "a\nb"], "'a\\nb' for '--stdin <MODE>'");
+    misuse(&["--ba\nse", "1"], "'--ba\\nse'");
+    misuse(
+        &["--config", "no\nsuch.toml"],
+        "cannot read config file no\\nsuch.toml",
+    );
+}
+
 /// A near miss of a flag or a value names what was probably meant, on the same line.
 #[test]
 fn a_near_miss_suggests_the_flag_or_value() {
