@@ -96,8 +96,9 @@ impl Input {
         self.replay.as_ref()?.lock().read_error.clone()
     }
 
-    /// The stdin for attempt `number`, and a feeder to stop when the attempt ends. Fails when
-    /// no pipe can be had for a replay: an attempt must not read less than the whole input.
+    /// The stdin for attempt `number`, and a feeder to stop when the attempt ends. Fails when a
+    /// replay cannot be set up (no descriptor or thread to spare): an attempt must not read
+    /// less than the whole input.
     pub fn for_attempt(&mut self, number: u64) -> io::Result<(Stdio, Option<Feeder>)> {
         Ok(match self.mode {
             StdinMode::Inherit => (Stdio::inherit(), None),
