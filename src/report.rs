@@ -787,6 +787,17 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    proptest::proptest! {
+        #[test]
+        fn one_line_leaves_no_control_character(text in ".*") {
+            let line = one_line(&text);
+            proptest::prop_assert!(!line.chars().any(char::is_control));
+            if !text.chars().any(char::is_control) {
+                proptest::prop_assert_eq!(line, text);
+            }
+        }
+    }
+
     #[test]
     fn control_characters_are_escaped_to_keep_one_line() {
         assert_eq!(one_line("curl"), "curl");

@@ -129,6 +129,7 @@ fn cannot_write(error: &io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn small_data_stays_in_memory() {
@@ -200,5 +201,60 @@ mod tests {
         assert_eq!(spool.read_at(spool.len() - 2, &mut buffer).unwrap(), 2);
         assert_eq!(&buffer[..2], b"il");
         assert_eq!(spool.read_at(spool.len(), &mut buffer).unwrap(), 0);
+    }
+
+    /// The same file, open for reading only: writes to it fail from now on, as on a full disk.
+    /// Whether there was a file to do that to.
+    fn refuse_writes(spool: &mut Spool) -> bool {
+        let Some(file) = &spool.file else {
+            return false;
+        };
+        let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file));
+        spool.file = Some(File::open(path).unwrap());
+        true
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever the sizes, and wherever the file stops taking bytes (or is never had),
+        /// everything appended reads back whole and in order, from any offset.
+        #[test]
+        fn reads_back_what_was_appended(
+            sizes in proptest::collection::vec(0usize..2_000_000, 0..10),
+            refuse_from in proptest::option::of(0usize..10),
+            no_file in any::<bool>(),
+            offsets in proptest::collection::vec(any::<u64>(), 4),
+        ) {
+            let mut spool = Spool::default();
+            if no_file {
+                spool.spill_error = Some("no file".into());
+            }
+            let mut expected = Vec::new();
+            let mut refused = false;
+            for (index, size) in sizes.iter().enumerate() {
+                // From `refuse_from` on, as soon as there is a file.
+                if !refused && refuse_from.is_some_and(|from| index >= from) {
+                    refused = refuse_writes(&mut spool);
+                }
+                let piece: Vec<u8> = (0..*size).map(|at| (at * 31 + index * 7) as u8).collect();
+                spool.append(&piece);
+                expected.extend_from_slice(&piece);
+            }
+            prop_assert_eq!(spool.len(), expected.len() as u64);
+            prop_assert_eq!(spool.spilled(), !no_file && expected.len() > MEMORY_LIMIT);
+            let mut out = Vec::new();
+            spool.copy_to(&mut out).unwrap();
+            prop_assert!(out == expected, "the bytes read back differ");
+            let mut buffer = vec![0u8; 100_000];
+            for offset in offsets {
+                let offset = offset % (expected.len() as u64 + 2);
+                let read = spool.read_at(offset, &mut buffer).unwrap();
+                let start = (offset as usize).min(expected.len());
+                prop_assert!(read <= expected.len() - start);
+                prop_assert!(buffer[..read] == expected[start..start + read]);
+                prop_assert!(read > 0 || start == expected.len());
+            }
+        }
     }
 }
