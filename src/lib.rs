@@ -169,7 +169,7 @@ fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
         return Ok(cli);
     };
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(&path).map_err(|error| {
+    let text = read_config(&path).map_err(|error| {
         anyhow!(
             "cannot read config file {name}: {}",
             report::plain_error(&error)
@@ -191,6 +191,23 @@ fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
 
 /// `--config`, else `$RETRY_CONFIG` (both must exist), else the XDG default if it exists.
 /// Never the current directory.
+/// The most a config file may hold: far more than any real one, and a bound on what a path to
+/// an endless source (`/dev/zero`, a pipe that never ends) may cost.
+const CONFIG_LIMIT: u64 = 1024 * 1024;
+
+/// Reads a config file, which may also be a pipe (`--config <(...)`), up to `CONFIG_LIMIT`.
+fn read_config(path: &std::path::Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(CONFIG_LIMIT + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > CONFIG_LIMIT {
+        return Err(io::Error::other("larger than 1 MiB"));
+    }
+    Ok(text)
+}
+
 fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {
     if let Some(path) = cli
         .config

@@ -263,6 +263,24 @@ fn an_unreadable_config_file_is_misuse() {
         .stderr(predicate::str::contains("/nonexistent/env.toml"));
 }
 
+/// A config path may be a pipe (`--config <(...)`), but an endless source is cut off at 1 MiB
+/// rather than read until memory runs out.
+#[test]
+fn a_config_file_may_be_a_pipe_but_not_endless() {
+    retry()
+        .args(["--config", "/dev/zero", "true"])
+        .assert()
+        .code(125)
+        .stderr("retry: cannot read config file /dev/zero: larger than 1 MiB\n");
+    let r = retry();
+    let script = "retry=$1; exec \"$retry\" --config /dev/stdin --dry-run --seed 1";
+    r.command_under(&["sh", "-c", script, "sh"])
+        .write_stdin("[defaults]\nretries = 2\n")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("limits: 3 attempts"));
+}
+
 #[test]
 fn a_profile_without_a_config_file_is_misuse() {
     retry()
