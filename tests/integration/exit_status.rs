@@ -1,7 +1,5 @@
 //! Every row of the contract's exit-status table, produced by the real binary, and `--fail-exit`.
 
-use std::os::unix::fs::PermissionsExt;
-
 use predicates::prelude::*;
 
 use crate::util::*;
@@ -82,9 +80,7 @@ fn not_found_is_127_not_retried() {
 #[test]
 fn not_executable_is_126_not_retried() {
     let r = retry().args(["--base", "0"]);
-    let script = r.path("script.sh");
-    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let script = r.write_with_mode("script.sh", "#!/bin/sh\necho hi\n", 0o644);
     r.args([script.to_str().unwrap()])
         .assert()
         .code(126)
@@ -98,15 +94,12 @@ fn not_executable_is_126_not_retried() {
 #[test]
 fn an_executable_script_without_a_shebang_line_is_run_by_sh() {
     let r = retry().args(["-r", "1", "--base", "0"]);
-    let bin = r.path("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let script = bin.join("no-shebang");
-    std::fs::write(
-        &script,
+    let script = r.write_with_mode(
+        "bin/no-shebang",
         "printf '%s|' \"$@\"; echo \"$RETRY_ATTEMPT\"; exit 3\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        0o755,
+    );
+    let bin = r.path("bin");
     r.command()
         .args([script.to_str().unwrap(), "a b", "$(touch pwned)"])
         .assert()
@@ -127,9 +120,7 @@ fn an_executable_script_without_a_shebang_line_is_run_by_sh() {
 #[test]
 fn an_executable_binary_the_kernel_cannot_run_is_126() {
     let r = retry().args(["-r", "1", "--base", "0"]);
-    let binary = r.path("foreign");
-    std::fs::write(&binary, b"\x7fELF\x02\x01\x01\x00garbage\n").unwrap();
-    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let binary = r.write_with_mode("foreign", b"\x7fELF\x02\x01\x01\x00garbage\n", 0o755);
     r.args([binary.to_str().unwrap()])
         .assert()
         .code(126)
@@ -143,8 +134,7 @@ fn an_executable_binary_the_kernel_cannot_run_is_126() {
 #[test]
 fn a_script_with_a_missing_interpreter_names_it() {
     let r = retry().args(["-r", "1", "--base", "0"]);
-    let script = r.write("crlf.sh", "#!/bin/sh\r\necho hi\r\n");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = r.write_with_mode("crlf.sh", "#!/bin/sh\r\necho hi\r\n", 0o755);
     r.args([script.to_str().unwrap()])
         .assert()
         .code(127)
@@ -171,9 +161,7 @@ fn a_binary_with_a_missing_loader_names_it() {
         .position(|window| window == loader.as_slice())
         .unwrap();
     image[at..at + loader.len()].copy_from_slice(&missing);
-    let binary = r.path("foreign-true");
-    std::fs::write(&binary, image).unwrap();
-    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let binary = r.write_with_mode("foreign-true", image, 0o755);
     let expected = format!(
         "retry: cannot run '{}': its interpreter '{}' was not found (command not found)\n",
         binary.display(),

@@ -1,6 +1,5 @@
 //! The README's recipes, run from their own text with stand-ins for the real tools.
 
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -36,14 +35,14 @@ fn recipe(marker: &str) -> Vec<String> {
 /// succeeds; it records its runs in `NAME.runs`.
 fn stand_in(r: &Retry, name: &str, fail_times: u32, code: u8) {
     let runs = r.path(&format!("{name}.runs"));
-    let path = r.write(
+    r.write_with_mode(
         &format!("bin/{name}"),
-        &format!(
+        format!(
             "#!/bin/sh\nn=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'\n[ $n -gt {fail_times} ] || exit {code}\nexit 0\n",
             runs = runs.display()
         ),
+        0o755,
     );
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 fn runs(r: &Retry, name: &str) -> u32 {
@@ -101,8 +100,7 @@ fn gitlab_smoke_test_logs_json() {
     let words = recipe("./smoke-test.sh");
     let r = retry();
     stand_in(&r, "smoke", 0, 1);
-    let script = r.write("smoke-test.sh", "#!/bin/sh\nexec smoke\n");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.write_with_mode("smoke-test.sh", "#!/bin/sh\nexec smoke\n", 0o755);
     let output = run(&r, &words, &[]);
     assert!(output.status.success(), "{output:?}");
     let stderr = String::from_utf8(output.stderr).unwrap();
@@ -170,8 +168,7 @@ fn docker_healthcheck_gives_only_0_or_1() {
 fn docker_healthcheck_bounds_a_hanging_check_below_dockers_timeout() {
     let words = recipe("HEALTHCHECK");
     let r = retry();
-    let hang = r.write("bin/curl", "#!/bin/sh\nexec sleep 60\n");
-    std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.write_with_mode("bin/curl", "#!/bin/sh\nexec sleep 60\n", 0o755);
     let started = Instant::now();
     let output = run(&r, &words, &[]);
     assert_eq!(output.status.code(), Some(1));

@@ -74,6 +74,16 @@ impl Retry {
         path
     }
 
+    /// Writes a file in the test's directory with the permission bits `mode` (0o755: an
+    /// executable) and returns its path.
+    pub fn write_with_mode(&self, name: &str, bytes: impl AsRef<[u8]>, mode: u32) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.write(name, "");
+        fs::write(&path, bytes).expect("write file");
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("set permissions");
+        path
+    }
+
     /// The command, with stdin from /dev/null unless a test gives it input (`write_stdin`).
     pub fn command(&self) -> Command {
         self.command_under(&[])
