@@ -80,7 +80,9 @@ pub struct Cli {
     /// Deadline for the whole run, measured from start; 0 disables it [default: none]
     ///
     /// No attempt starts after it, a wait that would cross it ends the run at once, and an
-    /// attempt still running at the deadline is terminated (status 124).
+    /// attempt still running at the deadline is terminated (status 124). Output that a reader
+    /// downstream has not taken by the deadline plus --kill-after is dropped, so retry ends by
+    /// then whatever its readers do.
     #[arg(short, long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub max_time: Option<Duration>,
 

@@ -94,6 +94,9 @@ pub trait Execute {
         final_attempt: bool,
         reporter: &mut Reporter,
     ) -> Result<(), Unreleased>;
+    /// The run ends at `deadline` (`--max-time`): past it, and past the grace an attempt
+    /// gets, no wait on a reader downstream may hold `retry` up. Told once, before anything runs.
+    fn end_by(&mut self, deadline: Instant);
     /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
     fn stdin_shared(&self) -> bool;
     /// Runs a hook to its end; how it ended is only reported, never judged.
@@ -125,6 +128,9 @@ pub fn drive<E: Execute, S: Sleep, R: Rng>(
         delays,
         reporter,
     };
+    if let Some(deadline) = run.deadline {
+        run.executor.end_by(deadline);
+    }
     match run.drive() {
         Ok(end) => end,
         Err(Interrupted(signal)) => {
@@ -487,6 +493,8 @@ mod tests {
         hooks: Vec<String>,
         released: Vec<bool>,
         stdin_shared: bool,
+        /// What `end_by` was told, as a time left from when it was told.
+        ends_in: Option<Duration>,
     }
 
     impl Execute for Script {
@@ -524,6 +532,10 @@ mod tests {
         ) -> Result<(), Unreleased> {
             self.released.push(final_attempt);
             Ok(())
+        }
+
+        fn end_by(&mut self, deadline: Instant) {
+            self.ends_in = Some(deadline.duration_since(self.time.now()));
         }
 
         fn stdin_shared(&self) -> bool {
@@ -566,6 +578,7 @@ mod tests {
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
         released: Vec<bool>,
+        ends_in: Option<Duration>,
         output: String,
     }
 
@@ -601,6 +614,7 @@ mod tests {
             hooks: Vec::new(),
             released: Vec::new(),
             stdin_shared: args.contains(&"--stdin-is-a-pipe"),
+            ends_in: None,
         };
         let mut clock = FakeSleep {
             time,
@@ -632,6 +646,7 @@ mod tests {
             specs: script.specs,
             hooks: script.hooks,
             released: script.released,
+            ends_in: script.ends_in,
             output,
         }
     }
@@ -642,6 +657,13 @@ mod tests {
 
     fn failed(end: AttemptEnd) -> RunEnd {
         RunEnd::Failed { last: Some(end) }
+    }
+
+    #[test]
+    fn the_executor_hears_of_the_run_deadline_before_anything_runs() {
+        let out = run(&["--max-time", "5s"], &[exited(0, 5)]);
+        assert_eq!(out.ends_in, Some(ms(5000)));
+        assert_eq!(run(&[], &[exited(0, 5)]).ends_in, None);
     }
 
     #[test]

@@ -240,8 +240,10 @@ pub fn finish(
         if interrupted {
             let give_up = Some(Instant::now() + DRAIN_MAX);
             wait_while_flowing(events, watch.done.as_fd(), &watch.flow.written, give_up)?;
-        } else {
-            drain(events, &watch, until)?;
+        } else if drain(events, &watch, until)? == Drain::ReaderTooSlow {
+            drained
+                .write_errors
+                .push((watch.stream, READER_TOO_SLOW.into()));
         }
         drained.matches.until |= watch.until.load(Ordering::Acquire);
         drained.matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
@@ -252,7 +254,19 @@ pub fn finish(
     Ok(drained)
 }
 
-fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<(), i32> {
+/// Why writing stopped when the reader downstream held the output past the time it had.
+pub const READER_TOO_SLOW: &str = "the reader downstream did not take it in time";
+
+/// How the wait for a watched stream's end ended.
+#[derive(PartialEq)]
+enum Drain {
+    /// At the stream's end, or when it went quiet or kept coming too long.
+    Done,
+    /// At `until`, with output still waiting for the reader downstream: the rest is lost.
+    ReaderTooSlow,
+}
+
+fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain, i32> {
     let flow = &watch.flow;
     let started = Instant::now();
     let writing_before = flow.writing_nanos.load(Ordering::Relaxed);
@@ -261,10 +275,14 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<(), i
         let idle_until = Instant::now() + DRAIN_IDLE;
         let wake = until.map_or(idle_until, |until| until.min(idle_until));
         if events.wait_readable(watch.done.as_fd(), Some(wake))? {
-            return Ok(());
+            return Ok(Drain::Done);
         }
         if until.is_some_and(|until| Instant::now() >= until) {
-            return Ok(());
+            return Ok(if flow.writing.load(Ordering::Acquire) {
+                Drain::ReaderTooSlow
+            } else {
+                Drain::Done
+            });
         }
         if flow.writing.load(Ordering::Acquire) {
             continue;
@@ -275,7 +293,7 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<(), i
             .elapsed()
             .saturating_sub(Duration::from_nanos(writing));
         if now == seen || copying >= DRAIN_MAX {
-            return Ok(());
+            return Ok(Drain::Done);
         }
         seen = now;
     }

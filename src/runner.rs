@@ -211,6 +211,12 @@ impl Execute for Runner<'_> {
         self.release_held(final_attempt, false, reporter)
     }
 
+    fn end_by(&mut self, deadline: Instant) {
+        if let Some(at) = deadline.checked_add(self.kill_after) {
+            self.events.wait_on_readers_until(at);
+        }
+    }
+
     fn stdin_shared(&self) -> bool {
         self.input.shared_stream()
     }
@@ -500,11 +506,13 @@ impl Runner<'_> {
                 let ended = if interrupted {
                     plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
                 } else {
-                    self.events.wait_readable(done.as_fd(), None)
+                    self.events
+                        .wait_readable(done.as_fd(), self.events.readers_until())
                 };
                 match ended {
                     Ok(true) => copier.join().unwrap_or(Ok(())),
-                    Ok(false) => Ok(()),
+                    Ok(false) if interrupted => Ok(()),
+                    Ok(false) => Err(io::Error::other(plumbing::READER_TOO_SLOW)),
                     Err(signal) => return Err(Unreleased::Interrupted(Interrupted(signal))),
                 }
             }

@@ -69,6 +69,8 @@ struct State {
     queued: VecDeque<Event>,
     /// A shutdown signal has arrived: from now on nothing may wait on a reader.
     shutting_down: bool,
+    /// Past this instant (the run's `--max-time` and its grace) nothing may wait on a reader.
+    readers_until: Option<Instant>,
 }
 
 impl Events {
@@ -95,6 +97,7 @@ impl Events {
                 delivery,
                 queued: VecDeque::new(),
                 shutting_down: false,
+                readers_until: None,
             }),
         })
     }
@@ -134,13 +137,29 @@ impl Events {
         }
     }
 
+    /// From `at` on, waits on a reader downstream end at once: `retry` must end by then
+    /// whatever its readers do.
+    pub fn wait_on_readers_until(&self, at: Instant) {
+        self.state.borrow_mut().readers_until = Some(at);
+    }
+
+    /// When waits on a reader downstream must end (see `wait_on_readers_until`).
+    pub fn readers_until(&self) -> Option<Instant> {
+        self.state.borrow().readers_until
+    }
+
     /// Waits until `fd` has room for a write of up to PIPE_BUF bytes, together with the
-    /// signals. Returns `false`, without waiting, once a shutdown signal has arrived and `fd`
-    /// has no room: a reader that does not read must not keep `retry` from ending.
+    /// signals. Returns `false` when `fd` has no room once a shutdown signal has arrived
+    /// (without waiting) or once `readers_until` has passed: a reader that does not read must
+    /// not keep `retry` from ending.
     pub fn wait_writable(&self, fd: BorrowedFd<'_>) -> bool {
         let mut state = self.state.borrow_mut();
         loop {
-            let until = state.shutting_down.then(Instant::now);
+            let until = if state.shutting_down {
+                Some(Instant::now())
+            } else {
+                state.readers_until
+            };
             match state.wait(until, Some((fd, libc::POLLOUT))) {
                 Woke::Ready => return true,
                 Woke::Timeout => return false,
@@ -168,9 +187,7 @@ impl Write for Stderr {
         let stderr = io::stderr();
         loop {
             if !self.events.wait_writable(stderr.as_fd()) {
-                return Err(io::Error::other(
-                    "stderr is full and retry is shutting down",
-                ));
+                return Err(io::Error::other("stderr is full and retry is ending"));
             }
             // A pipe that polls writable takes up to PIPE_BUF bytes without blocking; should
             // another writer fill it first and the pipe be non-blocking (a parent's choice),

@@ -335,6 +335,28 @@ fn a_signal_ends_retry_while_its_message_waits_for_a_stalled_reader() {
     drop(reader);
 }
 
+/// The same full pipe without a signal: `retry`'s lines wait for the reader only until the
+/// run's `--max-time` and its grace have passed, then are dropped, and the run ends with its
+/// answer.
+#[test]
+fn its_messages_do_not_hold_the_run_past_max_time_for_a_stalled_reader() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    // SAFETY: fcntl(2) F_GETPIPE_SZ on a pipe this test owns.
+    let capacity = unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    assert!(capacity > 0);
+    let r = retry().args(["--max-time", "300ms", "--kill-after", "100ms"]);
+    let r = r.args(["-r", "1", "--base", "0"]);
+    let r = r.args(sh(&format!("head -c {capacity} /dev/zero; exit 3")));
+    let mut child = r.spawn_with(writer.try_clone().unwrap(), writer);
+    let started = Instant::now();
+    assert_eq!(
+        status_within(&mut child, started, Duration::from_secs(5)),
+        3
+    );
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    drop(reader);
+}
+
 /// The attempt succeeds and ends, but a background process it left keeps writing to the
 /// output that `retry` matches: `retry` waits for that output to drain, yet a signal meanwhile
 /// still ends it at once, and by that signal (the run was interrupted before its answer).

@@ -168,7 +168,12 @@ fn docker_healthcheck_gives_only_0_or_1() {
 fn docker_healthcheck_bounds_a_hanging_check_below_dockers_timeout() {
     let words = recipe("HEALTHCHECK");
     let r = retry();
-    r.write_with_mode("bin/curl", "#!/bin/sh\nexec sleep 60\n", 0o755);
+    // A check that ignores SIGTERM too: only SIGKILL, after the grace, ends it.
+    r.write_with_mode(
+        "bin/curl",
+        "#!/bin/sh\ntrap '' TERM\nexec sleep 60\n",
+        0o755,
+    );
     let started = Instant::now();
     let output = run(&r, &words, &[]);
     assert_eq!(output.status.code(), Some(1));

@@ -312,12 +312,62 @@ fn a_stalled_reader_does_not_hold_the_run_past_max_time() {
             "/dev/zero",
         ]);
     // stdout into a pipe that nothing reads (its reading end stays open in `child`).
-    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
     let started = Instant::now();
     assert_eq!(
         status_within(&mut child, started, Duration::from_secs(5)),
         1
     );
+    assert!(
+        stderr_of(&mut child).contains(
+            "cannot write to stdout: the reader downstream did not take it in time; \
+             the command's output to it is lost"
+        ),
+        "the loss is not said"
+    );
+}
+
+/// Held output is written out after the attempt: to a reader that never reads, only until the
+/// run's `--max-time` and its grace have passed. The attempt's own answer stands.
+#[test]
+fn held_output_does_not_hold_the_run_past_max_time_for_a_stalled_reader() {
+    let r = retry()
+        .args(["--max-time", "300ms", "--kill-after", "100ms", "-r", "0"])
+        .args(["--hold-stdout", "head", "-c", "1000000", "/dev/zero"]);
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
+    let started = Instant::now();
+    assert_eq!(
+        status_within(&mut child, started, Duration::from_secs(5)),
+        0
+    );
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert!(
+        stderr_of(&mut child).contains("the reader downstream did not take it in time"),
+        "the loss is not said"
+    );
+}
+
+/// Without a stalled reader, `--max-time` does not cut held output short: a slow reader that
+/// starts after the deadline still gets all of it.
+#[test]
+fn held_output_reaches_a_slow_reader_whole_within_the_grace() {
+    const SIZE: usize = 1_000_000;
+    let r = retry()
+        .args(["--max-time", "100ms", "--kill-after", "5s", "-r", "0"])
+        .args([
+            "--hold-stdout",
+            "head",
+            "-c",
+            &SIZE.to_string(),
+            "/dev/zero",
+        ]);
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let mut child = r.spawn_with(writer, Stdio::null());
+    std::thread::sleep(Duration::from_millis(300));
+    let mut received = Vec::new();
+    reader.read_to_end(&mut received).unwrap();
+    assert_eq!(received.len(), SIZE);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
 }
 
 #[test]
@@ -334,14 +384,7 @@ fn with_stdout_on_a_full_disk(args: &[&str]) -> (i32, String) {
         .expect("/dev/full");
     let mut child = retry().args(args).spawn_with(full, Stdio::piped());
     let status = shell_status(wait_bounded(&mut child));
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    (status, stderr)
+    (status, stderr_of(&mut child))
 }
 
 /// Output that cannot be passed on for a reason other than a reader gone (a full disk) is

@@ -357,6 +357,20 @@ pub fn shell_status(status: ExitStatus) -> i32 {
         .expect("an exit code or a signal")
 }
 
+/// The whole of the child's piped stderr: for a child that has ended, with nothing left that
+/// holds its stderr open.
+pub fn stderr_of(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr is text");
+    stderr
+}
+
 /// Reads the child's stderr until a line containing `needle` appears, or the bound passes.
 pub fn wait_for_stderr(child: &mut Child, needle: &str) -> String {
     use std::io::{BufRead, BufReader};
