@@ -712,10 +712,14 @@ pub fn one_line(text: &str) -> String {
         .collect()
 }
 
-/// A short human form: `0s`, `850µs`, `250ms`, `1.5s`, `1m30s`, `2h`, `3d4h`.
+/// A short human form: `0s`, `40ns`, `850µs`, `250ms`, `1.5s`, `1m30s`, `2h`, `3d4h`.
 pub fn human(d: Duration) -> String {
     if d.is_zero() {
         return "0s".into();
+    }
+    // A wait that is not zero never reads as zero.
+    if d < Duration::from_micros(1) {
+        return format!("{}ns", d.as_nanos());
     }
     if d < Duration::from_millis(1) {
         return format!("{}µs", d.as_micros());
@@ -819,6 +823,8 @@ mod tests {
     fn human_durations() {
         assert_eq!(human(Duration::ZERO), "0s");
         assert_eq!(human(Duration::from_micros(850)), "850µs");
+        assert_eq!(human(Duration::from_nanos(1)), "1ns");
+        assert_eq!(human(Duration::from_nanos(999)), "999ns");
         assert_eq!(human(ms(250)), "250ms");
         assert_eq!(human(Duration::from_micros(1500)), "1.5ms");
         assert_eq!(human(ms(1500)), "1.5s");
