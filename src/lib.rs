@@ -238,7 +238,16 @@ fn non_empty_env(key: &str) -> Option<OsString> {
 /// A seed from the OS, so that processes started together draw different delays. getrandom(2)
 /// is called directly: one syscall, where a generic entropy source probes for it first (and in
 /// a static build falls back to opening /dev/random).
+///
+/// 53 bits of it: the seed is logged (as a JSON number, and in `--verbose`) so that a run can
+/// be replayed with `--seed`, and JSON readers that hold numbers as doubles (JavaScript, jq
+/// 1.6, many log pipelines) keep integers exact only up to 2^53.
 fn os_seed() -> u64 {
+    const EXACT_IN_A_DOUBLE: u64 = (1 << 53) - 1;
+    entropy() & EXACT_IN_A_DOUBLE
+}
+
+fn entropy() -> u64 {
     let mut seed = [0u8; 8];
     // SAFETY: the buffer is valid for its length; GRND_NONBLOCK never blocks at early boot.
     let filled = unsafe {

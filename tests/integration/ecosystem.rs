@@ -131,6 +131,18 @@ fn json_field_types_are_stable() {
     }
 }
 
+/// The seed `retry` draws is logged so that a run can be replayed with `--seed`: it must stay
+/// exact in JSON readers that hold numbers as doubles. (Three runs: a full 64-bit seed would
+/// pass by chance once in 2^33.)
+#[test]
+fn the_drawn_seed_is_exact_in_any_json_reader() {
+    for _ in 0..3 {
+        let events = events(&["-r", "0", "true"]);
+        let seed = events[0]["seed"].as_u64().expect("a seed");
+        assert!(seed < 1 << 53, "{seed}");
+    }
+}
+
 #[test]
 fn a_failed_spill_is_an_event() {
     let output = retry()
