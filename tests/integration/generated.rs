@@ -116,7 +116,7 @@ fn man_page() -> Vec<u8> {
             tagged(roff, signal, meaning);
         }
         roff.control("PP", []).text([roman(
-            "A timeout sends --kill-signal (then SIGCONT) to the attempt's process group, and SIGKILL to whatever is left after --kill-after. retry adopts its attempts' orphans (a child subreaper) and collects each as it dies.",
+            "A timeout sends --kill-signal (then SIGCONT) to the attempt's process group, and SIGKILL to whatever is left after --kill-after. retry adopts its attempts' orphans (a child subreaper) and collects each as it dies. A process that leaves the group on purpose (setsid, a daemon) is out of reach, as with timeout(1).",
         )]);
     });
     section(&mut out, "ENVIRONMENT", |roff| {
