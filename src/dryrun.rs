@@ -36,12 +36,7 @@ pub fn plan(settings: &Settings) -> String {
     let command = if settings.command.is_empty() {
         "(no command given)".to_string()
     } else {
-        let words: Vec<_> = settings
-            .command
-            .iter()
-            .map(|w| w.to_string_lossy())
-            .collect();
-        words.join(" ")
+        crate::report::shell_words(&settings.command)
     };
     let _ = writeln!(out, "dry run: {command}");
     let jitter = match (schedule.backoff, schedule.jitter) {

@@ -546,7 +546,7 @@ fn text(event: &Event<'_>) -> String {
                 Some(n) => format!("up to {n} attempts"),
                 None => "no attempt limit".to_string(),
             };
-            format!("running {} ({limit}, seed {seed})", quote_command(command))
+            format!("running {} ({limit}, seed {seed})", shell_words(command))
         }
         Event::Splay { wait } => format!("splay: first attempt in {}", human(wait)),
         Event::AttemptStart {
@@ -689,9 +689,44 @@ pub fn quote(word: &OsStr) -> String {
     format!("'{}'", word.to_string_lossy())
 }
 
-fn quote_command(command: &[OsString]) -> String {
-    let words: Vec<_> = command.iter().map(|w| w.to_string_lossy()).collect();
-    format!("'{}'", words.join(" "))
+/// The command as a shell would take it back, word by word: bare where that is safe, else in
+/// single quotes, or in `$'...'` with escapes when it holds control characters (so it stays on
+/// one line). Bytes that are not UTF-8 read as U+FFFD.
+pub fn shell_words(command: &[OsString]) -> String {
+    let words: Vec<String> = command
+        .iter()
+        .map(|word| shell_word(&word.to_string_lossy()))
+        .collect();
+    words.join(" ")
+}
+
+fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        return word.to_string();
+    }
+    if !word.chars().any(char::is_control) {
+        return format!("'{}'", word.replace('\'', r"'\''"));
+    }
+    let mut quoted = String::from("$'");
+    for c in word.chars() {
+        match c {
+            '\'' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            '\n' => quoted.push_str(r"\n"),
+            '\t' => quoted.push_str(r"\t"),
+            '\r' => quoted.push_str(r"\r"),
+            c if c.is_control() && u32::from(c) < 0x80 => {
+                quoted.push_str(&format!(r"\x{:02x}", u32::from(c)));
+            }
+            c if c.is_control() => quoted.push_str(&format!(r"\u{:04x}", u32::from(c))),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// `text` with its control characters escaped (`\n`, `\r`, `\u{1b}`): every message `retry`
@@ -816,7 +851,24 @@ mod tests {
                 seed: 7,
             },
         );
-        assert_eq!(line, "retry: running 'sh\\n -c' (1 attempt, seed 7)\n");
+        assert_eq!(line, "retry: running $'sh\\n' -c (1 attempt, seed 7)\n");
+    }
+
+    #[test]
+    fn shell_words_read_back_as_the_same_words() {
+        let words =
+            |list: &[&str]| shell_words(&list.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(
+            words(&["curl", "-fsS", "https://x.test/a?b=1"]),
+            "curl -fsS 'https://x.test/a?b=1'"
+        );
+        assert_eq!(words(&["sh", "-c", "echo a b"]), "sh -c 'echo a b'");
+        assert_eq!(words(&["echo", ""]), "echo ''");
+        assert_eq!(words(&["echo", "it's"]), r"echo 'it'\''s'");
+        assert_eq!(words(&["printf", "a\tb\n"]), r"printf $'a\tb\n'");
+        assert_eq!(words(&["x", "\u{1b}[31m'\\"]), r"x $'\x1b[31m\'\\'");
+        assert_eq!(words(&["x", "\u{85}"]), r"x $'\u0085'");
+        assert_eq!(words(&["caf\u{e9}"]), "'caf\u{e9}'");
     }
 
     #[test]

@@ -12,6 +12,17 @@ fn runs_nothing() {
     assert!(!marker.exists());
 }
 
+/// The command reads back as the same words when pasted into a shell.
+#[test]
+fn shows_the_command_as_a_shell_would_take_it() {
+    let r = retry().args(["--dry-run", "--", "sh", "-c", "echo 'a b'", "x\ny"]);
+    r.assert()
+        .code(0)
+        .stdout(predicates::str::starts_with(
+            "dry run: sh -c 'echo '\\''a b'\\''' $'x\\ny'\n",
+        ));
+}
+
 #[test]
 fn fixed_seed_output() {
     retry()
