@@ -826,7 +826,53 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// Splits `line` back into words as a shell does for the three forms `shell_words` writes:
+    /// bare, `'...'` and `$'...'`, with `\'` between them.
+    fn read_back(line: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut chars = line.chars().peekable();
+        while chars.peek().is_some() {
+            let mut word = String::new();
+            while let Some(c) = chars.next_if(|&c| c != ' ') {
+                match c {
+                    '\'' => word.extend(chars.by_ref().take_while(|&c| c != '\'')),
+                    '\\' => word.extend(chars.next()),
+                    '$' if chars.next_if_eq(&'\'').is_some() => loop {
+                        match chars.next().expect("closed") {
+                            '\'' => break,
+                            '\\' => match chars.next().expect("escape") {
+                                'n' => word.push('\n'),
+                                't' => word.push('\t'),
+                                'r' => word.push('\r'),
+                                form @ ('x' | 'u') => {
+                                    let digits = if form == 'x' { 2 } else { 4 };
+                                    let hex: String = chars.by_ref().take(digits).collect();
+                                    let code = u32::from_str_radix(&hex, 16).unwrap();
+                                    word.push(char::from_u32(code).unwrap());
+                                }
+                                other => word.push(other),
+                            },
+                            c => word.push(c),
+                        }
+                    },
+                    c => word.push(c),
+                }
+            }
+            chars.next_if_eq(&' ');
+            words.push(word);
+        }
+        words
+    }
+
     proptest::proptest! {
+        #[test]
+        fn shell_words_read_back_whole(words in proptest::collection::vec("(?s).*", 1..5)) {
+            let command: Vec<OsString> = words.iter().map(OsString::from).collect();
+            let line = shell_words(&command);
+            proptest::prop_assert!(!line.chars().any(char::is_control));
+            proptest::prop_assert_eq!(read_back(&line), words);
+        }
+
         #[test]
         fn one_line_leaves_no_control_character(text in ".*") {
             let line = one_line(&text);

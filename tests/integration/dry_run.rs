@@ -16,11 +16,9 @@ fn runs_nothing() {
 #[test]
 fn shows_the_command_as_a_shell_would_take_it() {
     let r = retry().args(["--dry-run", "--", "sh", "-c", "echo 'a b'", "x\ny"]);
-    r.assert()
-        .code(0)
-        .stdout(predicates::str::starts_with(
-            "dry run: sh -c 'echo '\\''a b'\\''' $'x\\ny'\n",
-        ));
+    r.assert().code(0).stdout(predicates::str::starts_with(
+        "dry run: sh -c 'echo '\\''a b'\\''' $'x\\ny'\n",
+    ));
 }
 
 #[test]
