@@ -247,6 +247,9 @@ pub struct Cli {
 
     /// Format of retry's own messages: text, or json (one object per line per event)
     /// [default: text]
+    ///
+    /// Either way they go to stderr, shared with the command's own stderr: a log reader keeps
+    /// the lines that parse as JSON objects with an "event" field.
     #[arg(long, value_name = "FORMAT", help_heading = "Output")]
     pub log_format: Option<LogFormat>,
 
