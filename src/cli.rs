@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser};
+use clap::{ArgAction, Parser, ValueHint};
 
 use crate::backoff::{Backoff, Jitter};
 use crate::input::StdinMode;
@@ -52,7 +52,7 @@ pub struct Cli {
     #[arg(
         short,
         long,
-        value_name = "N",
+        value_name = "N", value_hint = ValueHint::Other,
         allow_hyphen_values = true,
         help_heading = "Attempts and time limits"
     )]
@@ -62,7 +62,7 @@ pub struct Cli {
     #[arg(
         short,
         long,
-        value_name = "N", allow_hyphen_values = true,
+        value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true,
         conflicts_with = "retries",
         value_parser = clap::value_parser!(u64).range(1..),
         help_heading = "Attempts and time limits"
@@ -83,36 +83,36 @@ pub struct Cli {
     /// attempt still running at the deadline is terminated (status 124). Output that a reader
     /// downstream has not taken by the deadline plus --kill-after is dropped, so retry ends by
     /// then whatever its readers do.
-    #[arg(short, long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub max_time: Option<Duration>,
 
     /// Time limit for one attempt; 0 disables it [default: none]
     ///
     /// On expiry the attempt's process group gets --kill-signal, its status is 124, and it
     /// counts as a retryable failure.
-    #[arg(short, long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub timeout: Option<Duration>,
 
     /// Grace between the terminating signal and SIGKILL [default: 2s]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub kill_after: Option<Duration>,
 
     /// Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]
-    #[arg(long, value_name = "SIG", allow_hyphen_values = true, value_parser = parse::signal, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "SIG", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::signal, help_heading = "Attempts and time limits")]
     pub kill_signal: Option<i32>,
 
     /// First nominal delay (for ethernet: the slot time) [default: 1s]
     ///
     /// Durations read like 250ms, 1s, 1m30s, 2h, or bare decimal seconds (1.5).
-    #[arg(short, long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
+    #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub base: Option<Duration>,
 
     /// Cap on any single delay, after jitter too [default: 30s]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub max: Option<Duration>,
 
     /// Growth factor of exponential backoff, at least 1 [default: 2]
-    #[arg(long, value_name = "F", allow_hyphen_values = true, value_parser = parse::multiplier, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "F", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::multiplier, help_heading = "Delay schedule")]
     pub multiplier: Option<f64>,
 
     /// How the nominal delay grows [default: exponential]
@@ -120,7 +120,7 @@ pub struct Cli {
     /// ethernet gives up after 16 attempts unless an attempt limit is given.
     #[arg(
         long,
-        value_name = "KIND",
+        value_name = "KIND", value_hint = ValueHint::Other,
         allow_hyphen_values = true,
         help_heading = "Delay schedule"
     )]
@@ -131,47 +131,47 @@ pub struct Cli {
     /// none; full: uniform in [0, d]; equal: d/2 + uniform in [0, d/2]; decorrelated:
     /// min(max, uniform in [base, 3 * previous]); a factor such as 0.2: d * (1 ± 0.2); an addend
     /// such as +1s: d + uniform in [0, 1s].
-    #[arg(long, value_name = "KIND", allow_hyphen_values = true, value_parser = parse::jitter, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "KIND", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::jitter, help_heading = "Delay schedule")]
     pub jitter: Option<Jitter>,
 
     /// Seed for the jitter, so the same flags give the same delays [default: from OS entropy]
     #[arg(
         long,
-        value_name = "N",
+        value_name = "N", value_hint = ValueHint::Other,
         allow_hyphen_values = true,
         help_heading = "Delay schedule"
     )]
     pub seed: Option<u64>,
 
     /// Wait a random time in [0, DUR] before the first attempt [default: none]
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub splay: Option<Duration>,
 
     /// Retry only these exit codes; any other failure ends the run (e.g. 1,75-78)
-    #[arg(long, value_name = "CODES", allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
+    #[arg(long, value_name = "CODES", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
     pub retry_on_exit: Option<CodeSet>,
 
     /// These exit codes end the run at once, as a permanent failure (e.g. 2,126-127)
-    #[arg(long, value_name = "CODES", allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
+    #[arg(long, value_name = "CODES", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
     pub stop_on_exit: Option<CodeSet>,
 
     /// The attempt succeeds exactly when a line of its stdout matches REGEX
     ///
     /// Its exit code is then not consulted. Patterns use the syntax of Rust's regex crate and are
     /// matched line by line on bytes while the output passes through untouched.
-    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
     pub until_stdout: Option<Pattern>,
 
     /// The attempt succeeds exactly when a line of its stderr matches REGEX
-    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
     pub until_stderr: Option<Pattern>,
 
     /// An attempt whose stdout has a line matching REGEX fails (retryably), even if it exited 0
-    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
     pub retry_if_stdout: Option<Pattern>,
 
     /// An attempt whose stderr has a line matching REGEX fails (retryably), even if it exited 0
-    #[arg(long, value_name = "REGEX", value_parser = Pattern::new, help_heading = "Success and failure")]
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
     pub retry_if_stderr: Option<Pattern>,
 
     /// Swap success and failure: retry until COMMAND fails
@@ -181,14 +181,14 @@ pub struct Cli {
     /// Succeed only after N successful attempts in a row [default: 1]
     #[arg(
         long,
-        value_name = "N", allow_hyphen_values = true,
+        value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true,
         value_parser = clap::value_parser!(u64).range(1..),
         help_heading = "Success and failure"
     )]
     pub consecutive: Option<u64>,
 
     /// Exit with N instead of the failed run's status (e.g. 1 for Docker's HEALTHCHECK)
-    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse::exit_code, help_heading = "Success and failure")]
+    #[arg(long, value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::exit_code, help_heading = "Success and failure")]
     pub fail_exit: Option<u8>,
 
     /// Run CMD through `sh -c` before each retry's wait
@@ -196,23 +196,23 @@ pub struct Cli {
     /// Its environment has RETRY_ATTEMPT (the attempt that just failed), RETRY_LAST_EXIT (its
     /// status) and RETRY_NEXT_DELAY_MS. A hook's failure is reported and never changes retry's
     /// exit status; its stdin is /dev/null and its stdout goes to retry's stderr.
-    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    #[arg(long, value_name = "CMD", value_hint = ValueHint::CommandString, help_heading = "Hooks")]
     pub on_retry: Option<String>,
 
     /// Run CMD through `sh -c` once when retry gives up
-    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    #[arg(long, value_name = "CMD", value_hint = ValueHint::CommandString, help_heading = "Hooks")]
     pub on_failure: Option<String>,
 
     /// Run CMD through `sh -c` once when the run succeeds
-    #[arg(long, value_name = "CMD", help_heading = "Hooks")]
+    #[arg(long, value_name = "CMD", value_hint = ValueHint::CommandString, help_heading = "Hooks")]
     pub on_success: Option<String>,
 
     /// Read settings from FILE instead of $RETRY_CONFIG or $XDG_CONFIG_HOME/retry/config.toml
-    #[arg(long, value_name = "FILE", help_heading = "Configuration")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = "Configuration")]
     pub config: Option<PathBuf>,
 
     /// Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]
-    #[arg(long, value_name = "NAME", help_heading = "Configuration")]
+    #[arg(long, value_name = "NAME", value_hint = ValueHint::Other, help_heading = "Configuration")]
     pub profile: Option<String>,
 
     /// What each attempt reads on stdin [default: auto]
@@ -260,6 +260,7 @@ pub struct Cli {
     /// The command to run, and its arguments
     #[arg(
         value_name = "COMMAND",
+        value_hint = ValueHint::CommandWithArguments,
         trailing_var_arg = true,
         num_args = 1..,
     )]

@@ -262,3 +262,37 @@ fn the_man_page_renders_without_warnings() {
     }
     assert!(text.contains("--until-stdout"), "options are listed");
 }
+
+/// Completion offers what a value can be: file names only for `--config`, commands for the
+/// hooks and COMMAND, the listed values where there is a list, and nothing for durations,
+/// codes, patterns and numbers (where a file name would only mislead).
+#[test]
+fn completion_offers_file_names_only_where_a_file_goes() {
+    use clap::ValueHint;
+    let command = Cli::command();
+    for arg in command.get_arguments() {
+        // A value with a list completes from the list, whatever the hint.
+        if !arg.get_action().takes_values() || !arg.get_possible_values().is_empty() {
+            continue;
+        }
+        let name = arg.get_id().as_str();
+        let hint = arg.get_value_hint();
+        let expected = match name {
+            "config" => ValueHint::FilePath,
+            "on_retry" | "on_failure" | "on_success" => ValueHint::CommandString,
+            "command" => ValueHint::CommandWithArguments,
+            _ => ValueHint::Other,
+        };
+        assert_eq!(hint, expected, "{name}");
+    }
+    let zsh = std::fs::read_to_string(Path::new(ROOT).join("completions/_retry")).unwrap();
+    assert!(zsh.contains(":FILE:_files"), "--config completes files");
+    assert!(
+        zsh.contains(":_cmdambivalent"),
+        "COMMAND completes commands"
+    );
+    assert!(
+        !zsh.contains(":DUR:_default"),
+        "a duration completes no files"
+    );
+}
