@@ -347,8 +347,9 @@ fn its_messages_do_not_hold_the_run_past_max_time_for_a_stalled_reader() {
     let r = retry().args(["--max-time", "300ms", "--kill-after", "100ms"]);
     let r = r.args(["-r", "1", "--base", "0"]);
     let r = r.args(sh(&format!("head -c {capacity} /dev/zero; exit 3")));
-    let mut child = r.spawn_with(writer.try_clone().unwrap(), writer);
+    // Before the spawn: `retry`'s own start, and so its deadline, cannot come earlier.
     let started = Instant::now();
+    let mut child = r.spawn_with(writer.try_clone().unwrap(), writer);
     assert_eq!(
         status_within(&mut child, started, Duration::from_secs(5)),
         3

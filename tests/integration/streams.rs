@@ -312,8 +312,9 @@ fn a_stalled_reader_does_not_hold_the_run_past_max_time() {
             "/dev/zero",
         ]);
     // stdout into a pipe that nothing reads (its reading end stays open in `child`).
-    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
+    // Before the spawn: `retry`'s own start, and so its deadline, cannot come earlier.
     let started = Instant::now();
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
     assert_eq!(
         status_within(&mut child, started, Duration::from_secs(5)),
         1
@@ -334,8 +335,9 @@ fn held_output_does_not_hold_the_run_past_max_time_for_a_stalled_reader() {
     let r = retry()
         .args(["--max-time", "300ms", "--kill-after", "100ms", "-r", "0"])
         .args(["--hold-stdout", "head", "-c", "1000000", "/dev/zero"]);
-    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
+    // Before the spawn: `retry`'s own start, and so its deadline, cannot come earlier.
     let started = Instant::now();
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
     assert_eq!(
         status_within(&mut child, started, Duration::from_secs(5)),
         0
