@@ -268,3 +268,35 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _retry -o bashdefault -o default retry
 fi
+
+# COMMAND and its arguments complete as that command would.
+_retry_command() {
+    local i=1
+    while ((i < COMP_CWORD)); do
+        case "${COMP_WORDS[i]}" in
+            --)
+                ((i++))
+                break
+                ;;
+            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--log-format)
+                # Its value follows, after an `=` that bash splits off as a word of its own.
+                [[ "${COMP_WORDS[i + 1]}" == = ]] && ((i++))
+                ((i++))
+                ;;
+            -*) ;;
+            *) break ;;
+        esac
+        ((i++))
+    done
+    # Past the cursor: it is on an option's value. At it: an option, unless after `--`.
+    if ((i > COMP_CWORD)) || [[ "${COMP_WORDS[i]}" == -* && "${COMP_WORDS[i - 1]}" != -- ]]; then
+        _retry "$@"
+    elif declare -F _command_offset >/dev/null; then
+        _command_offset "$i"
+    elif ((i == COMP_CWORD)); then
+        COMPREPLY=($(compgen -c -- "${COMP_WORDS[i]}"))
+    else
+        COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
+    fi
+}
+complete -F _retry_command -o bashdefault -o default retry

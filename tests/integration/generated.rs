@@ -25,9 +25,65 @@ fn completions() -> Vec<(String, Vec<u8>)> {
     .map(|(shell, path)| {
         let mut out = Vec::new();
         generate(shell, &mut Cli::command(), "retry", &mut out);
+        if shell == Shell::Bash {
+            out.extend_from_slice(bash_command_completion().as_bytes());
+        }
         (path.to_string(), out)
     })
     .collect()
+}
+
+/// clap's bash completion knows `retry`'s options but not that COMMAND is a command of its
+/// own: this wrapper, generated from the same definition, completes COMMAND and its
+/// arguments as that command would (bash-completion's `_command_offset`, as for sudo and
+/// timeout; else command names, then files), after `--` or from the first word that is not
+/// an option or an option's value.
+fn bash_command_completion() -> String {
+    let command = Cli::command();
+    let mut with_values = Vec::new();
+    for arg in command.get_arguments() {
+        if !arg.get_action().takes_values() || arg.is_positional() {
+            continue;
+        }
+        with_values.extend(arg.get_short().map(|short| format!("-{short}")));
+        with_values.extend(arg.get_long().map(|long| format!("--{long}")));
+    }
+    format!(
+        r#"
+# COMMAND and its arguments complete as that command would.
+_retry_command() {{
+    local i=1
+    while ((i < COMP_CWORD)); do
+        case "${{COMP_WORDS[i]}}" in
+            --)
+                ((i++))
+                break
+                ;;
+            {with_values})
+                # Its value follows, after an `=` that bash splits off as a word of its own.
+                [[ "${{COMP_WORDS[i + 1]}}" == = ]] && ((i++))
+                ((i++))
+                ;;
+            -*) ;;
+            *) break ;;
+        esac
+        ((i++))
+    done
+    # Past the cursor: it is on an option's value. At it: an option, unless after `--`.
+    if ((i > COMP_CWORD)) || [[ "${{COMP_WORDS[i]}}" == -* && "${{COMP_WORDS[i - 1]}}" != -- ]]; then
+        _retry "$@"
+    elif declare -F _command_offset >/dev/null; then
+        _command_offset "$i"
+    elif ((i == COMP_CWORD)); then
+        COMPREPLY=($(compgen -c -- "${{COMP_WORDS[i]}}"))
+    else
+        COMPREPLY=($(compgen -f -- "${{COMP_WORDS[COMP_CWORD]}}"))
+    fi
+}}
+complete -F _retry_command -o bashdefault -o default retry
+"#,
+        with_values = with_values.join("|")
+    )
 }
 
 fn section(out: &mut Vec<u8>, title: &str, body: impl FnOnce(&mut Roff)) {
@@ -294,5 +350,66 @@ fn completion_offers_file_names_only_where_a_file_goes() {
     assert!(
         !zsh.contains(":DUR:_default"),
         "a duration completes no files"
+    );
+}
+
+/// What bash completes for the words `line` (the last one under the cursor), with the
+/// committed completion script, and with a stand-in for bash-completion's `_command_offset`
+/// when `offset_helper`.
+fn bash_completes(line: &[&str], offset_helper: bool) -> Vec<String> {
+    let script = Path::new(ROOT).join("completions/retry.bash");
+    let words: Vec<String> = line.iter().map(|w| format!("'{w}'")).collect();
+    let helper = if offset_helper {
+        r#"_command_offset() { COMPREPLY=("offset:$1"); }"#
+    } else {
+        ""
+    };
+    let program = format!(
+        r#"source '{}'
+{helper}
+COMP_WORDS=({})
+COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))
+compopt() {{ :; }}
+_retry_command retry "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD - 1]}}"
+printf '%s\n' "${{COMPREPLY[@]}}""#,
+        script.display(),
+        words.join(" ")
+    );
+    let output = std::process::Command::new("bash")
+        .args(["--norc", "-c", &program])
+        .output()
+        .expect("bash");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_the_command_as_that_command_would() {
+    let offset = |line: &[&str]| bash_completes(line, true);
+    assert_eq!(offset(&["retry", "--", "ec"]), ["offset:2"]);
+    assert_eq!(offset(&["retry", "--base", "1s", "ec"]), ["offset:3"]);
+    assert_eq!(offset(&["retry", "--base", "=", "1s", "ec"]), ["offset:4"]);
+    assert_eq!(offset(&["retry", "-q", "curl", "-"]), ["offset:2"]);
+    assert_eq!(offset(&["retry", "-q", "--", "-x"]), ["offset:3"]);
+    // Options and their values are still retry's.
+    assert!(offset(&["retry", "--ba"]).contains(&"--base".to_string()));
+    assert!(offset(&["retry", "-q", "--"]).contains(&"--quiet".to_string()));
+    assert_eq!(
+        offset(&["retry", "--stdin", ""]),
+        ["auto", "replay", "inherit", "null"]
+    );
+    assert!(
+        !offset(&["retry", "--base", ""])
+            .iter()
+            .any(|w| w.starts_with("offset:"))
+    );
+    // Without bash-completion: command names, then files.
+    assert!(bash_completes(&["retry", "--", "ech"], false).contains(&"echo".to_string()));
+    assert!(
+        bash_completes(&["retry", "true", "Cargo.t"], false).contains(&"Cargo.toml".to_string())
     );
 }
