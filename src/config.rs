@@ -196,6 +196,10 @@ fn table_entries(
             .expect("every key is a flag");
         let takes_value = arg.get_action().takes_values();
         let list = arg.get_value_names().is_some_and(|v| v == ["CODES"]);
+        // A pattern or a command is text: a number there is a slip, not a pattern.
+        let text_only = arg
+            .get_value_names()
+            .is_some_and(|v| v == ["REGEX"] || v == ["CMD"]);
         let where_ = at(value.span().start);
         let wrong_type = |expected: &str| {
             ConfigError(format!(
@@ -218,6 +222,7 @@ fn table_entries(
             }
             _ if !takes_value => return Err(wrong_type("true or false")),
             DeValue::String(text) => text.to_string(),
+            _ if text_only => return Err(wrong_type("a string")),
             DeValue::Integer(number) => number.to_string(),
             DeValue::Float(number) => number.to_string(),
             DeValue::Array(items) if list => {
@@ -226,7 +231,13 @@ fn table_entries(
                     match item.get_ref() {
                         DeValue::Integer(n) => codes.push(n.to_string()),
                         DeValue::String(s) => codes.push(s.to_string()),
-                        _ => return Err(wrong_type("an array of exit codes")),
+                        other => {
+                            return Err(ConfigError(format!(
+                                "{where_}: key '{name}' in {label}: expected an array of exit \
+                                 codes, found an array holding a {}",
+                                other.type_str()
+                            )));
+                        }
                     }
                 }
                 codes.join(",")
@@ -479,7 +490,15 @@ mod tests {
         assert!(bad.contains("negative duration"), "{bad}");
         assert_eq!(
             error("[defaults]\nretry-on-exit = [true]\n"),
-            "cfg.toml:2: key 'retry-on-exit' in [defaults]: expected an array of exit codes, found array"
+            "cfg.toml:2: key 'retry-on-exit' in [defaults]: expected an array of exit codes, found an array holding a boolean"
+        );
+        assert_eq!(
+            error("[defaults]\non-retry = 5\n"),
+            "cfg.toml:2: key 'on-retry' in [defaults]: expected a string, found integer"
+        );
+        assert_eq!(
+            error("[defaults]\nuntil-stdout = 1.5\n"),
+            "cfg.toml:2: key 'until-stdout' in [defaults]: expected a string, found float"
         );
         let both = error("[defaults]\nretries = 1\nattempts = 2\n");
         assert!(

@@ -213,6 +213,12 @@ fn errors_name_the_file_the_line_and_the_key() {
         &[],
         &["bad.toml:2", "invert", "expected true or false"],
     );
+    // A number where a command goes is a slip: it would run as `sh -c 5`.
+    config_error(
+        "[defaults]\non-failure = 5\n",
+        &[],
+        &["bad.toml:2", "on-failure", "expected a string, found integer"],
+    );
     config_error(
         "[defaults]\nmax-time = \"-5s\"\n",
         &[],
