@@ -109,9 +109,10 @@ pub trait Sleep {
     fn sleep(&mut self, duration: Duration) -> Result<(), Interrupted>;
 }
 
-/// Runs the whole loop and says how it ended.
+/// Runs the whole loop and says how it ended. `seed` is the one `delays` draws from, to be said.
 pub fn drive<E: Execute, S: Sleep, R: Rng>(
     settings: &Settings,
+    seed: u64,
     executor: &mut E,
     clock: &mut S,
     delays: &mut Delays<R>,
@@ -128,9 +129,16 @@ pub fn drive<E: Execute, S: Sleep, R: Rng>(
         delays,
         reporter,
     };
+    // Before the first word is said: a reader that does not read must not hold even that one
+    // past the deadline.
     if let Some(deadline) = run.deadline {
         run.executor.end_by(deadline);
     }
+    run.reporter.emit(&Event::Start {
+        command: &settings.command,
+        max_attempts: settings.max_attempts,
+        seed,
+    });
     match run.drive() {
         Ok(end) => end,
         Err(Interrupted(signal)) => {
@@ -434,7 +442,6 @@ mod tests {
     use crate::cli::Cli;
     use crate::outcome::Limit;
     use crate::report::{LogFormat, Terminal};
-    use crate::settings::Verbosity;
     use clap::Parser;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
@@ -495,6 +502,9 @@ mod tests {
         stdin_shared: bool,
         /// What `end_by` was told, as a time left from when it was told.
         ends_in: Option<Duration>,
+        /// What the reporter had written, and how much of it when `end_by` was told.
+        said: Lines,
+        said_before_end_by: Option<usize>,
     }
 
     impl Execute for Script {
@@ -536,6 +546,7 @@ mod tests {
 
         fn end_by(&mut self, deadline: Instant) {
             self.ends_in = Some(deadline.duration_since(self.time.now()));
+            self.said_before_end_by = Some(self.said.0.lock().unwrap().len());
         }
 
         fn stdin_shared(&self) -> bool {
@@ -579,6 +590,7 @@ mod tests {
         hooks: Vec<String>,
         released: Vec<bool>,
         ends_in: Option<Duration>,
+        said_before_end_by: Option<usize>,
         output: String,
     }
 
@@ -607,6 +619,7 @@ mod tests {
         .unwrap();
         let settings = Settings::resolve(cli).unwrap();
         let time = FakeTime::new();
+        let lines = Lines::default();
         let mut script = Script {
             time: time.clone(),
             ends: ends.to_vec(),
@@ -615,15 +628,16 @@ mod tests {
             released: Vec::new(),
             stdin_shared: args.contains(&"--stdin-is-a-pipe"),
             ends_in: None,
+            said: lines.clone(),
+            said_before_end_by: None,
         };
         let mut clock = FakeSleep {
             time,
             slept: Vec::new(),
             interrupt_at,
         };
-        let lines = Lines::default();
         let mut reporter = Reporter::new(
-            Verbosity::Normal,
+            settings.verbosity,
             LogFormat::Text,
             Terminal::default(),
             Box::new(lines.clone()),
@@ -634,6 +648,7 @@ mod tests {
         );
         let end = drive(
             &settings,
+            settings.seed.unwrap_or(0),
             &mut script,
             &mut clock,
             &mut delays,
@@ -647,6 +662,7 @@ mod tests {
             hooks: script.hooks,
             released: script.released,
             ends_in: script.ends_in,
+            said_before_end_by: script.said_before_end_by,
             output,
         }
     }
@@ -660,9 +676,14 @@ mod tests {
     }
 
     #[test]
-    fn the_executor_hears_of_the_run_deadline_before_anything_runs() {
-        let out = run(&["--max-time", "5s"], &[exited(0, 5)]);
+    fn the_executor_hears_of_the_run_deadline_before_anything_runs_or_is_said() {
+        let out = run(&["--max-time", "5s", "--verbose"], &[exited(0, 5)]);
         assert_eq!(out.ends_in, Some(ms(5000)));
+        assert_eq!(out.said_before_end_by, Some(0));
+        assert!(
+            out.output
+                .starts_with("retry: running cmd (up to 6 attempts, seed 0)\n")
+        );
         assert_eq!(run(&[], &[exited(0, 5)]).ends_in, None);
     }
 

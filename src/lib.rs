@@ -42,7 +42,7 @@ use crate::config::ConfigFile;
 use crate::input::Input;
 use crate::outcome::{MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
-use crate::report::{Event, Reporter, Terminal};
+use crate::report::{Reporter, Terminal};
 use crate::runner::Runner;
 use crate::settings::Settings;
 use crate::signals::Events;
@@ -93,11 +93,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Terminal::detect(),
         Box::new(signals::Stderr::new(Rc::clone(&events))),
     );
-    reporter.emit(&Event::Start {
-        command: &settings.command,
-        max_attempts: settings.max_attempts,
-        seed,
-    });
     runner::adopt_orphans();
     let mut runner = Runner {
         events: &events,
@@ -115,6 +110,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     let mut clock = RealClock::new(&events);
     match driver::drive(
         &settings,
+        seed,
         &mut runner,
         &mut clock,
         &mut delays,

@@ -217,7 +217,11 @@ fn errors_name_the_file_the_line_and_the_key() {
     config_error(
         "[defaults]\non-failure = 5\n",
         &[],
-        &["bad.toml:2", "on-failure", "expected a string, found integer"],
+        &[
+            "bad.toml:2",
+            "on-failure",
+            "expected a string, found integer",
+        ],
     );
     config_error(
         "[defaults]\nmax-time = \"-5s\"\n",
