@@ -5,6 +5,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::driver::HookKind;
@@ -592,7 +593,16 @@ fn text(event: &Event<'_>) -> String {
             command,
             end,
             error,
-        } => format!("cannot run {}: {error} ({end})", quote(command)),
+        } => {
+            let line = format!("cannot run {}: {error} ({end})", quote(command));
+            // `retry 'curl -f url'`: a whole command line given as one word.
+            let name = command.as_bytes();
+            if end == AttemptEnd::NotFound && name.contains(&b' ') && !name.contains(&b'/') {
+                format!("{line}; for a command line, give its words apart or use sh -c '...'")
+            } else {
+                line
+            }
+        }
         Event::Success {
             attempt,
             max_attempts,

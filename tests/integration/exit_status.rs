@@ -77,6 +77,25 @@ fn not_found_is_127_not_retried() {
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
 }
 
+/// A whole command line in one word is a common slip: the line says how to give it.
+#[test]
+fn a_command_line_in_one_word_gets_a_hint() {
+    retry()
+        .args(["--base", "0", "true --version"])
+        .assert()
+        .code(127)
+        .stderr(
+            "retry: cannot run 'true --version': No such file or directory (command not found); \
+             for a command line, give its words apart or use sh -c '...'\n",
+        );
+    // A path with a space is a file name, not a slip.
+    retry()
+        .args(["--base", "0", "./no such file"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains("sh -c").not());
+}
+
 #[test]
 fn not_executable_is_126_not_retried() {
     let r = retry().args(["--base", "0"]);
