@@ -25,20 +25,18 @@ fn completions() -> Vec<(String, Vec<u8>)> {
     .map(|(shell, path)| {
         let mut out = Vec::new();
         generate(shell, &mut Cli::command(), "retry", &mut out);
-        if shell == Shell::Bash {
-            out.extend_from_slice(bash_command_completion().as_bytes());
+        match shell {
+            Shell::Bash => out.extend_from_slice(bash_command_completion().as_bytes()),
+            Shell::Fish => out = fish_with_command_completion(&out),
+            _ => {}
         }
         (path.to_string(), out)
     })
     .collect()
 }
 
-/// clap's bash completion knows `retry`'s options but not that COMMAND is a command of its
-/// own: this wrapper, generated from the same definition, completes COMMAND and its
-/// arguments as that command would (bash-completion's `_command_offset`, as for sudo and
-/// timeout; else command names, then files), after `--` or from the first word that is not
-/// an option or an option's value.
-fn bash_command_completion() -> String {
+/// The options that take a value, each spelling: `-r`, `--retries`, ...
+fn options_with_values() -> Vec<String> {
     let command = Cli::command();
     let mut with_values = Vec::new();
     for arg in command.get_arguments() {
@@ -48,6 +46,65 @@ fn bash_command_completion() -> String {
         with_values.extend(arg.get_short().map(|short| format!("-{short}")));
         with_values.extend(arg.get_long().map(|long| format!("--{long}")));
     }
+    with_values
+}
+
+/// clap's fish completion knows `retry`'s options but not that COMMAND is a command of its
+/// own: its lines now hold only before COMMAND, and from COMMAND on the words complete as
+/// that command's own (fish's `__fish_complete_subcommand`, as for sudo).
+fn fish_with_command_completion(clap_lines: &[u8]) -> Vec<u8> {
+    let clap_lines = String::from_utf8(clap_lines.to_vec()).unwrap();
+    let before_command = "complete -c retry -n 'not __fish_retry_command >/dev/null' ";
+    let mut out = clap_lines.replace("complete -c retry ", before_command);
+    let with_values = options_with_values().join(" ");
+    out.push_str(&format!(
+        r#"
+# COMMAND and its arguments complete as that command would: __fish_retry_command prints the
+# words from COMMAND on (the one under the cursor last), or fails before COMMAND.
+function __fish_retry_command
+    set -l words (commandline -opc)
+    set -e words[1]
+    while set -q words[1]
+        switch $words[1]
+            case --
+                set -e words[1]
+                break
+            case {with_values}
+                set -e words[1..2]
+                continue
+            case '-*'
+                set -e words[1]
+                continue
+        end
+        break
+    end
+    set -l current (commandline -ct)
+    if not set -q words[1]
+        # The word under the cursor: an option, an option's value, or COMMAND itself.
+        set -l before (commandline -opc)[-1]
+        if string match -q -- '-*' $current; and test "$before" != --
+            return 1
+        end
+        if contains -- $before {with_values}
+            return 1
+        end
+    end
+    printf '%s
+' $words $current
+end
+complete -c retry -n '__fish_retry_command >/dev/null' -f -a '(__fish_complete_subcommand --commandline (__fish_retry_command))'
+"#
+    ));
+    out.into_bytes()
+}
+
+/// clap's bash completion knows `retry`'s options but not that COMMAND is a command of its
+/// own: this wrapper, generated from the same definition, completes COMMAND and its
+/// arguments as that command would (bash-completion's `_command_offset`, as for sudo and
+/// timeout; else command names, then files), after `--` or from the first word that is not
+/// an option or an option's value.
+fn bash_command_completion() -> String {
+    let with_values = options_with_values();
     format!(
         r#"
 # COMMAND and its arguments complete as that command would.
@@ -411,5 +468,61 @@ fn bash_completes_the_command_as_that_command_would() {
     assert!(bash_completes(&["retry", "--", "ech"], false).contains(&"echo".to_string()));
     assert!(
         bash_completes(&["retry", "true", "Cargo.t"], false).contains(&"Cargo.toml".to_string())
+    );
+}
+
+/// What fish completes for `line`, with the committed completion script; `None` where fish is
+/// not installed (`.ci/run` installs it).
+fn fish_completes(line: &str) -> Option<Vec<String>> {
+    let script = Path::new(ROOT).join("completions/retry.fish");
+    let home = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new("fish")
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .args([
+            "-c",
+            &format!("source '{}'; complete -C '{line}'", script.display()),
+        ])
+        .output()
+        .ok()?;
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    // Each line is a candidate, then a tab and its description.
+    Some(
+        text.lines()
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect(),
+    )
+}
+
+#[test]
+fn fish_completes_the_command_as_that_command_would() {
+    let Some(base) = fish_completes("retry --ba") else {
+        eprintln!("fish is not installed here: its completion not checked");
+        return;
+    };
+    let has = |line: &str, word: &str| fish_completes(line).unwrap().contains(&word.to_string());
+    assert!(base.contains(&"--base".to_string()), "{base:?}");
+    assert!(has("retry --stdin ", "replay"));
+    assert!(
+        has("retry ech", "echo"),
+        "COMMAND completes as a command name"
+    );
+    assert!(
+        has("retry -- ls --col", "--color"),
+        "after --, ls's own options"
+    );
+    assert!(
+        has("retry --base 1s ls --col", "--color"),
+        "past an option's value"
+    );
+    assert!(has("retry --base=1s ls --col", "--color"));
+    assert!(
+        !has("retry -q ls --ba", "--base"),
+        "no retry option inside COMMAND"
+    );
+    assert!(
+        !has("retry --base ", "echo"),
+        "an option's value is not COMMAND"
     );
 }
