@@ -357,3 +357,81 @@ fn fail_exit_range_is_checked() {
         .assert()
         .code(0);
 }
+
+/// The rows of the README's table under `heading`: (first cell, second cell).
+fn readme_table(heading: &str) -> Vec<(String, String)> {
+    const README: &str = include_str!("../../README.md");
+    let section = README
+        .split_once(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("no {heading:?} in the README"))
+        .1;
+    section
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            (cells[0].trim().to_string(), cells[1].trim().to_string())
+        })
+        .collect()
+}
+
+/// The README's exit-status table says what the binary does: each row, as written, with a run
+/// of the real binary for each case it names.
+#[test]
+fn the_readmes_exit_status_table_is_what_retry_does() {
+    let r = retry();
+    let script = r.write_with_mode("script.sh", "#!/bin/sh\n", 0o644);
+    let script = script.to_str().unwrap();
+    #[rustfmt::skip]
+    let rows: [(&str, &str, &[(&[&str], i32)]); 8] = [
+        ("the run succeeded", "0", &[(&["-r", "0", "true"], 0)]),
+        (
+            "retries exhausted, `--max-time` reached, or a permanent failure",
+            "the last attempt's exit code",
+            &[
+                (&["-r", "0", "sh", "-c", "exit 3"], 3),
+                (&["--max-time", "50ms", "--base", "1s", "sh", "-c", "exit 5"], 5),
+                (&["--stop-on-exit", "4", "sh", "-c", "exit 4"], 4),
+            ],
+        ),
+        ("the last attempt was killed by signal N", "128 + N", &[(&["-r", "0", "sh", "-c", "kill -USR1 $$"], 138)]),
+        (
+            "`retry` terminated the last attempt for `--timeout` or `--max-time`",
+            "124",
+            &[(&["-r", "0", "--timeout", "50ms", "sleep", "5"], 124), (&["--max-time", "50ms", "sleep", "5"], 124)],
+        ),
+        ("COMMAND not found / not executable", "127 / 126", &[(&["no-such-command-for-retry"], 127), (&[script], 126)]),
+        (
+            "`retry` itself was misused: bad flag, bad value, bad config file, unknown profile",
+            "125",
+            &[(&["--bogus", "true"], 125), (&["--retries", "x", "true"], 125)],
+        ),
+        (
+            "`retry` received SIGINT/SIGTERM/SIGHUP/SIGQUIT",
+            "128 + that signal",
+            // The attempt signals its parent, `retry`.
+            &[(&["sh", "-c", "kill -TERM $PPID; sleep 5"], 143), (&["sh", "-c", "kill -HUP $PPID; sleep 5"], 129)],
+        ),
+        ("`--help`, `--version`, `--dry-run`", "0", &[(&["--help"], 0), (&["--version"], 0), (&["--dry-run", "true"], 0)]),
+    ];
+    let documented = readme_table("## Exit status");
+    let expected: Vec<(String, String)> = rows
+        .iter()
+        .map(|(case, status, _)| (case.to_string(), status.to_string()))
+        .collect();
+    assert_eq!(documented, expected, "the README's table changed");
+    for (case, _, runs) in rows {
+        for (args, status) in runs {
+            let mut child = retry()
+                .args(*args)
+                .spawn_with(std::process::Stdio::null(), std::process::Stdio::null());
+            assert_eq!(
+                shell_status(wait_bounded(&mut child)),
+                *status,
+                "{case}: {args:?}"
+            );
+        }
+    }
+}
