@@ -377,6 +377,9 @@ fn readme_table(heading: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Runs of `retry` (its arguments) and the status each gives.
+type Runs<'a> = &'a [(&'a [&'a str], i32)];
+
 /// The README's exit-status table says what the binary does: each row, as written, with a run
 /// of the real binary for each case it names.
 #[test]
@@ -385,7 +388,7 @@ fn the_readmes_exit_status_table_is_what_retry_does() {
     let script = r.write_with_mode("script.sh", "#!/bin/sh\n", 0o644);
     let script = script.to_str().unwrap();
     #[rustfmt::skip]
-    let rows: [(&str, &str, &[(&[&str], i32)]); 8] = [
+    let rows: [(&str, &str, Runs); 8] = [
         ("the run succeeded", "0", &[(&["-r", "0", "true"], 0)]),
         (
             "retries exhausted, `--max-time` reached, or a permanent failure",
