@@ -149,6 +149,40 @@ impl ConfigFile {
         merged.retain(|entry| !cli_keys.iter().any(|key| replaces(key, &entry.key)));
         Ok(merged.into_iter().flat_map(|entry| entry.args).collect())
     }
+
+    /// Whether any table, selected or not, sets a hook: a command that `retry` will run.
+    pub fn has_hooks(&self) -> bool {
+        let hooks = hook_keys();
+        self.defaults
+            .iter()
+            .chain(self.profiles.values().flatten())
+            .any(|entry| hooks.contains(&entry.key))
+    }
+}
+
+/// The keys whose value is a command to run.
+fn hook_keys() -> Vec<String> {
+    Cli::command()
+        .get_arguments()
+        .filter(|arg| arg.get_value_names().is_some_and(|v| v == ["CMD"]))
+        .filter_map(|arg| arg.get_long().map(str::to_string))
+        .collect()
+}
+
+/// Whether a file may give hooks, from its owner and mode and the user running `retry`: a
+/// file of commands that someone else can write is someone else's commands. As ssh(1) asks of
+/// its config: a regular file owned by the user or root, and not writable by others (group
+/// write is allowed: many systems give each user a group of their own). Pipes are the user's.
+pub fn hooks_refused(mode: u32, owner: u32, user: u32) -> Option<String> {
+    const REGULAR: u32 = 0o100_000;
+    const TYPE: u32 = 0o170_000;
+    if mode & TYPE != REGULAR {
+        return None;
+    }
+    if mode & 0o002 != 0 {
+        return Some(format!("others can write it (mode {:04o})", mode & 0o7777));
+    }
+    (owner != user && owner != 0).then(|| format!("it belongs to another user (uid {owner})"))
 }
 
 /// The keys given on the command line, from clap's view of it.
@@ -366,6 +400,40 @@ mod tests {
 
     fn error(text: &str) -> String {
         ConfigFile::parse("cfg.toml", text).unwrap_err().0
+    }
+
+    #[test]
+    fn a_hook_in_any_table_counts() {
+        let parse = |text: &str| ConfigFile::parse("cfg.toml", text).unwrap();
+        assert!(!parse("[defaults]\nretries = 2\n[profile.x]\nbase = 1\n").has_hooks());
+        assert!(parse("[defaults]\non-retry = \"true\"\n").has_hooks());
+        assert!(parse("[profile.unused]\non-success = \"true\"\n").has_hooks());
+    }
+
+    #[test]
+    fn hooks_come_only_from_a_file_others_cannot_write() {
+        const FILE: u32 = 0o100_000;
+        assert_eq!(hooks_refused(FILE | 0o644, 1000, 1000), None);
+        assert_eq!(
+            hooks_refused(FILE | 0o600, 0, 1000),
+            None,
+            "root's own file"
+        );
+        assert_eq!(
+            hooks_refused(FILE | 0o664, 1000, 1000),
+            None,
+            "a group of one's own"
+        );
+        assert_eq!(
+            hooks_refused(FILE | 0o666, 1000, 1000).as_deref(),
+            Some("others can write it (mode 0666)")
+        );
+        assert_eq!(
+            hooks_refused(FILE | 0o644, 1000, 0).as_deref(),
+            Some("it belongs to another user (uid 1000)"),
+            "root running a user's file"
+        );
+        assert_eq!(hooks_refused(0o010_666, 1000, 0), None, "a pipe");
     }
 
     #[test]

@@ -165,13 +165,23 @@ fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
         return Ok(cli);
     };
     let name = path.display().to_string();
-    let text = read_config(&path).map_err(|error| {
+    let (text, metadata) = read_config(&path).map_err(|error| {
         anyhow!(
             "cannot read config file {name}: {}",
             report::plain_error(&error)
         )
     })?;
     let file = ConfigFile::parse(&name, &text)?;
+    if file.has_hooks() {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: getuid(2) cannot fail.
+        let user = unsafe { libc::getuid() };
+        if let Some(why) = config::hooks_refused(metadata.mode(), metadata.uid(), user) {
+            bail!(
+                "{name}: its hooks are refused: {why}; a file that runs commands must be yours (or root's) and not writable by others"
+            );
+        }
+    }
     let file_args = file.arguments(profile.as_deref(), &config::command_line_keys(args))?;
     if file_args.is_empty() {
         return Ok(cli);
@@ -191,17 +201,18 @@ fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
 /// an endless source (`/dev/zero`, a pipe that never ends) may cost.
 const CONFIG_LIMIT: u64 = 1024 * 1024;
 
-/// Reads a config file, which may also be a pipe (`--config <(...)`), up to `CONFIG_LIMIT`.
-fn read_config(path: &std::path::Path) -> io::Result<String> {
+/// Reads a config file, which may also be a pipe (`--config <(...)`), up to `CONFIG_LIMIT`,
+/// with what the open file is (owner, mode: of the file read, not of a path looked up again).
+fn read_config(path: &std::path::Path) -> io::Result<(String, std::fs::Metadata)> {
     use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
     let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(CONFIG_LIMIT + 1)
-        .read_to_string(&mut text)?;
+    file.take(CONFIG_LIMIT + 1).read_to_string(&mut text)?;
     if text.len() as u64 > CONFIG_LIMIT {
         return Err(io::Error::other("larger than 1 MiB"));
     }
-    Ok(text)
+    Ok((text, metadata))
 }
 
 fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {

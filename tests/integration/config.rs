@@ -255,6 +255,39 @@ fn errors_name_the_file_the_line_and_the_key() {
     );
 }
 
+/// Hooks run commands: a file that others can write would run their commands. Its other
+/// settings are harmless, and a file of one's own is fine.
+#[test]
+fn hooks_come_only_from_a_file_others_cannot_write() {
+    let r = retry();
+    let hooks = r.write_with_mode(
+        "hooks.toml",
+        "[defaults]\non-failure = \"echo from-the-hook\"\n",
+        0o666,
+    );
+    let plain = r.write_with_mode("plain.toml", "[defaults]\nretries = 0\n", 0o666);
+    retry()
+        .args(["--config", hooks.to_str().unwrap(), "-r", "0", "false"])
+        .assert()
+        .code(125)
+        .stdout("")
+        .stderr(format!(
+            "retry: {}: its hooks are refused: others can write it (mode 0666); a file that runs \
+             commands must be yours (or root's) and not writable by others\n",
+            hooks.display()
+        ));
+    retry()
+        .args(["--config", plain.to_str().unwrap(), "false"])
+        .assert()
+        .code(1);
+    std::fs::set_permissions(&hooks, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    retry()
+        .args(["--config", hooks.to_str().unwrap(), "-r", "0", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("from-the-hook"));
+}
+
 #[test]
 fn an_unreadable_config_file_is_misuse() {
     retry()

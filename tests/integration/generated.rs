@@ -276,7 +276,7 @@ fn man_page() -> Vec<u8> {
         tagged(
             roff,
             "$XDG_CONFIG_HOME/retry/config.toml",
-            "Settings in [defaults] and [profile.NAME] tables whose keys are the long flag names; read if it exists, and never from the current directory. Precedence: flag, then profile, then [defaults], then the built-in default.",
+            "Settings in [defaults] and [profile.NAME] tables whose keys are the long flag names; read if it exists, and never from the current directory. Precedence: flag, then profile, then [defaults], then the built-in default. A file that sets a hook (on-retry, on-failure, on-success) must belong to the user or root and not be writable by others, else retry exits 125.",
         );
     });
     section(&mut out, "EXAMPLES", |roff| {
