@@ -2,7 +2,8 @@
 //!
 //! A line is the bytes before `\n`, without one trailing `\r`; a final line without `\n` counts;
 //! a lone `\r` does not end a line. Bytes need not be UTF-8. A line longer than `WINDOW` is
-//! matched on its first `WINDOW` bytes.
+//! matched on its first `WINDOW` bytes and on its last (where the final word after a progress
+//! bar's `\r` updates lands); a match in between may be missed.
 //!
 //! Speed: complete lines are searched a whole chunk at a time with a multi-line form of each
 //! pattern, and only a candidate match is checked again against its own line with the pattern as
@@ -13,7 +14,8 @@
 use memchr::{memchr, memrchr};
 use regex::bytes::{Regex, RegexBuilder};
 
-/// The longest line prefix kept while a line is still incomplete.
+/// How much of a long line is matched at each end: the longest prefix kept while a line is
+/// still incomplete, and the most of its end kept past that.
 pub const WINDOW: usize = 64 * 1024;
 
 /// One pattern, compiled twice: as written for single lines, and with `^`/`$` at line
@@ -66,6 +68,12 @@ impl Pattern {
         self.line.is_match(strip_cr(line))
     }
 
+    /// Whether the end of a long line matches: `tail` is its last bytes, the first of them
+    /// only context (so `^` and `\b` see that this is not where the line starts).
+    fn matches_tail(&self, tail: &[u8]) -> bool {
+        self.line.is_match_at(strip_cr(tail), 1)
+    }
+
     /// Whether any complete line of `region` (which ends with `\n`) matches.
     fn matches_region(&self, region: &[u8]) -> bool {
         let mut from = 0;
@@ -100,6 +108,9 @@ pub struct LineMatcher {
     matched: Vec<bool>,
     /// The start of the current, incomplete line (at most `WINDOW` bytes of it).
     partial: Vec<u8>,
+    /// What came of the current line past `partial`: its last `WINDOW + 1` bytes at least, and
+    /// at most twice that (trimmed in bulk).
+    overflow: Vec<u8>,
 }
 
 impl LineMatcher {
@@ -109,6 +120,7 @@ impl LineMatcher {
             patterns,
             matched,
             partial: Vec::new(),
+            overflow: Vec::new(),
         }
     }
 
@@ -131,10 +143,7 @@ impl LineMatcher {
             match memchr(b'\n', rest) {
                 Some(end) => {
                     self.keep(&rest[..end]);
-                    let line = std::mem::take(&mut self.partial);
-                    self.check_line(&line);
-                    self.partial = line;
-                    self.partial.clear();
+                    self.check_partial();
                     rest = &rest[end + 1..];
                 }
                 None => {
@@ -155,15 +164,47 @@ impl LineMatcher {
     /// Matches the last line if it had no `\n`.
     pub fn finish(&mut self) {
         if !self.partial.is_empty() && !self.done() {
-            let line = std::mem::take(&mut self.partial);
-            self.check_line(&line);
+            self.check_partial();
         }
     }
 
     fn keep(&mut self, bytes: &[u8]) {
         let room = WINDOW.saturating_sub(self.partial.len());
-        self.partial
-            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let (head, past) = bytes.split_at(bytes.len().min(room));
+        self.partial.extend_from_slice(head);
+        if past.is_empty() {
+            return;
+        }
+        let past = &past[past.len().saturating_sub(WINDOW + 1)..];
+        if self.overflow.len() + past.len() > 2 * (WINDOW + 1) {
+            let drop = (self.overflow.len() + past.len()).saturating_sub(WINDOW + 1);
+            self.overflow.drain(..drop.min(self.overflow.len()));
+        }
+        self.overflow.extend_from_slice(past);
+    }
+
+    /// Matches the line kept so far, and empties it: its start, and its end if it was long.
+    fn check_partial(&mut self) {
+        let line = std::mem::take(&mut self.partial);
+        let overflow = std::mem::take(&mut self.overflow);
+        self.check_line(&line);
+        if !overflow.is_empty() && !self.done() {
+            // The last WINDOW bytes and one before them, from the overflow and, when it is
+            // short, from the end of the kept start.
+            let from_line = (WINDOW + 1).saturating_sub(overflow.len()).min(line.len());
+            let mut tail = line[line.len() - from_line..].to_vec();
+            tail.extend_from_slice(&overflow[overflow.len().saturating_sub(WINDOW + 1)..]);
+            for (pattern, matched) in self.patterns.iter().zip(&mut self.matched) {
+                if !*matched && pattern.matches_tail(&tail) {
+                    *matched = true;
+                }
+            }
+        }
+        // Keep the allocations for the next line.
+        self.partial = line;
+        self.partial.clear();
+        self.overflow = overflow;
+        self.overflow.clear();
     }
 
     fn check_line(&mut self, line: &[u8]) {
@@ -266,20 +307,39 @@ mod tests {
     }
 
     #[test]
-    fn long_lines_are_matched_on_a_bounded_window() {
-        let mut input = vec![b'x'; WINDOW * 3];
-        input.extend_from_slice(b"needle\n");
-        let mut m = matcher(&["needle", "^x+$"]);
-        for piece in input.chunks(1000) {
+    fn long_lines_are_matched_on_bounded_windows_at_both_ends() {
+        let long = |middle: &[u8], end: &[u8]| {
+            let mut line = vec![b'x'; WINDOW * 3];
+            line.extend_from_slice(middle);
+            line.extend(vec![b'y'; WINDOW * 2]);
+            line.extend_from_slice(end);
+            line
+        };
+        let mut m = matcher(&["needle", "^x+$", "^x+", "y+done$", "^y+done", "\\bdone"]);
+        for piece in long(b"needle", b"done\r\n").chunks(1000) {
             m.feed(piece);
             assert!(m.partial.len() <= WINDOW);
+            assert!(m.overflow.len() <= 2 * (WINDOW + 1));
         }
         m.finish();
-        assert!(!m.matched(0), "past the window");
-        assert!(m.matched(1), "the window itself");
-        let mut start = b"needle".to_vec();
-        start.extend(vec![b'y'; WINDOW * 2]);
-        assert!(matches("^needle", &start, 4096));
+        assert!(!m.matched(0), "between the windows");
+        assert!(m.matched(1), "the first window itself");
+        assert!(m.matched(2));
+        assert!(m.matched(3), "the last window, its \\r stripped");
+        assert!(!m.matched(4), "the last window does not start the line");
+        assert!(!m.matched(5), "\\b sees the byte before the window");
+        for size in [1, 7, 4096, WINDOW - 1, WINDOW + 1, WINDOW * 10] {
+            let progress = [b"\rprogress 42%".repeat(20_000), b"\rDone\n".to_vec()].concat();
+            assert!(matches("Done$", &progress, size), "size {size}");
+            assert!(matches("^\\rprogress", &progress, size), "size {size}");
+        }
+        // A final line without a newline counts at its end too.
+        assert!(matches("done$", &long(b"", b"done"), 4096));
+        assert!(matches(
+            "^needle",
+            &[b"needle".as_slice(), &[b'y'; WINDOW * 2]].concat(),
+            4096
+        ));
     }
 
     #[test]

@@ -147,6 +147,28 @@ fn output_passes_through_byte_for_byte() {
         .stderr(predicate::eq(expected));
 }
 
+/// A progress bar redraws one line with `\r` for as long as the command runs, then prints its
+/// last word on that line: past 64 KiB, the line's end is still matched, and the whole line
+/// still passed on.
+#[test]
+fn the_word_after_a_long_progress_bar_is_matched() {
+    let script = "i=0; while [ $i -lt 12000 ]; do printf '\\rprogress %5d' $i >&2; i=$((i+1)); done; \
+                  printf '\\rDone\\n' >&2; exit 1";
+    let output = retry()
+        .args(["--until-stderr", "Done$", "-r", "0"])
+        .args(sh(script))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        output.stderr.len(),
+        12000 * 15 + 6,
+        "the line passed on whole"
+    );
+    assert!(output.stderr.ends_with(b"\rprogress 11999\rDone\n"));
+}
+
 #[test]
 fn non_utf8_output_can_be_matched() {
     retry()
