@@ -36,6 +36,11 @@ Examples:
 /// tree. Retry n waits a nominal delay d(n), capped at --max, then jittered: the default equal
 /// jitter waits between d(n)/2 and d(n). Settings may also come from a TOML file
 /// ($XDG_CONFIG_HOME/retry/config.toml, --config, --profile).
+///
+/// The command's stdin, stdout and stderr are retry's own, with nothing in between, unless a
+/// pattern reads a stream, --hold-stdout holds stdout or --stdin replay replays stdin: that
+/// stream is then a pipe (so tools that check for a terminal write as into a pipe), and every
+/// byte still passes through unchanged.
 #[derive(Debug, Default, Parser)]
 #[command(
     name = "retry",
