@@ -40,7 +40,7 @@ Examples:
 /// The command's stdin, stdout and stderr are retry's own, with nothing in between, unless a
 /// pattern reads a stream, --hold-stdout holds stdout or --stdin replay replays stdin: that
 /// stream is then a pipe (so tools that check for a terminal write as into a pipe), and every
-/// byte still passes through unchanged.
+/// byte still passes through unchanged. (--stdin null gives every attempt /dev/null.)
 #[derive(Debug, Default, Parser)]
 #[command(
     name = "retry",
