@@ -64,13 +64,16 @@ impl Retry {
             .unwrap_or(0)
     }
 
-    /// Writes a file in the test's directory and returns its path.
+    /// Writes a file in the test's directory, mode 0644 whatever the umask (a config file that
+    /// others can write may not give hooks), and returns its path.
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
         let path = self.path(name);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).expect("create directories");
         }
         fs::write(&path, text).expect("write file");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("set permissions");
         path
     }
 
