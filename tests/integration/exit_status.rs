@@ -395,7 +395,7 @@ fn the_readmes_exit_status_table_is_what_retry_does() {
             "the last attempt's exit code",
             &[
                 (&["-r", "0", "sh", "-c", "exit 3"], 3),
-                (&["--max-time", "50ms", "--base", "1s", "sh", "-c", "exit 5"], 5),
+                (&["--max-time", "2s", "--base", "10s", "sh", "-c", "exit 5"], 5),
                 (&["--stop-on-exit", "4", "sh", "-c", "exit 4"], 4),
             ],
         ),
