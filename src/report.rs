@@ -595,12 +595,9 @@ fn text(event: &Event<'_>) -> String {
             error,
         } => {
             let line = format!("cannot run {}: {error} ({end})", quote(command));
-            // `retry 'curl -f url'`: a whole command line given as one word.
-            let name = command.as_bytes();
-            if end == AttemptEnd::NotFound && name.contains(&b' ') && !name.contains(&b'/') {
-                format!("{line}; for a command line, give its words apart or use sh -c '...'")
-            } else {
-                line
+            match not_found_hint(command, end) {
+                Some(hint) => format!("{line}; {hint}"),
+                None => line,
             }
         }
         Event::Success {
@@ -697,6 +694,28 @@ pub fn plain_error(error: &io::Error) -> String {
 /// `word` in single quotes, for a message.
 pub fn quote(word: &OsStr) -> String {
     format!("'{}'", word.to_string_lossy())
+}
+
+/// Shell builtins and keywords that are no program of their own, for the hint below.
+const SHELL_ONLY: [&str; 20] = [
+    ".", "[[", "alias", "bg", "builtin", "cd", "declare", "eval", "exec", "export", "fg", "jobs",
+    "local", "read", "set", "shopt", "source", "ulimit", "umask", "unset",
+];
+
+/// What to try when COMMAND was not found because it is shell syntax, not a program.
+fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
+    if end != AttemptEnd::NotFound {
+        return None;
+    }
+    let name = command.as_bytes();
+    // `retry 'curl -f url'`: a whole command line given as one word.
+    if name.contains(&b' ') && !name.contains(&b'/') {
+        return Some("for a command line, give its words apart or use sh -c '...'".into());
+    }
+    let name = command.to_str()?;
+    SHELL_ONLY
+        .contains(&name)
+        .then(|| format!("'{name}' is part of the shell, not a program: use sh -c '...'"))
 }
 
 /// The command as a shell would take it back, word by word: bare where that is safe, else in

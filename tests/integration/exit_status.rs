@@ -77,7 +77,8 @@ fn not_found_is_127_not_retried() {
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
 }
 
-/// A whole command line in one word is a common slip: the line says how to give it.
+/// A whole command line in one word, or a shell builtin, is a common slip: the line says what
+/// to do instead.
 #[test]
 fn a_command_line_in_one_word_gets_a_hint() {
     retry()
@@ -94,6 +95,14 @@ fn a_command_line_in_one_word_gets_a_hint() {
         .assert()
         .code(127)
         .stderr(predicate::str::contains("sh -c").not());
+    // Nor is a program that is part of the shell.
+    retry()
+        .args(["--base", "0", "cd", "/tmp"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains(
+            "; 'cd' is part of the shell, not a program: use sh -c '...'\n",
+        ));
 }
 
 #[test]
