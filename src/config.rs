@@ -169,8 +169,8 @@ fn hook_keys() -> Vec<String> {
         .collect()
 }
 
-/// Whether a file may give hooks, from its owner and mode and the user running `retry`: a
-/// file of commands that someone else can write is someone else's commands. As ssh(1) asks of
+/// Why a file may not give hooks (`None`: it may), from its mode and owner and the user
+/// running `retry`: a file of commands that someone else can write is someone else's commands. As ssh(1) asks of
 /// its config: a regular file owned by the user or root, and not writable by others (group
 /// write is allowed: many systems give each user a group of their own). Pipes are the user's.
 pub fn hooks_refused(mode: u32, owner: u32, user: u32) -> Option<String> {
