@@ -71,7 +71,8 @@ impl Pattern {
     /// Whether the end of a long line matches: `tail` is its last bytes, the first of them
     /// only context (so `^` and `\b` see that this is not where the line starts).
     fn matches_tail(&self, tail: &[u8]) -> bool {
-        self.line.is_match_at(strip_cr(tail), 1)
+        let tail = strip_cr(tail);
+        !tail.is_empty() && self.line.is_match_at(tail, 1)
     }
 
     /// Whether any complete line of `region` (which ends with `\n`) matches.
