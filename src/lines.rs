@@ -389,5 +389,32 @@ mod tests {
             }
             prop_assert_eq!(matches(pattern, &input, size), reference(pattern, &input), "{:?}", String::from_utf8_lossy(&input));
         }
+
+        /// A word in a long line is found when it lies in the line's first or last `WINDOW`
+        /// bytes, however the line arrives, and memory stays within its bounds.
+        #[test]
+        fn long_lines_match_at_both_ends(
+            before in 0..3 * WINDOW,
+            after in 0..3 * WINDOW,
+            size in prop_oneof![64usize..4096, WINDOW - 8..WINDOW + 8, 2 * WINDOW..4 * WINDOW],
+            ends_with_newline in any::<bool>(),
+        ) {
+            let mut line = vec![b'x'; before];
+            line.extend_from_slice(b"needle");
+            line.extend(vec![b'y'; after]);
+            if ends_with_newline {
+                line.push(b'\n');
+            }
+            let mut m = matcher(&["needle"]);
+            for piece in line.chunks(size) {
+                m.feed(piece);
+                prop_assert!(m.partial.len() <= WINDOW);
+                prop_assert!(m.overflow.len() <= 2 * (WINDOW + 1));
+            }
+            m.finish();
+            if before + 6 <= WINDOW || after + 6 <= WINDOW {
+                prop_assert!(m.matched(0), "before {} after {} size {}", before, after, size);
+            }
+        }
     }
 }
