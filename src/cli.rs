@@ -57,8 +57,10 @@ pub struct Cli {
     #[arg(
         short,
         long,
-        value_name = "N", value_hint = ValueHint::Other,
+        value_name = "N",
+        value_hint = ValueHint::Other,
         allow_hyphen_values = true,
+        value_parser = parse::count,
         help_heading = "Attempts and time limits"
     )]
     pub retries: Option<u64>,
@@ -67,9 +69,11 @@ pub struct Cli {
     #[arg(
         short,
         long,
-        value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true,
+        value_name = "N",
+        value_hint = ValueHint::Other,
+        allow_hyphen_values = true,
         conflicts_with = "retries",
-        value_parser = clap::value_parser!(u64).range(1..),
+        value_parser = parse::positive_count,
         help_heading = "Attempts and time limits"
     )]
     pub attempts: Option<u64>,
@@ -142,8 +146,10 @@ pub struct Cli {
     /// Seed for the jitter, so the same flags give the same delays [default: from OS entropy]
     #[arg(
         long,
-        value_name = "N", value_hint = ValueHint::Other,
+        value_name = "N",
+        value_hint = ValueHint::Other,
         allow_hyphen_values = true,
+        value_parser = parse::count,
         help_heading = "Delay schedule"
     )]
     pub seed: Option<u64>,
@@ -186,8 +192,10 @@ pub struct Cli {
     /// Succeed only after N successful attempts in a row [default: 1]
     #[arg(
         long,
-        value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true,
-        value_parser = clap::value_parser!(u64).range(1..),
+        value_name = "N",
+        value_hint = ValueHint::Other,
+        allow_hyphen_values = true,
+        value_parser = parse::positive_count,
         help_heading = "Success and failure"
     )]
     pub consecutive: Option<u64>,

@@ -127,6 +127,23 @@ pub fn code_set(text: &str) -> Result<CodeSet, String> {
     Ok(set)
 }
 
+/// A count: a whole number, 0 or more (`--retries`, `--seed`).
+pub fn count(text: &str) -> Result<u64, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("'{text}' is not a whole number (0, 1, 2, ...)"));
+    }
+    text.parse()
+        .map_err(|_| format!("'{text}' is too large; the most is {}", u64::MAX))
+}
+
+/// A count of at least 1 (`--attempts`, `--consecutive`).
+pub fn positive_count(text: &str) -> Result<u64, String> {
+    match count(text)? {
+        0 => Err("0 is too few; the least is 1".to_string()),
+        n => Ok(n),
+    }
+}
+
 /// One exit status, 0..=255.
 pub fn exit_code(text: &str) -> Result<u8, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -274,6 +291,29 @@ pub fn multiplier(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_whole_numbers() {
+        assert_eq!(count("0"), Ok(0));
+        assert_eq!(count("18446744073709551615"), Ok(u64::MAX));
+        for bad in ["", "-1", "+1", "1.0", "1e3", " 1", "0x1", "١"] {
+            assert_eq!(
+                count(bad),
+                Err(format!("'{bad}' is not a whole number (0, 1, 2, ...)")),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            count("18446744073709551616"),
+            Err("'18446744073709551616' is too large; the most is 18446744073709551615".into())
+        );
+        assert_eq!(positive_count("1"), Ok(1));
+        assert_eq!(
+            positive_count("0"),
+            Err("0 is too few; the least is 1".into())
+        );
+        assert!(positive_count("-1").is_err());
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
