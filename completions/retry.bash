@@ -273,6 +273,12 @@ fi
 _retry_command() {
     local i=1
     while ((i < COMP_CWORD)); do
+        if [[ "${COMP_WORDS[i]}" =~ ^-[qvhV]*[ramtb]$ ]]; then
+            # Short options whose last takes the next word as its value (-qr 3).
+            [[ "${COMP_WORDS[i + 1]}" == = ]] && ((i++))
+            ((i += 2))
+            continue
+        fi
         case "${COMP_WORDS[i]}" in
             --)
                 ((i++))

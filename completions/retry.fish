@@ -50,6 +50,10 @@ function __fish_retry_command
     set -l words (commandline -opc)
     set -e words[1]
     while set -q words[1]
+        if string match -qr -- '^-[qvhV]*[ramtb]$' $words[1]
+            set -e words[1..2]
+            continue
+        end
         switch $words[1]
             case --
                 set -e words[1]
@@ -70,7 +74,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format
+        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
             return 1
         end
     end

@@ -49,6 +49,24 @@ fn options_with_values() -> Vec<String> {
     with_values
 }
 
+/// A regular expression for a cluster of short options whose last letter takes the next word
+/// as its value (`-qr 3`): letters that take none, then one that does.
+fn short_cluster_taking_a_value() -> String {
+    let mut command = Cli::command();
+    command.build();
+    let (mut flags, mut valued) = (String::new(), String::new());
+    for arg in command.get_arguments() {
+        if let Some(short) = arg.get_short() {
+            if arg.get_action().takes_values() {
+                valued.push(short);
+            } else {
+                flags.push(short);
+            }
+        }
+    }
+    format!("^-[{flags}]*[{valued}]$")
+}
+
 /// clap's fish completion knows `retry`'s options but not that COMMAND is a command of its
 /// own: its lines now hold only before COMMAND, and from COMMAND on the words complete as
 /// that command's own (fish's `__fish_complete_subcommand`, as for sudo).
@@ -57,6 +75,7 @@ fn fish_with_command_completion(clap_lines: &[u8]) -> Vec<u8> {
     let before_command = "complete -c retry -n 'not __fish_retry_command >/dev/null' ";
     let mut out = clap_lines.replace("complete -c retry ", before_command);
     let with_values = options_with_values().join(" ");
+    let cluster = short_cluster_taking_a_value();
     out.push_str(&format!(
         r#"
 # COMMAND and its arguments complete as that command would: __fish_retry_command prints the
@@ -65,6 +84,10 @@ function __fish_retry_command
     set -l words (commandline -opc)
     set -e words[1]
     while set -q words[1]
+        if string match -qr -- '{cluster}' $words[1]
+            set -e words[1..2]
+            continue
+        end
         switch $words[1]
             case --
                 set -e words[1]
@@ -85,7 +108,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before {with_values}
+        if contains -- $before {with_values}; or string match -qr -- '{cluster}' $before
             return 1
         end
     end
@@ -111,6 +134,12 @@ fn bash_command_completion() -> String {
 _retry_command() {{
     local i=1
     while ((i < COMP_CWORD)); do
+        if [[ "${{COMP_WORDS[i]}}" =~ {cluster} ]]; then
+            # Short options whose last takes the next word as its value (-qr 3).
+            [[ "${{COMP_WORDS[i + 1]}}" == = ]] && ((i++))
+            ((i += 2))
+            continue
+        fi
         case "${{COMP_WORDS[i]}}" in
             --)
                 ((i++))
@@ -139,7 +168,8 @@ _retry_command() {{
 }}
 complete -F _retry_command -o bashdefault -o default retry
 "#,
-        with_values = with_values.join("|")
+        with_values = with_values.join("|"),
+        cluster = short_cluster_taking_a_value(),
     )
 }
 
@@ -451,6 +481,8 @@ fn bash_completes_the_command_as_that_command_would() {
     assert_eq!(offset(&["retry", "--base", "1s", "ec"]), ["offset:3"]);
     assert_eq!(offset(&["retry", "--base", "=", "1s", "ec"]), ["offset:4"]);
     assert_eq!(offset(&["retry", "-q", "curl", "-"]), ["offset:2"]);
+    assert_eq!(offset(&["retry", "-qr", "3", "ec"]), ["offset:3"]);
+    assert_eq!(offset(&["retry", "-r3", "ec"]), ["offset:2"]);
     assert_eq!(offset(&["retry", "-q", "--", "-x"]), ["offset:3"]);
     // Options and their values are still retry's.
     assert!(offset(&["retry", "--ba"]).contains(&"--base".to_string()));
@@ -517,6 +549,14 @@ fn fish_completes_the_command_as_that_command_would() {
         "past an option's value"
     );
     assert!(has("retry --base=1s ls --col", "--color"));
+    assert!(
+        has("retry -qr 3 ls --col", "--color"),
+        "past a short cluster's value"
+    );
+    assert!(
+        !has("retry -qr ", "echo"),
+        "a short cluster's value is not COMMAND"
+    );
     assert!(
         !has("retry -q ls --ba", "--base"),
         "no retry option inside COMMAND"
