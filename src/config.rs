@@ -26,7 +26,11 @@ const GROUPS: &[&[&str]] = &[&["retries", "attempts", "forever"], &["quiet", "ve
 
 /// Every key a configuration file accepts, in the order of `--help`.
 pub fn keys() -> Vec<String> {
-    Cli::command()
+    keys_of(&Cli::command())
+}
+
+fn keys_of(command: &clap::Command) -> Vec<String> {
+    command
         .get_arguments()
         .filter_map(|arg| arg.get_long())
         .filter(|long| !NOT_KEYS.contains(long))
@@ -48,6 +52,8 @@ pub struct ConfigFile {
     name: String,
     defaults: Vec<Entry>,
     profiles: BTreeMap<String, Vec<Entry>>,
+    /// Some table sets a hook.
+    hooks: bool,
 }
 
 /// A problem with the file, already worded as one line: `FILE:LINE: key 'KEY': what is wrong`.
@@ -76,7 +82,9 @@ impl ConfigFile {
                 .trim();
             ConfigError(format!("{name}:{line}: TOML syntax error: {message}"))
         })?;
-        let keys = keys();
+        let mut command = Cli::command();
+        command.build();
+        let keys = keys_of(&command);
         let mut file = ConfigFile {
             name: name.to_string(),
             ..ConfigFile::default()
@@ -85,7 +93,7 @@ impl ConfigFile {
             let where_ = at(top.span().start);
             match (top.get_ref().as_ref(), value.get_ref()) {
                 ("defaults", DeValue::Table(table)) => {
-                    file.defaults = table_entries(table, "[defaults]", &keys, &at)?;
+                    file.defaults = table_entries(&mut command, table, "[defaults]", &keys, &at)?;
                 }
                 ("profile", DeValue::Table(profiles)) => {
                     for (profile, table) in profiles {
@@ -96,7 +104,7 @@ impl ConfigFile {
                                 at(profile.span().start)
                             )));
                         };
-                        let entries = table_entries(table, &label, &keys, &at)?;
+                        let entries = table_entries(&mut command, table, &label, &keys, &at)?;
                         file.profiles.insert(profile.get_ref().to_string(), entries);
                     }
                 }
@@ -120,6 +128,12 @@ impl ConfigFile {
                 }
             }
         }
+        let hooks = hook_keys(&command);
+        file.hooks = file
+            .defaults
+            .iter()
+            .chain(file.profiles.values().flatten())
+            .any(|entry| hooks.contains(&entry.key));
         Ok(file)
     }
 
@@ -152,17 +166,13 @@ impl ConfigFile {
 
     /// Whether any table, selected or not, sets a hook: a command that `retry` will run.
     pub fn has_hooks(&self) -> bool {
-        let hooks = hook_keys();
-        self.defaults
-            .iter()
-            .chain(self.profiles.values().flatten())
-            .any(|entry| hooks.contains(&entry.key))
+        self.hooks
     }
 }
 
 /// The keys whose value is a command to run.
-fn hook_keys() -> Vec<String> {
-    Cli::command()
+fn hook_keys(command: &clap::Command) -> Vec<String> {
+    command
         .get_arguments()
         .filter(|arg| arg.get_value_names().is_some_and(|v| v == ["CMD"]))
         .filter_map(|arg| arg.get_long().map(str::to_string))
@@ -205,15 +215,19 @@ fn replaces(key: &str, other: &str) -> bool {
             .any(|group| group.contains(&key) && group.contains(&other))
 }
 
+/// `command`: `Cli`'s, built once for the whole file (building it for each key cost about a
+/// millisecond per run with a full file).
 fn table_entries(
+    command: &mut clap::Command,
     table: &DeTable<'_>,
     label: &str,
     keys: &[String],
     at: &dyn Fn(usize) -> String,
 ) -> Result<Vec<Entry>, ConfigError> {
-    let command = Cli::command();
     let mut entries = Vec::new();
     let mut spans = Vec::new();
+    // The entries that carry a value, and where each value is written.
+    let mut values: Vec<(usize, String)> = Vec::new();
     for (key, value) in table {
         let name = key.get_ref().as_ref();
         let where_ = at(key.span().start);
@@ -283,15 +297,8 @@ fn table_entries(
             }
             _ => return Err(wrong_type("a string or a number")),
         };
-        let args: Vec<OsString> = vec![format!("--{name}").into(), text.clone().into()];
-        if let Err(error) = Cli::command()
-            .try_get_matches_from(["retry".into()].into_iter().chain(args.iter().cloned()))
-        {
-            return Err(ConfigError(format!(
-                "{where_}: key '{name}' in {label}: {}",
-                clap_reason(&error)
-            )));
-        }
+        let args: Vec<OsString> = vec![format!("--{name}").into(), text.into()];
+        values.push((entries.len(), where_));
         entries.push(Entry {
             key: name.to_string(),
             args,
@@ -312,6 +319,25 @@ fn table_entries(
                 second.0,
                 first.0
             )));
+        }
+    }
+    // Every value checked by its flag's own parser, as on the command line: the whole table in
+    // one parse, and only when that fails, key by key to name the culprit.
+    let all = entries.iter().flat_map(|entry| entry.args.iter().cloned());
+    if command
+        .try_get_matches_from_mut(std::iter::once("retry".into()).chain(all))
+        .is_err()
+    {
+        for (index, where_) in &values {
+            let entry = &entries[*index];
+            let line = std::iter::once("retry".into()).chain(entry.args.iter().cloned());
+            if let Err(error) = command.try_get_matches_from_mut(line) {
+                return Err(ConfigError(format!(
+                    "{where_}: key '{}' in {label}: {}",
+                    entry.key,
+                    clap_reason(&error)
+                )));
+            }
         }
     }
     Ok(entries)
