@@ -195,11 +195,8 @@ pub fn hooks_refused(mode: u32, owner: u32, user: u32) -> Option<String> {
     (owner != user && owner != 0).then(|| format!("it belongs to another user (uid {owner})"))
 }
 
-/// The keys given on the command line, from clap's view of it.
-pub fn command_line_keys(args: &[OsString]) -> Vec<String> {
-    let Ok(matches) = Cli::command().try_get_matches_from(args) else {
-        return Vec::new();
-    };
+/// The keys given on the command line, from clap's view of it (`matches`, its parse).
+pub fn command_line_keys(matches: &clap::ArgMatches) -> Vec<String> {
     Cli::command()
         .get_arguments()
         .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
@@ -638,7 +635,8 @@ mod tests {
         .iter()
         .map(OsString::from)
         .collect();
-        assert_eq!(command_line_keys(&argv), ["retries", "base", "invert"]);
+        let matches = Cli::command().try_get_matches_from(argv).unwrap();
+        assert_eq!(command_line_keys(&matches), ["retries", "base", "invert"]);
     }
 
     const EXAMPLE: &str = include_str!("../config.example.toml");

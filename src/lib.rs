@@ -30,8 +30,8 @@ use std::rc::Rc;
 
 use anyhow::{anyhow, bail};
 
-use clap::Parser;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -66,11 +66,16 @@ impl Exit {
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     prepare_process();
     let args: Vec<OsString> = args.into_iter().collect();
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
+    // One parse of the command line serves the settings and, with a config file, which keys
+    // the command line sets.
+    let parsed = Cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => return clap_exit(&error),
     };
-    let cli = match with_config_file(cli, &args) {
+    let cli = match with_config_file(cli, &args, &matches) {
         Ok(cli) => cli,
         Err(error) => return misuse(&format!("{error:#}")),
     };
@@ -148,7 +153,11 @@ fn prepare_process() {
 
 /// Layers the configuration file, if there is one, under the command line: its arguments come
 /// first, so the command line's own win.
-fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
+fn with_config_file(
+    cli: Cli,
+    args: &[OsString],
+    matches: &clap::ArgMatches,
+) -> anyhow::Result<Cli> {
     let profile = cli
         .profile
         .clone()
@@ -182,7 +191,7 @@ fn with_config_file(cli: Cli, args: &[OsString]) -> anyhow::Result<Cli> {
             );
         }
     }
-    let file_args = file.arguments(profile.as_deref(), &config::command_line_keys(args))?;
+    let file_args = file.arguments(profile.as_deref(), &config::command_line_keys(matches))?;
     if file_args.is_empty() {
         return Ok(cli);
     }
