@@ -170,11 +170,17 @@ impl ConfigFile {
     }
 }
 
+/// Whether `arg`'s value is named `name` in `--help` (`CMD`, `CODES`, `REGEX`): what kind of
+/// value a key takes, told in one place.
+fn value_is(arg: &clap::Arg, name: &str) -> bool {
+    arg.get_value_names().is_some_and(|names| names == [name])
+}
+
 /// The keys whose value is a command to run.
 fn hook_keys(command: &clap::Command) -> Vec<String> {
     command
         .get_arguments()
-        .filter(|arg| arg.get_value_names().is_some_and(|v| v == ["CMD"]))
+        .filter(|arg| value_is(arg, "CMD"))
         .filter_map(|arg| arg.get_long().map(str::to_string))
         .collect()
 }
@@ -240,11 +246,9 @@ fn table_entries(
             .find(|arg| arg.get_long() == Some(name))
             .expect("every key is a flag");
         let takes_value = arg.get_action().takes_values();
-        let list = arg.get_value_names().is_some_and(|v| v == ["CODES"]);
+        let list = value_is(arg, "CODES");
         // A pattern or a command is text: a number there is a slip, not a pattern.
-        let text_only = arg
-            .get_value_names()
-            .is_some_and(|v| v == ["REGEX"] || v == ["CMD"]);
+        let text_only = value_is(arg, "REGEX") || value_is(arg, "CMD");
         let where_ = at(value.span().start);
         let wrong_type = |expected: &str| {
             ConfigError(format!(
