@@ -27,9 +27,30 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return bare_seconds(text);
     }
+    if is_exponent_notation(text) {
+        return Err(format!(
+            "'{text}' uses exponent notation, which durations do not accept; write the digits out (1000, 0.5) or use a unit (16m40s, 500ms)"
+        ));
+    }
     humantime::parse_duration(text).map_err(|err| {
         format!("invalid duration '{text}' ({err}); expected e.g. 500ms, 1.5, 1m30s")
     })
+}
+
+/// `1e3`, `1.5E-2`, `2e3ms`: a number written the way Python or C would print it.
+fn is_exponent_notation(text: &str) -> bool {
+    let Some((mantissa, rest)) = text.split_once(['e', 'E']) else {
+        return false;
+    };
+    let rest = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+    let exponent_digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    !mantissa.is_empty()
+        && mantissa.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && mantissa.bytes().any(|b| b.is_ascii_digit())
+        && exponent_digits > 0
+        && rest[exponent_digits..]
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic())
 }
 
 /// Decimal seconds with an optional fraction, exact to the nanosecond (digits past the ninth
@@ -340,6 +361,21 @@ mod tests {
             "1.2.3",
         ] {
             assert!(duration(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn exponent_notation_is_named_as_such() {
+        for bad in ["1e3", "1E3", "1.5e2", "2e-3", "1e+2", "1.5e2s", "2e3ms"] {
+            let message = duration(bad).unwrap_err();
+            assert!(message.contains("exponent notation"), "{bad:?}: {message}");
+        }
+        for other in ["1x", "10sec", "e3", "1.5.5", "1me"] {
+            let message = duration(other).err().unwrap_or_default();
+            assert!(
+                !message.contains("exponent notation"),
+                "{other:?}: {message}"
+            );
         }
     }
 
