@@ -273,6 +273,10 @@ pub struct Cli {
     pub dry_run: bool,
 
     /// The command to run, and its arguments
+    ///
+    /// Run directly, found on PATH, never through a shell (use sh -c '...' for one). Its words
+    /// may hold any bytes; the options before it take text, and a value that is not UTF-8 is
+    /// misuse (125).
     #[arg(
         value_name = "COMMAND",
         value_hint = ValueHint::CommandWithArguments,
@@ -280,6 +284,25 @@ pub struct Cli {
         num_args = 1..,
     )]
     pub command: Vec<OsString>,
+}
+
+/// The option given a value that is not UTF-8, which clap reports without naming it. Only an
+/// option's value can be: COMMAND's words are taken as they are.
+pub fn option_with_non_utf8_value(args: &[OsString]) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let index = args.iter().skip(1).position(|arg| arg.to_str().is_none())? + 1;
+    let arg = args[index].as_bytes();
+    let flag = if let Some(long) = arg.strip_prefix(b"--") {
+        let name = long.split(|&b| b == b'=').next().unwrap_or(long);
+        format!("--{}", String::from_utf8_lossy(name))
+    } else if let Some(short) = arg.strip_prefix(b"-")
+        && let Some(&last) = short.iter().take_while(|b| b.is_ascii_alphabetic()).last()
+    {
+        format!("-{}", char::from(last))
+    } else {
+        args[index - 1].to_str()?.split('=').next()?.to_string()
+    };
+    Some(flag)
 }
 
 #[cfg(test)]
@@ -303,6 +326,32 @@ mod tests {
     fn double_dash_starts_the_command() {
         let cli = Cli::try_parse_from(["retry", "--", "--weird", "-x"]).unwrap();
         assert_eq!(cli.command, ["--weird", "-x"]);
+    }
+
+    #[test]
+    fn the_option_with_a_non_utf8_value_is_found() {
+        use std::os::unix::ffi::OsStringExt;
+        let args = |words: &[&[u8]]| -> Vec<OsString> {
+            words
+                .iter()
+                .map(|w| OsString::from_vec(w.to_vec()))
+                .collect()
+        };
+        let culprit = |words: &[&[u8]]| option_with_non_utf8_value(&args(words));
+        assert_eq!(
+            culprit(&[b"retry", b"--on-retry", b"echo \xff", b"true"]),
+            Some("--on-retry".into())
+        );
+        assert_eq!(
+            culprit(&[b"retry", b"--until-stdout=\xff", b"true"]),
+            Some("--until-stdout".into())
+        );
+        assert_eq!(culprit(&[b"retry", b"-qb\xff", b"true"]), Some("-b".into()));
+        assert_eq!(
+            culprit(&[b"retry", b"-b", b"\xff", b"true"]),
+            Some("-b".into())
+        );
+        assert_eq!(culprit(&[b"retry", b"true"]), None);
     }
 
     #[test]

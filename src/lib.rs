@@ -73,7 +73,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
     let (cli, matches) = match parsed {
         Ok(parsed) => parsed,
-        Err(error) => return clap_exit(&error),
+        Err(error) => return clap_exit(&error, &args),
     };
     let cli = match with_config_file(cli, &args, &matches) {
         Ok(cli) => cli,
@@ -158,10 +158,16 @@ fn with_config_file(
     args: &[OsString],
     matches: &clap::ArgMatches,
 ) -> anyhow::Result<Cli> {
-    let profile = cli
-        .profile
-        .clone()
-        .or_else(|| non_empty_env("RETRY_PROFILE").and_then(|p| p.into_string().ok()));
+    let profile = match (&cli.profile, non_empty_env("RETRY_PROFILE")) {
+        (Some(profile), _) => Some(profile.clone()),
+        (None, Some(profile)) => Some(profile.into_string().map_err(|profile| {
+            anyhow!(
+                "$RETRY_PROFILE '{}' is not valid UTF-8, so no profile can have that name",
+                profile.to_string_lossy()
+            )
+        })?),
+        (None, None) => None,
+    };
     let Some(path) = config_path(&cli)? else {
         if let Some(profile) = profile {
             bail!(
@@ -204,8 +210,6 @@ fn with_config_file(
     Cli::try_parse_from(layered).map_err(|error| anyhow!("{name}: {}", config::clap_reason(&error)))
 }
 
-/// `--config`, else `$RETRY_CONFIG` (both must exist), else the XDG default if it exists.
-/// Never the current directory.
 /// The most a config file may hold: far more than any real one, and a bound on what a path to
 /// an endless source (`/dev/zero`, a pipe that never ends) may cost.
 const CONFIG_LIMIT: u64 = 1024 * 1024;
@@ -224,6 +228,8 @@ fn read_config(path: &std::path::Path) -> io::Result<(String, std::fs::Metadata)
     Ok((text, metadata))
 }
 
+/// `--config`, else `$RETRY_CONFIG` (both must exist), else the XDG default if it exists.
+/// Never the current directory.
 fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {
     if let Some(path) = cli
         .config
@@ -285,10 +291,21 @@ fn entropy() -> u64 {
 
 /// Help and version go to stdout with status 0; every other clap error is misuse, said in one
 /// line.
-fn clap_exit(error: &clap::Error) -> Exit {
+fn clap_exit(error: &clap::Error, args: &[OsString]) -> Exit {
     match error.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             print_stdout(&error.render().to_string())
+        }
+        ErrorKind::InvalidUtf8 => {
+            let flag = cli::option_with_non_utf8_value(args).unwrap_or_else(|| "an option".into());
+            let hint = if flag.contains("stdout") || flag.contains("stderr") {
+                "; a pattern matches any byte written as (?-u:\\xFF)"
+            } else {
+                ""
+            };
+            misuse(&format!(
+                "invalid value for '{flag}': it is not valid UTF-8{hint}"
+            ))
         }
         _ => misuse(&config::clap_reason(error)),
     }

@@ -720,38 +720,52 @@ fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
 
 /// The command as a shell would take it back, word by word: bare where that is safe, else in
 /// single quotes, or in `$'...'` with escapes when it holds control characters (so it stays on
-/// one line). Bytes that are not UTF-8 read as U+FFFD.
+/// one line) or bytes that are not UTF-8 (`\xff`, as bash writes them).
 pub fn shell_words(command: &[OsString]) -> String {
+    use std::os::unix::ffi::OsStrExt;
     let words: Vec<String> = command
         .iter()
-        .map(|word| shell_word(&word.to_string_lossy()))
+        .map(|word| shell_word(word.as_bytes()))
         .collect();
     words.join(" ")
 }
 
-fn shell_word(word: &str) -> String {
+fn shell_word(word: &[u8]) -> String {
+    let Ok(text) = std::str::from_utf8(word) else {
+        return ansi_c_quoted(word);
+    };
     let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        return word.to_string();
+    if !text.is_empty() && text.chars().all(safe) {
+        return text.to_string();
     }
-    if !word.chars().any(char::is_control) {
-        return format!("'{}'", word.replace('\'', r"'\''"));
+    if !text.chars().any(char::is_control) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
     }
+    ansi_c_quoted(word)
+}
+
+/// `$'...'`: every byte of `word` back, on one line of printable text.
+fn ansi_c_quoted(word: &[u8]) -> String {
     let mut quoted = String::from("$'");
-    for c in word.chars() {
-        match c {
-            '\'' | '\\' => {
-                quoted.push('\\');
-                quoted.push(c);
+    for chunk in word.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\'' | '\\' => {
+                    quoted.push('\\');
+                    quoted.push(c);
+                }
+                '\n' => quoted.push_str(r"\n"),
+                '\t' => quoted.push_str(r"\t"),
+                '\r' => quoted.push_str(r"\r"),
+                c if c.is_control() && u32::from(c) < 0x80 => {
+                    quoted.push_str(&format!(r"\x{:02x}", u32::from(c)));
+                }
+                c if c.is_control() => quoted.push_str(&format!(r"\u{:04x}", u32::from(c))),
+                c => quoted.push(c),
             }
-            '\n' => quoted.push_str(r"\n"),
-            '\t' => quoted.push_str(r"\t"),
-            '\r' => quoted.push_str(r"\r"),
-            c if c.is_control() && u32::from(c) < 0x80 => {
-                quoted.push_str(&format!(r"\x{:02x}", u32::from(c)));
-            }
-            c if c.is_control() => quoted.push_str(&format!(r"\u{:04x}", u32::from(c))),
-            c => quoted.push(c),
+        }
+        for byte in chunk.invalid() {
+            quoted.push_str(&format!(r"\x{byte:02x}"));
         }
     }
     quoted.push('\'');
@@ -855,36 +869,47 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    /// Splits `line` back into words as a shell does for the three forms `shell_words` writes:
-    /// bare, `'...'` and `$'...'`, with `\'` between them.
-    fn read_back(line: &str) -> Vec<String> {
+    /// Splits `line` back into words as bash does for the three forms `shell_words` writes:
+    /// bare, `'...'` and `$'...'`, with `\'` between them. `\xHH` is a byte, `\uHHHH` a
+    /// character.
+    fn read_back(line: &str) -> Vec<Vec<u8>> {
+        fn push(word: &mut Vec<u8>, c: char) {
+            word.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+        }
         let mut words = Vec::new();
         let mut chars = line.chars().peekable();
         while chars.peek().is_some() {
-            let mut word = String::new();
+            let mut word = Vec::new();
             while let Some(c) = chars.next_if(|&c| c != ' ') {
                 match c {
-                    '\'' => word.extend(chars.by_ref().take_while(|&c| c != '\'')),
-                    '\\' => word.extend(chars.next()),
+                    '\'' => {
+                        for c in chars.by_ref().take_while(|&c| c != '\'') {
+                            push(&mut word, c);
+                        }
+                    }
+                    '\\' => push(&mut word, chars.next().expect("escaped")),
                     '$' if chars.next_if_eq(&'\'').is_some() => loop {
                         match chars.next().expect("closed") {
                             '\'' => break,
                             '\\' => match chars.next().expect("escape") {
-                                'n' => word.push('\n'),
-                                't' => word.push('\t'),
-                                'r' => word.push('\r'),
-                                form @ ('x' | 'u') => {
-                                    let digits = if form == 'x' { 2 } else { 4 };
-                                    let hex: String = chars.by_ref().take(digits).collect();
-                                    let code = u32::from_str_radix(&hex, 16).unwrap();
-                                    word.push(char::from_u32(code).unwrap());
+                                'n' => word.push(b'\n'),
+                                't' => word.push(b'\t'),
+                                'r' => word.push(b'\r'),
+                                'x' => {
+                                    let hex: String = chars.by_ref().take(2).collect();
+                                    word.push(u8::from_str_radix(&hex, 16).unwrap());
                                 }
-                                other => word.push(other),
+                                'u' => {
+                                    let hex: String = chars.by_ref().take(4).collect();
+                                    let code = u32::from_str_radix(&hex, 16).unwrap();
+                                    push(&mut word, char::from_u32(code).unwrap());
+                                }
+                                other => push(&mut word, other),
                             },
-                            c => word.push(c),
+                            c => push(&mut word, c),
                         }
                     },
-                    c => word.push(c),
+                    c => push(&mut word, c),
                 }
             }
             chars.next_if_eq(&' ');
@@ -897,6 +922,18 @@ mod tests {
         #[test]
         fn shell_words_read_back_whole(words in proptest::collection::vec("(?s).*", 1..5)) {
             let command: Vec<OsString> = words.iter().map(OsString::from).collect();
+            let line = shell_words(&command);
+            proptest::prop_assert!(!line.chars().any(char::is_control));
+            let words: Vec<Vec<u8>> = words.into_iter().map(String::into_bytes).collect();
+            proptest::prop_assert_eq!(read_back(&line), words);
+        }
+
+        #[test]
+        fn shell_words_read_back_any_bytes(
+            words in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..16), 1..5)
+        ) {
+            use std::os::unix::ffi::OsStringExt;
+            let command: Vec<OsString> = words.iter().cloned().map(OsString::from_vec).collect();
             let line = shell_words(&command);
             proptest::prop_assert!(!line.chars().any(char::is_control));
             proptest::prop_assert_eq!(read_back(&line), words);
@@ -943,6 +980,11 @@ mod tests {
         assert_eq!(words(&["printf", "a\tb\n"]), r"printf $'a\tb\n'");
         assert_eq!(words(&["x", "\u{1b}[31m'\\"]), r"x $'\x1b[31m\'\\'");
         assert_eq!(words(&["x", "\u{85}"]), r"x $'\u0085'");
+        let not_utf8 = {
+            use std::os::unix::ffi::OsStringExt;
+            OsString::from_vec(b"caf\xe9 ok".to_vec())
+        };
+        assert_eq!(shell_words(&[not_utf8]), r"$'caf\xe9 ok'");
         assert_eq!(words(&["caf\u{e9}"]), "'caf\u{e9}'");
     }
 

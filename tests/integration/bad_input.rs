@@ -121,6 +121,50 @@ fn a_line_break_in_bad_input_stays_on_the_line() {
     );
 }
 
+/// A value that is not UTF-8 where text is expected names its option; clap alone names none.
+#[test]
+fn a_value_that_is_not_utf8_names_its_option() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let not_utf8 = OsStr::from_bytes(b"ab\xffc");
+    let r = retry();
+    for flag in ["--on-retry", "--profile", "--until-stderr", "--base"] {
+        let hint = if flag == "--until-stderr" {
+            "; a pattern matches any byte written as (?-u:\\xFF)"
+        } else {
+            ""
+        };
+        r.command()
+            .arg(flag)
+            .arg(not_utf8)
+            .arg("true")
+            .assert()
+            .code(125)
+            .stderr(format!(
+                "retry: invalid value for '{flag}': it is not valid UTF-8{hint}\n"
+            ));
+    }
+    // COMMAND's own words may be any bytes.
+    r.command()
+        .args(["--", "printf", "%s"])
+        .arg(not_utf8)
+        .assert()
+        .success()
+        .stdout(predicate::eq(b"ab\xffc" as &[u8]));
+    // RETRY_PROFILE cannot name a profile when it is not UTF-8.
+    let config = r.write("config.toml", "[profile.x]\nretries = 1\n");
+    r.command()
+        .env("RETRY_CONFIG", &config)
+        .env("RETRY_PROFILE", not_utf8)
+        .arg("true")
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(
+            "$RETRY_PROFILE 'ab\u{fffd}c' is not valid UTF-8",
+        ))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
 /// A near miss of a flag or a value names what was probably meant, on the same line.
 #[test]
 fn a_near_miss_suggests_the_flag_or_value() {
