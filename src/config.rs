@@ -70,6 +70,19 @@ impl std::error::Error for ConfigError {}
 
 impl ConfigFile {
     /// Parses and validates the whole file, every profile included.
+    /// The file's bytes as text. TOML is UTF-8; a stray byte (a file saved as Latin-1) is named
+    /// by its line.
+    pub fn text(name: &str, bytes: Vec<u8>) -> Result<String, ConfigError> {
+        String::from_utf8(bytes).map_err(|error| {
+            let valid = error.utf8_error().valid_up_to();
+            ConfigError(format!(
+                "{name}:{}: not UTF-8 text (byte {:#04x}); a TOML file must be UTF-8",
+                line_of_bytes(error.as_bytes(), valid),
+                error.as_bytes()[valid]
+            ))
+        })
+    }
+
     pub fn parse(name: &str, text: &str) -> Result<ConfigFile, ConfigError> {
         let at = |offset: usize| format!("{name}:{}", line_of(text, offset));
         let document = DeTable::parse(text).map_err(|error| {
@@ -381,7 +394,11 @@ pub fn clap_reason(error: &clap::Error) -> String {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
+    line_of_bytes(text.as_bytes(), offset)
+}
+
+fn line_of_bytes(text: &[u8], offset: usize) -> usize {
+    text[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
         .count()

@@ -180,13 +180,13 @@ fn with_config_file(
         return Ok(cli);
     };
     let name = path.display().to_string();
-    let (text, metadata) = read_config(&path).map_err(|error| {
+    let (bytes, metadata) = read_config(&path).map_err(|error| {
         anyhow!(
             "cannot read config file {name}: {}",
             report::plain_error(&error)
         )
     })?;
-    let file = ConfigFile::parse(&name, &text)?;
+    let file = ConfigFile::parse(&name, &ConfigFile::text(&name, bytes)?)?;
     if file.has_hooks() {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: getuid(2) cannot fail.
@@ -216,16 +216,16 @@ const CONFIG_LIMIT: u64 = 1024 * 1024;
 
 /// Reads a config file, which may also be a pipe (`--config <(...)`), up to `CONFIG_LIMIT`,
 /// with what the open file is (owner, mode: of the file read, not of a path looked up again).
-fn read_config(path: &std::path::Path) -> io::Result<(String, std::fs::Metadata)> {
+fn read_config(path: &std::path::Path) -> io::Result<(Vec<u8>, std::fs::Metadata)> {
     use std::io::Read;
     let file = std::fs::File::open(path)?;
     let metadata = file.metadata()?;
-    let mut text = String::new();
-    file.take(CONFIG_LIMIT + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > CONFIG_LIMIT {
+    let mut bytes = Vec::new();
+    file.take(CONFIG_LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > CONFIG_LIMIT {
         return Err(io::Error::other("larger than 1 MiB"));
     }
-    Ok((text, metadata))
+    Ok((bytes, metadata))
 }
 
 /// `--config`, else `$RETRY_CONFIG` (both must exist), else the XDG default if it exists.

@@ -306,6 +306,24 @@ fn an_unreadable_config_file_is_misuse() {
         .stderr(predicate::str::contains("/nonexistent/env.toml"));
 }
 
+/// A file saved in another encoding is named by the line of its first stray byte.
+#[test]
+fn a_config_file_that_is_not_utf8_is_misuse_at_its_line() {
+    let r = retry();
+    let config = r.path("latin1.toml");
+    std::fs::write(&config, b"[defaults]\nretries = 2\n# caf\xe9\n").unwrap();
+    r.command()
+        .arg("--config")
+        .arg(&config)
+        .arg("true")
+        .assert()
+        .code(125)
+        .stderr(format!(
+            "retry: {}:3: not UTF-8 text (byte 0xe9); a TOML file must be UTF-8\n",
+            config.display()
+        ));
+}
+
 /// A config path may be a pipe (`--config <(...)`), but an endless source is cut off at 1 MiB
 /// rather than read until memory runs out.
 #[test]
