@@ -171,7 +171,8 @@ pub struct Cli {
     /// Its exit code is then not consulted. Patterns use the syntax of Rust's regex crate and are
     /// matched line by line on bytes while the output passes through untouched. A line ends at
     /// \n, without one trailing \r (a lone \r does not end it); a line longer than 64 KiB is
-    /// matched on its first and last 64 KiB.
+    /// matched on its first and last 64 KiB, where ^ and $ still mean the start and end of the
+    /// whole line.
     #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
     pub until_stdout: Option<Pattern>,
 

@@ -12,7 +12,9 @@
 //! Pure: bytes in, match flags out. Nothing here reads a pipe or writes a stream.
 
 use memchr::{memchr, memrchr};
-use regex::bytes::{Regex, RegexBuilder};
+use regex_automata::meta::{self, Regex};
+use regex_automata::util::syntax;
+use regex_automata::{Input, MatchKind};
 
 /// How much of a long line is matched at each end: the longest prefix kept while a line is
 /// still incomplete, and the most of its end kept past that.
@@ -22,6 +24,7 @@ pub const WINDOW: usize = 64 * 1024;
 /// boundaries for whole chunks.
 #[derive(Clone, Debug)]
 pub struct Pattern {
+    source: String,
     line: Regex,
     chunk: Regex,
 }
@@ -29,57 +32,46 @@ pub struct Pattern {
 /// Patterns are equal when written the same.
 impl PartialEq for Pattern {
     fn eq(&self, other: &Pattern) -> bool {
-        self.as_str() == other.as_str()
+        self.source == other.source
     }
 }
 
 impl Pattern {
     pub fn new(pattern: &str) -> Result<Pattern, String> {
-        let build = |multi_line| {
-            RegexBuilder::new(pattern)
-                .multi_line(multi_line)
-                .crlf(multi_line)
-                .build()
-                .map_err(|error| {
-                    // The regex crate's message spans lines; keep its last, the reason.
-                    let text = error.to_string();
-                    let reason = text
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .unwrap_or("");
-                    format!(
-                        "invalid regex '{pattern}': {}",
-                        reason.trim().trim_start_matches("error: ")
-                    )
-                })
-        };
         Ok(Pattern {
-            line: build(false)?,
-            chunk: build(true)?,
+            source: pattern.to_string(),
+            line: compile(pattern, false)?,
+            chunk: compile(pattern, true)?,
         })
     }
 
     pub fn as_str(&self) -> &str {
-        self.line.as_str()
+        &self.source
     }
 
     fn matches_line(&self, line: &[u8]) -> bool {
         self.line.is_match(strip_cr(line))
     }
 
+    /// Whether the start of a long line matches: `head` is its first bytes and one more, that
+    /// one only context (so `$` and `\b` see that the line goes on).
+    fn matches_head(&self, head: &[u8]) -> bool {
+        self.line
+            .is_match(Input::new(head).range(..head.len().saturating_sub(1)))
+    }
+
     /// Whether the end of a long line matches: `tail` is its last bytes, the first of them
     /// only context (so `^` and `\b` see that this is not where the line starts).
     fn matches_tail(&self, tail: &[u8]) -> bool {
         let tail = strip_cr(tail);
-        !tail.is_empty() && self.line.is_match_at(tail, 1)
+        !tail.is_empty() && self.line.is_match(Input::new(tail).range(1..))
     }
 
     /// Whether any complete line of `region` (which ends with `\n`) matches.
     fn matches_region(&self, region: &[u8]) -> bool {
         let mut from = 0;
         while from < region.len() {
-            let Some(found) = self.chunk.find_at(region, from) else {
+            let Some(found) = self.chunk.find(Input::new(region).range(from..)) else {
                 return false;
             };
             let start = found.start();
@@ -98,6 +90,47 @@ impl Pattern {
     }
 }
 
+/// A pattern compiled as `regex::bytes::Regex` compiles it (the same syntax, the same limits),
+/// on the engine beneath that crate, which can match a window of a line while its look-around
+/// (`^`, `$`, `\b`) sees the bytes just outside.
+fn compile(pattern: &str, multi_line: bool) -> Result<Regex, String> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .utf8_empty(false)
+                .nfa_size_limit(Some(10 << 20))
+                .hybrid_cache_capacity(2 << 20),
+        )
+        .syntax(
+            syntax::Config::new()
+                .utf8(false)
+                .multi_line(multi_line)
+                .crlf(multi_line),
+        )
+        .build(pattern)
+        .map_err(|error| {
+            let reason = match (error.syntax_error(), error.size_limit()) {
+                // The parser's message spans lines, the pattern and a caret; keep its last,
+                // the reason.
+                (Some(syntax), _) => syntax
+                    .to_string()
+                    .lines()
+                    .rev()
+                    .map(str::trim)
+                    .find(|line| !line.is_empty())
+                    .unwrap_or("")
+                    .trim_start_matches("error: ")
+                    .to_string(),
+                (None, Some(limit)) => {
+                    format!("compiled regex exceeds size limit of {limit} bytes")
+                }
+                (None, None) => error.to_string(),
+            };
+            format!("invalid regex '{pattern}': {reason}")
+        })
+}
+
 fn strip_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
@@ -107,7 +140,8 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 pub struct LineMatcher {
     patterns: Vec<Pattern>,
     matched: Vec<bool>,
-    /// The start of the current, incomplete line (at most `WINDOW` bytes of it).
+    /// The start of the current, incomplete line: at most `WINDOW + 1` bytes of it, the last
+    /// only there to tell the pattern that the first `WINDOW` are not the whole line.
     partial: Vec<u8>,
     /// What came of the current line past `partial`: its last `WINDOW + 1` bytes at least, and
     /// at most twice that (trimmed in bulk).
@@ -155,7 +189,8 @@ impl LineMatcher {
         }
         match memrchr(b'\n', rest) {
             Some(last) => {
-                self.check_region(&rest[..=last]);
+                let region = &rest[..=last];
+                self.check(|pattern| pattern.matches_region(region));
                 self.keep(&rest[last + 1..]);
             }
             None => self.keep(rest),
@@ -170,7 +205,7 @@ impl LineMatcher {
     }
 
     fn keep(&mut self, bytes: &[u8]) {
-        let room = WINDOW.saturating_sub(self.partial.len());
+        let room = (WINDOW + 1).saturating_sub(self.partial.len());
         let (head, past) = bytes.split_at(bytes.len().min(room));
         self.partial.extend_from_slice(head);
         if past.is_empty() {
@@ -188,18 +223,16 @@ impl LineMatcher {
     fn check_partial(&mut self) {
         let line = std::mem::take(&mut self.partial);
         let overflow = std::mem::take(&mut self.overflow);
-        self.check_line(&line);
-        if !overflow.is_empty() && !self.done() {
+        if line.len() <= WINDOW {
+            self.check(|pattern| pattern.matches_line(&line));
+        } else {
+            self.check(|pattern| pattern.matches_head(&line));
             // The last WINDOW bytes and one before them, from the overflow and, when it is
             // short, from the end of the kept start.
             let from_line = (WINDOW + 1).saturating_sub(overflow.len()).min(line.len());
             let mut tail = line[line.len() - from_line..].to_vec();
             tail.extend_from_slice(&overflow[overflow.len().saturating_sub(WINDOW + 1)..]);
-            for (pattern, matched) in self.patterns.iter().zip(&mut self.matched) {
-                if !*matched && pattern.matches_tail(&tail) {
-                    *matched = true;
-                }
-            }
+            self.check(|pattern| pattern.matches_tail(&tail));
         }
         // Keep the allocations for the next line.
         self.partial = line;
@@ -208,17 +241,10 @@ impl LineMatcher {
         self.overflow.clear();
     }
 
-    fn check_line(&mut self, line: &[u8]) {
+    /// Marks each pattern not yet matched that passes `test`.
+    fn check(&mut self, test: impl Fn(&Pattern) -> bool) {
         for (pattern, matched) in self.patterns.iter().zip(&mut self.matched) {
-            if !*matched && pattern.matches_line(line) {
-                *matched = true;
-            }
-        }
-    }
-
-    fn check_region(&mut self, region: &[u8]) {
-        for (pattern, matched) in self.patterns.iter().zip(&mut self.matched) {
-            if !*matched && pattern.matches_region(region) {
+            if !*matched && test(pattern) {
                 *matched = true;
             }
         }
@@ -246,7 +272,7 @@ mod tests {
 
     /// The reference: split into lines, strip one `\r`, match each line.
     fn reference(pattern: &str, input: &[u8]) -> bool {
-        let re = Regex::new(pattern).unwrap();
+        let re = regex::bytes::Regex::new(pattern).unwrap();
         let mut lines: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
         if input.ends_with(b"\n") || input.is_empty() {
             lines.pop();
@@ -316,19 +342,22 @@ mod tests {
             line.extend_from_slice(end);
             line
         };
-        let mut m = matcher(&["needle", "^x+$", "^x+", "y+done$", "^y+done", "\\bdone"]);
+        let mut m = matcher(&[
+            "needle", "^x+$", "^x+", "y+done$", "^y+done", "\\bdone", "^x+\\b",
+        ]);
         for piece in long(b"needle", b"done\r\n").chunks(1000) {
             m.feed(piece);
-            assert!(m.partial.len() <= WINDOW);
+            assert!(m.partial.len() <= WINDOW + 1);
             assert!(m.overflow.len() <= 2 * (WINDOW + 1));
         }
         m.finish();
         assert!(!m.matched(0), "between the windows");
-        assert!(m.matched(1), "the first window itself");
-        assert!(m.matched(2));
+        assert!(!m.matched(1), "the first window does not end the line");
+        assert!(m.matched(2), "the first window starts it");
         assert!(m.matched(3), "the last window, its \\r stripped");
         assert!(!m.matched(4), "the last window does not start the line");
-        assert!(!m.matched(5), "\\b sees the byte before the window");
+        assert!(!m.matched(5), "\\b sees the byte before the last window");
+        assert!(!m.matched(6), "\\b sees the byte after the first window");
         for size in [1, 7, 4096, WINDOW - 1, WINDOW + 1, WINDOW * 10] {
             let progress = [b"\rprogress 42%".repeat(20_000), b"\rDone\n".to_vec()].concat();
             assert!(matches("Done$", &progress, size), "size {size}");
@@ -367,6 +396,11 @@ mod tests {
         let error = Pattern::new("(unclosed").unwrap_err();
         assert!(error.starts_with("invalid regex '(unclosed'"), "{error}");
         assert!(!error.contains('\n'), "{error}");
+        let error = Pattern::new("\\w{1000}{1000}").unwrap_err();
+        assert!(
+            error.ends_with("exceeds size limit of 10485760 bytes"),
+            "{error}"
+        );
     }
 
     proptest! {
@@ -408,7 +442,7 @@ mod tests {
             let mut m = matcher(&["needle"]);
             for piece in line.chunks(size) {
                 m.feed(piece);
-                prop_assert!(m.partial.len() <= WINDOW);
+                prop_assert!(m.partial.len() <= WINDOW + 1);
                 prop_assert!(m.overflow.len() <= 2 * (WINDOW + 1));
             }
             m.finish();

@@ -169,6 +169,28 @@ fn the_word_after_a_long_progress_bar_is_matched() {
     assert!(output.stderr.ends_with(b"\rprogress 11999\rDone\n"));
 }
 
+/// The first 64 KiB of a long line are not taken for the whole line: `$` does not match where
+/// the window is cut, nor `\b` inside a word that goes on.
+#[test]
+fn the_cut_of_a_long_line_is_not_its_end() {
+    let script = "head -c 100000 /dev/zero | tr '\\0' x; echo ' tail'; exit 1";
+    for pattern in ["^x+$", "^x+\\b", "x$"] {
+        retry()
+            .args(["--until-stdout", pattern, "-r", "0"])
+            .args(sh(script))
+            .assert()
+            .code(1)
+            .stdout(predicate::function(|out: &[u8]| out.len() == 100_006));
+    }
+    retry()
+        .args(["--until-stdout", "^x+ tail$", "-r", "0"])
+        .args(sh(
+            "head -c 100 /dev/zero | tr '\\0' x; echo ' tail'; exit 1",
+        ))
+        .assert()
+        .code(0);
+}
+
 #[test]
 fn non_utf8_output_can_be_matched() {
     retry()
