@@ -265,7 +265,8 @@ pub struct Cli {
     /// [default: text]
     ///
     /// Either way they go to stderr, shared with the command's own stderr: a log reader keeps
-    /// the lines that parse as JSON objects with an "event" field.
+    /// the lines that parse as JSON objects with an "event" field. Misuse (exit 125) is one text
+    /// line in either format: it is found before the settings, this one among them, are known.
     #[arg(long, value_name = "FORMAT", help_heading = "Output")]
     pub log_format: Option<LogFormat>,
 

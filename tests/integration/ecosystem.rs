@@ -28,6 +28,27 @@ fn names(events: &[Value]) -> Vec<&str> {
         .collect()
 }
 
+/// Misuse is found before the log format is known: one text line in either format.
+#[test]
+fn misuse_is_one_text_line_under_json_too() {
+    let r = retry();
+    let config = r.write(
+        "config.toml",
+        "[defaults]\nlog-format = \"json\"\nbase = \"x\"\n",
+    );
+    for args in [
+        vec!["--log-format", "json", "--base", "x", "true"],
+        vec!["--config", config.to_str().unwrap(), "true"],
+    ] {
+        r.command()
+            .args(args)
+            .assert()
+            .code(125)
+            .stderr(predicate::str::starts_with("retry: "))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+}
+
 #[test]
 fn json_events_of_a_failing_run() {
     let events = events(&[
