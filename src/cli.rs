@@ -209,8 +209,8 @@ pub struct Cli {
 
     /// Run CMD through `sh -c` before each retry's wait
     ///
-    /// Its environment has RETRY_ATTEMPT (the attempt that just failed), RETRY_LAST_EXIT (its
-    /// status) and RETRY_NEXT_DELAY_MS. A hook's failure is reported and never changes retry's
+    /// Its environment has RETRY_ATTEMPT (the attempt that just failed), RETRY_MAX_ATTEMPTS,
+    /// RETRY_LAST_EXIT (its status) and RETRY_NEXT_DELAY_MS. A hook's failure is reported and never changes retry's
     /// exit status; its stdin is /dev/null and its stdout goes to retry's stderr.
     #[arg(long, value_name = "CMD", value_hint = ValueHint::CommandString, help_heading = "Hooks")]
     pub on_retry: Option<String>,

@@ -60,6 +60,8 @@ pub struct HookSpec<'a> {
     pub command: &'a str,
     /// The attempt that just ended (0 when none ran).
     pub attempt: u64,
+    /// The attempt limit, `None` when unlimited.
+    pub max_attempts: Option<u64>,
     pub last_status: u8,
     /// The coming wait, for `--on-retry`.
     pub next_delay: Option<Duration>,
@@ -409,6 +411,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             kind,
             command,
             attempt,
+            max_attempts: settings.max_attempts,
             last_status,
             next_delay,
             deadline: self.deadline,

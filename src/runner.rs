@@ -228,6 +228,10 @@ impl Execute for Runner<'_> {
             .arg("-c")
             .arg(hook.command)
             .env("RETRY_ATTEMPT", hook.attempt.to_string())
+            .env(
+                "RETRY_MAX_ATTEMPTS",
+                hook.max_attempts.unwrap_or(0).to_string(),
+            )
             .env("RETRY_LAST_EXIT", hook.last_status.to_string())
             // A hook never gets the attempts' input, and its output must not mix into the
             // command's stdout, which may feed a pipeline.
@@ -442,6 +446,8 @@ impl Runner<'_> {
             Some(status) => command.env("RETRY_LAST_EXIT", status.to_string()),
             None => command.env_remove("RETRY_LAST_EXIT"),
         };
+        // An outer retry's hook value (retry run from an --on-retry hook) speaks of another run.
+        command.env_remove("RETRY_NEXT_DELAY_MS");
         if !self.foreground {
             command.process_group(0);
         }

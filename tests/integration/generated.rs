@@ -288,15 +288,15 @@ fn man_page() -> Vec<u8> {
             ),
             (
                 "RETRY_MAX_ATTEMPTS",
-                "Given to each attempt: the attempt limit, 0 when unlimited.",
+                "Given to each attempt and hook: the attempt limit, 0 when unlimited.",
             ),
             (
                 "RETRY_LAST_EXIT",
-                "Given from the second attempt on, and to hooks: the previous attempt's status as retry reports it.",
+                "Given from the second attempt on, and to hooks: the previous attempt's status as retry reports it. Unset on the first attempt, even when inherited from an outer retry.",
             ),
             (
                 "RETRY_NEXT_DELAY_MS",
-                "Given to --on-retry: the coming wait in milliseconds.",
+                "Given to --on-retry: the coming wait in milliseconds. Unset for attempts and other hooks.",
             ),
         ] {
             tagged(roff, name, meaning);

@@ -9,7 +9,7 @@ use crate::util::*;
 
 fn log_hook(r: &Retry, name: &str) -> String {
     format!(
-        "echo {name} $RETRY_ATTEMPT ${{RETRY_LAST_EXIT-unset}} ${{RETRY_NEXT_DELAY_MS-unset}} >> '{}'",
+        "echo {name} $RETRY_ATTEMPT/$RETRY_MAX_ATTEMPTS ${{RETRY_LAST_EXIT-unset}} ${{RETRY_NEXT_DELAY_MS-unset}} >> '{}'",
         r.path("log").display()
     )
 }
@@ -42,7 +42,7 @@ fn environment_of_each_hook() {
     r.assert().code(3);
     assert_eq!(
         log(&r),
-        ["retry 1 3 10", "retry 2 3 20", "failure 3 3 unset"]
+        ["retry 1/3 3 10", "retry 2/3 3 20", "failure 3/3 3 unset"]
     );
 }
 
@@ -53,7 +53,7 @@ fn on_success_sees_the_attempts_own_status() {
     let r = r.args(["--base", "0", "--invert", "--on-success", &on_success]);
     let r = r.args(sh("exit 5"));
     r.assert().code(0);
-    assert_eq!(log(&r), ["success 1 5 unset"]);
+    assert_eq!(log(&r), ["success 1/6 5 unset"]);
 }
 
 #[test]

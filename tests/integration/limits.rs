@@ -42,6 +42,28 @@ fn retries_0_runs_once() {
     assert_eq!(stdout_lines(&r), ["1/1/unset"]);
 }
 
+/// A retry inside another's attempt or hook sees only its own run's values.
+#[test]
+fn values_inherited_from_an_outer_retry_are_replaced_or_removed() {
+    let r = retry()
+        .args(["--attempts", "2", "--base", "0"])
+        .args(sh(
+            "echo \"$RETRY_ATTEMPT/$RETRY_MAX_ATTEMPTS/${RETRY_LAST_EXIT-unset}/${RETRY_NEXT_DELAY_MS-unset}\"; exit 4",
+        ));
+    let output = r
+        .command()
+        .env("RETRY_ATTEMPT", "7")
+        .env("RETRY_MAX_ATTEMPTS", "9")
+        .env("RETRY_LAST_EXIT", "3")
+        .env("RETRY_NEXT_DELAY_MS", "1500")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "1/2/unset/unset\n2/2/4/unset\n"
+    );
+}
+
 #[test]
 fn attempts_counts_all_runs() {
     let r = retry()
