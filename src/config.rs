@@ -248,8 +248,14 @@ fn table_entries(
         let name = key.get_ref().as_ref();
         let where_ = at(key.span().start);
         if !keys.iter().any(|k| k == name) {
-            let hint = suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>())
-                .map_or(String::new(), |hint| format!("; {hint}"));
+            let hint = if NOT_KEYS.contains(&name) {
+                format!(
+                    ": --{name} is about one invocation, so it is given on the command line only"
+                )
+            } else {
+                suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>())
+                    .map_or(String::new(), |hint| format!("; {hint}"))
+            };
             return Err(ConfigError(format!(
                 "{where_}: unknown key '{name}' in {label}{hint}"
             )));
@@ -631,6 +637,18 @@ mod tests {
             "cfg.toml:1: unknown key 'retries': the file holds [defaults] and [profile.NAME] tables; put it under [defaults] or [profile.NAME]"
         );
         assert!(error("[default]\n").contains("did you mean 'defaults'?"));
+    }
+
+    #[test]
+    fn a_flag_for_one_invocation_is_no_key() {
+        for key in ["config", "profile", "dry-run", "help", "version"] {
+            assert_eq!(
+                error(&format!("[defaults]\n{key} = true\n")),
+                format!(
+                    "cfg.toml:2: unknown key '{key}' in [defaults]: --{key} is about one invocation, so it is given on the command line only"
+                )
+            );
+        }
     }
 
     #[test]
