@@ -500,3 +500,51 @@ fn a_closed_stderr_does_not_stop_the_run() {
     assert_eq!(output.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "out\nout\nout\n");
 }
+
+/// As PID 1 of a container, where the kernel drops a signal that has no handler, `docker stop`
+/// (SIGTERM) still ends `retry` at once with 143: during a wait and during an attempt. Needs a
+/// PID namespace (`unshare --pid`: root, or user namespaces); skipped where there is none.
+#[test]
+fn as_pid_1_of_a_container_docker_stop_ends_it_at_once() {
+    const NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc"];
+    let usable = std::process::Command::new(NAMESPACE[0])
+        .args(&NAMESPACE[1..])
+        .arg("true")
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !usable {
+        eprintln!("skipped: no PID namespace here");
+        return;
+    }
+    for (script, started) in [
+        ("exit 1", "next attempt in"),
+        ("sleep 30", "attempt 1/4 starting"),
+    ] {
+        let r = retry()
+            .args(["-v", "-r", "3", "--base", "1h"])
+            .args(sh(&format!("echo $$ > pid; {script}")));
+        let mut child = r.spawn_under(NAMESPACE);
+        wait_for_stderr(&mut child, started);
+        assert_eq!(
+            wait_for_lines(&r.path("pid"), 1),
+            ["2"],
+            "the attempt is PID 2, so retry is PID 1"
+        );
+        let unshare = child.id();
+        let retry: i32 =
+            std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"))
+                .unwrap()
+                .trim()
+                .parse()
+                .expect("unshare's one child, retry");
+        let since = Instant::now();
+        // SAFETY: kill(2) on a pid this test started.
+        assert_eq!(unsafe { libc::kill(retry, libc::SIGTERM) }, 0);
+        assert_eq!(
+            status_within(&mut child, since, Duration::from_secs(5)),
+            143,
+            "{script}"
+        );
+    }
+}
