@@ -70,6 +70,19 @@ pub fn plan(settings: &Settings) -> String {
         settings.max_time.map_or("none".into(), human),
         settings.timeout.map_or("none".into(), human),
     );
+    if settings.consecutive > 1 {
+        let n = settings.consecutive;
+        let _ = writeln!(
+            out,
+            "success: {n} successful attempts in a row; a success short of that waits retry 1's delay, and the schedule starts over"
+        );
+        if let Some(max) = settings.max_attempts.filter(|&max| max < n) {
+            let _ = writeln!(
+                out,
+                "warning: --consecutive {n} needs {n} attempts, but at most {max} run: this run cannot succeed"
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "seed: {}",
@@ -321,6 +334,25 @@ mod tests {
             "{text}"
         );
         assert!(text.lines().count() < 120);
+    }
+
+    #[test]
+    fn a_streak_is_shown_and_one_that_cannot_complete_is_said() {
+        let plan = plan_for(&["--consecutive", "3", "-r", "2"]);
+        assert!(
+            plan.contains("success: 3 successful attempts in a row;"),
+            "{plan}"
+        );
+        assert!(!plan.contains("warning"), "{plan}");
+        let plan = plan_for(&["--consecutive", "4", "-r", "2"]);
+        assert!(
+            plan.contains(
+                "warning: --consecutive 4 needs 4 attempts, but at most 3 run: this run cannot succeed"
+            ),
+            "{plan}"
+        );
+        assert!(!plan_for(&["-r", "2"]).contains("success:"));
+        assert!(!plan_for(&["--consecutive", "9", "--forever"]).contains("warning"));
     }
 
     #[test]
