@@ -24,8 +24,10 @@ use crate::signals::Events;
 use crate::spool::Spool;
 
 /// Bytes read from a pipe at a time, and the pipe capacity asked for: fewer, larger transfers
-/// mean fewer context switches between the attempt and this thread.
-const CHUNK: usize = 256 * 1024;
+/// mean fewer context switches between the attempt and this thread, but a read must stay small
+/// enough to be still in the core's cache while it is matched and written on (256 KiB reads
+/// took twice as long as 128 KiB ones; see BENCHMARKS.md).
+const CHUNK: usize = 128 * 1024;
 const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
 
 /// After an attempt ends, how long its output may stay silent before `retry` stops waiting for

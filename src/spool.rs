@@ -83,7 +83,7 @@ impl Spool {
 
     /// Writes everything held to `out`.
     pub fn copy_to(&self, out: &mut impl Write) -> io::Result<()> {
-        let mut buffer = vec![0u8; 256 * 1024];
+        let mut buffer = vec![0u8; 128 * 1024];
         let mut offset = 0;
         loop {
             let read = self.read_at(offset, &mut buffer)?;

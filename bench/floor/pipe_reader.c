@@ -1,5 +1,5 @@
 /* The floor for matching output as it streams: run COMMAND with its stdout into a 1 MiB pipe and
- * copy what arrives to our stdout in 256 KiB reads, as retry does, but look at nothing.
+ * copy what arrives to our stdout in 128 KiB reads, as retry does, but look at nothing.
  * Usage: pipe_reader COMMAND [ARG...] */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
     pid_t pid;
     if (posix_spawnp(&pid, argv[1], &actions, NULL, argv + 1, environ) != 0) return 1;
     close(fds[1]);
-    size_t size = 256 * 1024;
+    size_t size = 128 * 1024;
     char *buffer = malloc(size);
     ssize_t got;
     while ((got = read(fds[0], buffer, size)) > 0) {
