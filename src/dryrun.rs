@@ -45,7 +45,8 @@ pub fn plan(settings: &Settings) -> String {
         (_, Jitter::Full) => "full jitter".to_string(),
         (_, Jitter::Equal) => "equal jitter".to_string(),
         (_, Jitter::Decorrelated) => "decorrelated jitter".to_string(),
-        (_, Jitter::Factor(f)) => format!("jitter ±{}%", f * 100.0),
+        // To a hundredth of a percent, so 0.07 shows as 7%, not 7.000000000000001%.
+        (_, Jitter::Factor(f)) => format!("jitter ±{}%", (f * 1e4).round() / 100.0),
         (_, Jitter::Addend(a)) => format!("jitter +0..{}", human(a)),
     };
     let growth = match schedule.backoff {

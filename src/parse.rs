@@ -269,6 +269,7 @@ pub fn signal_name(number: libc::c_int) -> Option<String> {
 /// A jitter kind: `none`, `full`, `equal`, `decorrelated`, a factor in [0, 1] such as `0.2`, or
 /// an addend such as `+1s`.
 pub fn jitter(text: &str) -> Result<Jitter, String> {
+    let text = text.trim();
     match text {
         "none" => return Ok(Jitter::None),
         "full" => return Ok(Jitter::Full),
@@ -279,12 +280,15 @@ pub fn jitter(text: &str) -> Result<Jitter, String> {
     if let Some(addend) = text.strip_prefix('+') {
         return duration(addend).map(Jitter::Addend);
     }
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+    // Written as `--multiplier` takes a number (`0.2`, `.2`, `2e-1`); a sign can only be `-`,
+    // since `+` starts an addend.
+    if text.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-') {
         let factor: f64 = text
             .parse()
             .map_err(|_| format!("invalid jitter factor '{text}'"))?;
         return if (0.0..=1.0).contains(&factor) {
-            Ok(Jitter::Factor(factor))
+            // Adding 0 turns `-0` into 0, so it is never shown with a sign.
+            Ok(Jitter::Factor(factor + 0.0))
         } else {
             Err(format!("jitter factor '{text}' is outside [0, 1]"))
         };
@@ -492,10 +496,24 @@ mod tests {
         assert_eq!(jitter("1"), Ok(Jitter::Factor(1.0)));
         assert_eq!(jitter("+1s"), Ok(Jitter::Addend(ms(1000))));
         assert_eq!(jitter("+250ms"), Ok(Jitter::Addend(ms(250))));
+        // A factor is written as any number, as for --multiplier.
+        assert_eq!(jitter(".2"), Ok(Jitter::Factor(0.2)));
+        assert_eq!(jitter("2e-1"), Ok(Jitter::Factor(0.2)));
+        assert_eq!(jitter(" 0.5 "), Ok(Jitter::Factor(0.5)));
+        let Ok(Jitter::Factor(zero)) = jitter("-0") else {
+            panic!("-0 is a factor")
+        };
+        assert!(zero.is_sign_positive());
         for bad in [
-            "", "1.5", "-0.2", "+", "+-1s", "NONE", "nan", "random", "2", "1e-1",
+            "", "1.5", "+", "+-1s", "NONE", "nan", "random", "2", "1e1", "0.2.3", ".", "-",
         ] {
             assert!(jitter(bad).is_err(), "{bad:?} should be rejected");
+        }
+        for outside in ["-0.2", "-inf", "-nan", "1e400"] {
+            assert_eq!(
+                jitter(outside),
+                Err(format!("jitter factor '{outside}' is outside [0, 1]"))
+            );
         }
     }
 

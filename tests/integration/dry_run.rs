@@ -21,6 +21,32 @@ fn shows_the_command_as_a_shell_would_take_it() {
     ));
 }
 
+/// Each jitter kind is named in the schedule line, a factor as a round percentage however it
+/// is written.
+#[test]
+fn names_the_jitter() {
+    for (jitter, named) in [
+        ("none", "no jitter"),
+        ("full", "full jitter"),
+        ("equal", "equal jitter"),
+        ("decorrelated", "decorrelated jitter"),
+        ("0.07", "jitter ±7%"),
+        ("0.29", "jitter ±29%"),
+        ("2e-1", "jitter ±20%"),
+        ("-0", "jitter ±0%"),
+        ("0.12345", "jitter ±12.35%"),
+        ("+1.5s", "jitter +0..1.5s"),
+    ] {
+        retry()
+            .args(["--dry-run", "--jitter", jitter, "true"])
+            .assert()
+            .code(0)
+            .stdout(predicates::str::contains(format!(
+                "schedule: exponential backoff, base 1s, max 30s, multiplier 2, {named}\n"
+            )));
+    }
+}
+
 #[test]
 fn fixed_seed_output() {
     retry()
