@@ -236,7 +236,7 @@ pub struct Cli {
     /// auto rewinds a regular file before each attempt and passes a pipe, socket or terminal
     /// through untouched (later attempts then see only what is left); replay captures stdin and
     /// gives every attempt the same bytes from the start; inherit never rewinds; null gives
-    /// /dev/null.
+    /// /dev/null. A stream closed when retry starts (<&-, >&-) is /dev/null to the command.
     #[arg(long, value_name = "MODE", help_heading = "Input and output")]
     pub stdin: Option<StdinMode>,
 

@@ -118,6 +118,24 @@ fn null_gives_nothing() {
         .stdout("");
 }
 
+/// A stream closed when `retry` starts reaches the command as /dev/null (the Rust runtime
+/// opens it there), never as a number some file of `retry`'s might have taken.
+#[test]
+fn a_closed_stream_reaches_the_command_as_dev_null() {
+    let r = retry()
+        .args(["-r", "0"])
+        .args(["python3", "-c", SHOW_STDIN_AND_STDOUT]);
+    r.command_under(&["sh", "-c", "exec \"$@\" <&- >&-", "sh"])
+        .assert()
+        .code(0)
+        .stdout("")
+        .stderr("/dev/null /dev/null\n");
+}
+
+const SHOW_STDIN_AND_STDOUT: &str = "import os, sys
+sys.stderr.write(os.readlink('/proc/self/fd/0') + ' ' + os.readlink('/proc/self/fd/1') + '\\n')
+print('lost')";
+
 #[test]
 fn the_pipe_warning_comes_once_and_names_replay() {
     let warning = "stdin is a pipe";
