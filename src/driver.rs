@@ -179,6 +179,16 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         self.past_deadline(self.clock.now() + wait)
     }
 
+    /// Why a wait of `wait` that crosses the deadline ends the run: the deadline has passed
+    /// already (the attempt ran into it), or it would pass during the wait.
+    fn max_time_end(&self, wait: Duration) -> GiveUp {
+        if self.past_deadline(self.clock.now()) {
+            GiveUp::MaxTime
+        } else {
+            GiveUp::MaxTimeAhead { wait }
+        }
+    }
+
     fn drive(&mut self) -> Result<RunEnd, Interrupted> {
         let settings = self.settings;
         let max_attempts = settings.max_attempts;
@@ -187,7 +197,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             let wait = self.delays.splay(settings.splay);
             if self.wait_crosses_deadline(wait) {
                 // Fine point 21: no time is left for a first attempt.
-                return self.give_up(GiveUp::MaxTime, 0, None, true);
+                return self.give_up(GiveUp::MaxTimeAhead { wait }, 0, None, true);
             }
             self.reporter.emit(&Event::Splay { wait });
             self.clock.sleep(wait)?;
@@ -298,7 +308,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                         let reason = if is_last {
                             GiveUp::Exhausted
                         } else {
-                            GiveUp::MaxTime
+                            self.max_time_end(wait)
                         };
                         return self.give_up(reason, attempt, last, true);
                     }
@@ -319,7 +329,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     }
                     if final_attempt {
                         self.reporter.emit(&failed(None));
-                        return self.give_up(GiveUp::MaxTime, attempt, last, true);
+                        return self.give_up(self.max_time_end(wait), attempt, last, true);
                     }
                     self.reporter.emit(&failed(Some(wait)));
                     if !warned_stdin && self.executor.stdin_shared() {
@@ -329,7 +339,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     self.hook(HookKind::Retry, attempt, end.status(), Some(wait))?;
                     if self.wait_crosses_deadline(wait) {
                         // The hook used up the time the wait had.
-                        return self.give_up(GiveUp::MaxTime, attempt, last, true);
+                        return self.give_up(self.max_time_end(wait), attempt, last, true);
                     }
                     wait
                 }
@@ -824,7 +834,14 @@ mod tests {
         let out = run(&["--max-time", "500ms", "--forever"], &[exited(1, 0)]);
         assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
         assert_eq!(out.slept, vec![ms(100), ms(200)]);
-        assert!(out.output.contains("--max-time reached"));
+        assert!(
+            out.output.contains(
+                "giving up after 3 attempts in 300ms: the next attempt, due in 400ms, would start \
+                 past --max-time (exit status 1)"
+            ),
+            "{}",
+            out.output
+        );
     }
 
     #[test]
@@ -834,6 +851,7 @@ mod tests {
         assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Run)));
         assert_eq!(out.specs.len(), 2);
         assert_eq!(out.specs[1].deadline.map(|d| d.1), Some(Limit::Run));
+        assert!(out.output.contains("--max-time reached"), "{}", out.output);
     }
 
     #[test]
@@ -853,6 +871,14 @@ mod tests {
         assert_eq!(out.end, RunEnd::Failed { last: None });
         assert_eq!(out.end.exit_status(None), 124);
         assert!(out.specs.is_empty());
+        assert!(
+            out.output.contains(
+                "giving up before the first attempt: the splay of 691.2ms would end past \
+                 --max-time (exit status 124)"
+            ),
+            "{}",
+            out.output
+        );
     }
 
     #[test]

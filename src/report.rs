@@ -21,8 +21,10 @@ pub enum GiveUp {
     /// The verdict was a permanent failure (`--stop-on-exit`, or a code outside
     /// `--retry-on-exit`).
     Permanent,
-    /// `--max-time` was reached, or the next wait would have crossed it.
+    /// `--max-time` was reached.
     MaxTime,
+    /// The next wait (the splay, before a first attempt) would end past `--max-time`.
+    MaxTimeAhead { wait: Duration },
 }
 
 #[derive(Debug)]
@@ -419,7 +421,7 @@ fn json(event: &Event<'_>) -> String {
                         match reason {
                             GiveUp::Exhausted => "exhausted",
                             GiveUp::Permanent => "permanent",
-                            GiveUp::MaxTime => "max-time",
+                            GiveUp::MaxTime | GiveUp::MaxTimeAhead { .. } => "max-time",
                         }
                         .into(),
                     ),
@@ -619,18 +621,23 @@ fn text(event: &Event<'_>) -> String {
             status,
         } => {
             let why = match reason {
-                GiveUp::Exhausted => "no retries left",
-                GiveUp::Permanent => "permanent failure",
-                GiveUp::MaxTime => "--max-time reached",
+                GiveUp::Exhausted => "no retries left".to_string(),
+                GiveUp::Permanent => "permanent failure".to_string(),
+                GiveUp::MaxTime => "--max-time reached".to_string(),
+                GiveUp::MaxTimeAhead { wait } if attempts == 0 => {
+                    format!("the splay of {} would end past --max-time", human(wait))
+                }
+                GiveUp::MaxTimeAhead { wait } => format!(
+                    "the next attempt, due in {}, would start past --max-time",
+                    human(wait)
+                ),
             };
-            let attempts = match attempts {
-                1 => "1 attempt".to_string(),
-                n => format!("{n} attempts"),
+            let after = match attempts {
+                0 => "before the first attempt".to_string(),
+                1 => format!("after 1 attempt in {}", human(total)),
+                n => format!("after {n} attempts in {}", human(total)),
             };
-            format!(
-                "giving up after {attempts} in {}: {why} (exit status {status})",
-                human(total)
-            )
+            format!("giving up {after}: {why} (exit status {status})")
         }
         Event::StdinShared => {
             "stdin is a pipe: later attempts see only what earlier ones left unread; \

@@ -124,7 +124,9 @@ fn max_time_ends_the_run_before_a_wait_that_would_cross_it() {
         .args(["sh", "-c", "exit 3"])
         .assert()
         .code(3)
-        .stderr(predicate::str::contains("--max-time reached"));
+        .stderr(predicate::str::contains(
+            "the next attempt, due in 100ms, would start past --max-time",
+        ));
     let took = start.elapsed();
     // Waits at 100 and 200ms; a third would end at 300ms, the deadline, so the run ends.
     assert!(took >= Duration::from_millis(200), "{took:?}");

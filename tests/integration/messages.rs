@@ -30,7 +30,7 @@ fn unlimited_runs_say_attempt_n_without_a_total() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("retry: attempt 1 failed (exit 1)"))
-        .stderr(predicate::str::contains("--max-time reached"));
+        .stderr(predicate::str::contains("would start past --max-time"));
 }
 
 #[test]
