@@ -32,7 +32,8 @@ impl Sleep for RealClock<'_> {
                 Some(Event::Child) => runner::reap_orphans(None),
                 // Nothing runs but `retry`; the wait goes on once it is continued.
                 Some(Event::Suspend) => signals::stop_self(),
-                Some(Event::Resize) => {}
+                // No attempt runs to be told.
+                Some(Event::Resize | Event::Relay(_)) => {}
             }
         }
     }

@@ -89,6 +89,15 @@ impl Target {
         }
     }
 
+    /// Hands `signal` to the attempt itself, the group's leader, as if it had been sent there.
+    fn relay(self, signal: i32) {
+        let (Target::Group(pid) | Target::Process(pid)) = self;
+        // SAFETY: kill(2) on the child we spawned and have not yet reaped.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+
     /// Whether any process of the group is left (always false for a single process: its end
     /// was already seen).
     fn group_alive(self) -> bool {
@@ -167,6 +176,7 @@ impl Execute for Runner<'_> {
             spec.deadline,
             started,
             &mut on_terminal_stop,
+            true,
         );
         // The attempt's time limit, with the grace it had for ending, bounds the wait for its
         // output too: a reader that has stalled must not hold the run past it.
@@ -253,7 +263,8 @@ impl Execute for Runner<'_> {
         let deadline = hook.deadline.map(|at| (at, Limit::Run));
         // A hook's stdin is /dev/null: only one that opens the terminal itself can be stopped
         // for it, and its deadline (if any) still applies.
-        let supervised = self.supervise(&mut child, target, deadline, started, &mut |_| {});
+        // SIGUSR1 and SIGUSR2 are meant for the command, not for a hook.
+        let supervised = self.supervise(&mut child, target, deadline, started, &mut |_| {}, false);
         reap_orphans(None);
         match supervised.interrupted {
             Some(signal) => Err(Interrupted(signal)),
@@ -283,7 +294,8 @@ impl Runner<'_> {
 
     /// Waits for `child` to end, terminating it (and its group) at `deadline` or when `retry`
     /// is asked to stop. `on_terminal_stop` hears of each time the child is stopped for using
-    /// the terminal from a background process group.
+    /// the terminal from a background process group. With `relay`, SIGUSR1 and SIGUSR2 sent to
+    /// `retry` are handed to the child.
     fn supervise(
         &self,
         child: &mut Child,
@@ -291,6 +303,7 @@ impl Runner<'_> {
         deadline: Option<(Instant, Limit)>,
         started: Instant,
         on_terminal_stop: &mut dyn FnMut(i32),
+        relay: bool,
     ) -> Supervised {
         let mut phase = Phase::Running;
         let mut timed_out = None;
@@ -313,6 +326,8 @@ impl Runner<'_> {
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
                 Some(Event::Resize) => target.pass_resize(),
+                Some(Event::Relay(signal)) if relay => target.relay(signal),
+                Some(Event::Relay(_)) => {}
                 Some(Event::Shutdown(signal)) => {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
@@ -578,7 +593,8 @@ impl Runner<'_> {
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
                 Some(Event::Resize) => target.pass_resize(),
-                Some(Event::Child) | None => {}
+                // The attempt has ended: there is no one left to tell.
+                Some(Event::Child | Event::Relay(_)) | None => {}
             }
             pause = (pause * 2).min(Duration::from_millis(50));
         }

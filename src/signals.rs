@@ -16,6 +16,13 @@
 //! - SIGWINCH becomes `Event::Resize`: the terminal tells only its foreground process group,
 //!   `retry`'s, that its size changed, so `retry` passes it on to the attempt's group, where a
 //!   progress bar or a full-screen program would otherwise never hear of it.
+//! - SIGUSR1 and SIGUSR2 become `Event::Relay`: they are how a user talks to the command itself
+//!   (reopen a log, dump state), so `retry` hands them to the running attempt, as if sent to it,
+//!   instead of dying of them and leaving the attempt behind. Between attempts they are dropped.
+//! - A signal the parent set to be ignored stays ignored, and is not handled: `nohup retry ...`
+//!   keeps ignoring SIGHUP, and `retry ... &` in a script SIGINT and SIGQUIT, for `retry` and
+//!   for its attempts (exec keeps an ignored signal ignored, but resets a handled one), as
+//!   without `retry`. SIGCHLD excepted: `retry` cannot do without it.
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
 //!   runtime's start-up): a write to a closed pipe is an error `retry` handles. std's `Command`
 //!   gives children SIGPIPE back, and exec resets the handlers below to their defaults.
@@ -34,7 +41,9 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGWINCH};
+use signal_hook::consts::{
+    SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2, SIGWINCH,
+};
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::SignalOnly;
 
@@ -58,6 +67,8 @@ pub enum Event {
     Suspend,
     /// The terminal's size changed (SIGWINCH).
     Resize,
+    /// A signal for the command itself (SIGUSR1, SIGUSR2).
+    Relay(i32),
 }
 
 pub struct Events {
@@ -80,13 +91,13 @@ impl Events {
         read.set_nonblocking(true)
             .and_then(|()| write.set_nonblocking(true))
             .map_err(failed("cannot set up the signal pipe"))?;
-        let delivery = SignalDelivery::with_pipe(
-            read,
-            write,
-            SignalOnly,
-            SHUTDOWN.iter().copied().chain([SIGCHLD, SIGTSTP, SIGWINCH]),
-        )
-        .map_err(failed("cannot install signal handlers"))?;
+        let handled = SHUTDOWN
+            .into_iter()
+            .chain([SIGTSTP, SIGWINCH, SIGUSR1, SIGUSR2])
+            .filter(|&signal| !ignored(signal))
+            .chain([SIGCHLD]);
+        let delivery = SignalDelivery::with_pipe(read, write, SignalOnly, handled)
+            .map_err(failed("cannot install signal handlers"))?;
         // The mask is inherited from the parent, which may have blocked SIGCHLD: the end of an
         // attempt would then never be heard of. Other blocked signals stay blocked, as with
         // `timeout(1)`: a parent that blocks SIGTERM means it.
@@ -126,7 +137,7 @@ impl Events {
                 match event {
                     Event::Shutdown(signal) => return Err(signal),
                     Event::Suspend => stop_self(),
-                    Event::Child | Event::Resize => {}
+                    Event::Child | Event::Resize | Event::Relay(_) => {}
                 }
             }
             match state.wait(until, Some((fd, libc::POLLIN))) {
@@ -256,6 +267,7 @@ impl State {
                     SIGCHLD => Some(Event::Child),
                     SIGTSTP => group_can_be_continued().then_some(Event::Suspend),
                     SIGWINCH => Some(Event::Resize),
+                    SIGUSR1 | SIGUSR2 => Some(Event::Relay(signal)),
                     _ => Some(Event::Shutdown(signal)),
                 }));
             return Woke::Signals;
@@ -320,6 +332,16 @@ pub fn exit_by(signal: i32) -> ! {
         libc::raise(signal);
     }
     std::process::exit(128 + signal)
+}
+
+/// Whether `signal` is set to be ignored (as the parent left it: nothing here ignores one).
+fn ignored(signal: i32) -> bool {
+    // SAFETY: sigaction(2) with a null new action only reads the current one into `current`.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 /// Unblocks `signal` for the calling thread.

@@ -248,6 +248,14 @@ fn man_page() -> Vec<u8> {
                 "The terminal's size changed: passed on to the attempt's process group, which the terminal does not tell (with --foreground it does).",
             ),
             (
+                "SIGUSR1, SIGUSR2",
+                "For the command itself (reopen a log, dump state): handed to the running attempt alone, not its group, as if sent to it; retry carries on. Dropped during a wait or a hook. Other signals keep their default action.",
+            ),
+            (
+                "ignored signals",
+                "A signal the parent set to be ignored (nohup for SIGHUP; a script's cmd & for SIGINT and SIGQUIT) stays ignored by retry and its attempts, as without retry. SIGCHLD excepted.",
+            ),
+            (
                 "SIGCHLD",
                 "How retry hears that an attempt has ended; unblocked should the parent have left it blocked (a signal mask survives exec). Other signals the parent blocked stay blocked, as with timeout(1).",
             ),

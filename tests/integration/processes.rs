@@ -403,6 +403,72 @@ fn a_blocked_sigchld_inherited_from_the_parent_does_not_hang_retry() {
     assert_eq!(shell_status(wait_bounded(&mut child)), 1);
 }
 
+/// `nohup retry ...`, or `retry ... &` in a script: a signal the parent ignores is ignored by
+/// `retry` and by its attempts, as it would be by the command run without `retry`.
+#[test]
+fn a_signal_the_parent_ignores_stays_ignored() {
+    let r = retry().args(["-r", "0"]);
+    let r = r.args(sh(
+        "echo $$ > pid; kill -HUP $$; kill -INT $$; sleep 0.2; echo alive > alive",
+    ));
+    let mut child = r.spawn_with_ignored(&[libc::SIGHUP, libc::SIGINT, libc::SIGQUIT]);
+    wait_for_lines(&r.path("pid"), 1);
+    for signal in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
+        send(&child, signal);
+    }
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    assert!(r.path("alive").exists());
+}
+
+/// SIGUSR1 and SIGUSR2 are for the command itself (reopen a log, dump state): `retry` hands
+/// them to the attempt, and to no other process of its group, instead of dying of them.
+#[test]
+fn user_signals_go_to_the_attempt_itself() {
+    let r = retry().args(["-r", "0"]);
+    let r = r.args(sh("sleep 5 & echo $! > background; \
+         trap 'echo USR1 >> got' USR1; trap 'echo USR2 >> got; exit 0' USR2; \
+         echo $$ > pid; while :; do sleep 0.01; done"));
+    let mut child = r.spawn();
+    wait_for_lines(&r.path("pid"), 1);
+    send(&child, libc::SIGUSR1);
+    wait_for_lines(&r.path("got"), 1);
+    send(&child, libc::SIGUSR2);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    assert_eq!(wait_for_lines(&r.path("got"), 2), ["USR1", "USR2"]);
+    let background: i32 = wait_for_lines(&r.path("background"), 1)[0].parse().unwrap();
+    assert!(alive(background), "the signal reached the attempt's group");
+    // SAFETY: kill(2) on the test's own leftover `sleep`.
+    unsafe {
+        libc::kill(background, libc::SIGKILL);
+    }
+}
+
+/// Between attempts there is no one to hand a user signal to: it is dropped, and the run goes
+/// on.
+#[test]
+fn a_user_signal_during_a_wait_changes_nothing() {
+    let r = retry().args(["-r", "1", "--base", "300ms", "--jitter", "none"]);
+    let r = r.args(sh("echo run >> runs; exit 3"));
+    let mut child = r.spawn();
+    wait_for_stderr(&mut child, "next attempt in");
+    send(&child, libc::SIGUSR1);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 3);
+    assert_eq!(wait_for_lines(&r.path("runs"), 2).len(), 2);
+}
+
+/// Nor is a hook the command: it does not get a user signal either.
+#[test]
+fn a_user_signal_during_a_hook_is_not_for_it() {
+    let r = retry().args(["-r", "1", "--base", "1ms", "--on-retry"]);
+    let r = r.args(["echo $$ > hook; sleep 0.3", "sh", "-c", "exit 3"]);
+    let mut child = r.spawn();
+    wait_for_lines(&r.path("hook"), 1);
+    send(&child, libc::SIGUSR1);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 3);
+    let stderr = stderr_of(&mut child);
+    assert!(!stderr.contains("hook failed"), "{stderr}");
+}
+
 /// The terminal tells only its foreground process group, `retry`'s, that its size changed:
 /// `retry` passes SIGWINCH on to the attempt's group.
 #[test]

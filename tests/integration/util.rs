@@ -139,6 +139,23 @@ impl Retry {
         self.spawn_from(command)
     }
 
+    /// `spawn`, with `signals` ignored in `retry` from its start, as `nohup` leaves SIGHUP and
+    /// a script's `cmd &` SIGINT and SIGQUIT: an ignored signal stays ignored through exec.
+    pub fn spawn_with_ignored(&self, signals: &'static [i32]) -> Child {
+        let mut command = self.std_command(&[]);
+        // SAFETY: runs in the forked child before exec, and only calls signal(2), which is
+        // async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                for &signal in signals {
+                    libc::signal(signal, libc::SIG_IGN);
+                }
+                Ok(())
+            });
+        }
+        self.spawn_from(command)
+    }
+
     /// The command, run with at most `limit` open descriptors (RLIMIT_NOFILE).
     pub fn command_with_open_files(&self, limit: u64) -> Command {
         let mut command = self.std_command(&[]);
