@@ -3,7 +3,7 @@
 //! A line is the bytes before `\n`, without one trailing `\r`; a final line without `\n` counts;
 //! a lone `\r` does not end a line. Bytes need not be UTF-8. A line longer than `WINDOW` is
 //! matched on its first `WINDOW` bytes and on its last (where the final word after a progress
-//! bar's `\r` updates lands); a match in between may be missed.
+//! bar's `\r` updates lands); a match in between is not seen, however the line arrives.
 //!
 //! Speed: complete lines are searched a whole chunk at a time with a multi-line form of each
 //! pattern, and only a candidate match is checked again against its own line with the pattern as
@@ -67,6 +67,13 @@ impl Pattern {
         !tail.is_empty() && self.line.is_match(Input::new(tail).range(1..))
     }
 
+    /// Whether a line longer than `WINDOW`, all of it at hand, matches on its two windows, as
+    /// it would have had it arrived in pieces: the answer must not depend on how the output
+    /// happened to be read.
+    fn matches_long_line(&self, line: &[u8]) -> bool {
+        self.matches_head(&line[..=WINDOW]) || self.matches_tail(&line[line.len() - (WINDOW + 1)..])
+    }
+
     /// Whether any complete line of `region` (which ends with `\n`) matches.
     fn matches_region(&self, region: &[u8]) -> bool {
         let mut from = 0;
@@ -81,7 +88,13 @@ impl Pattern {
             }
             let line_start = memrchr(b'\n', &region[..start]).map_or(0, |i| i + 1);
             let line_end = memchr(b'\n', &region[start..]).map_or(region.len(), |i| start + i);
-            if self.matches_line(&region[line_start..line_end]) {
+            let line = &region[line_start..line_end];
+            let matched = if line.len() > WINDOW {
+                self.matches_long_line(line)
+            } else {
+                self.matches_line(line)
+            };
+            if matched {
                 return true;
             }
             from = line_end + 1;
@@ -372,6 +385,29 @@ mod tests {
         ));
     }
 
+    /// A long line gets the same answer whether it arrives in one read or in many.
+    #[test]
+    fn a_long_line_is_matched_alike_however_it_arrives() {
+        let mut line = vec![b'x'; 2 * WINDOW];
+        line.extend_from_slice(b" needle ");
+        line.extend(vec![b'y'; 2 * WINDOW]);
+        line.push(b'\n');
+        for pattern in ["needle", "^x+ needle", "x y"] {
+            for size in [line.len(), WINDOW + 1, 4096] {
+                assert!(
+                    !matches(pattern, &line, size),
+                    "{pattern} in pieces of {size}"
+                );
+            }
+        }
+        for pattern in ["^x{100}", "y{100}$", "^x+ needle y+$"] {
+            for size in [line.len(), WINDOW + 1, 4096] {
+                let expected = pattern != "^x+ needle y+$";
+                assert_eq!(matches(pattern, &line, size), expected, "{pattern}, {size}");
+            }
+        }
+    }
+
     #[test]
     fn several_patterns() {
         let mut m = matcher(&["one", "two", "three"]);
@@ -449,6 +485,8 @@ mod tests {
             if before + 6 <= WINDOW || after + 6 <= WINDOW {
                 prop_assert!(m.matched(0), "before {} after {} size {}", before, after, size);
             }
+            // However the line was cut into reads, the answer is the one it gets whole.
+            prop_assert_eq!(m.matched(0), matches("needle", &line, line.len()));
         }
     }
 }
