@@ -19,10 +19,12 @@
 //! - SIGUSR1 and SIGUSR2 become `Event::Relay`: they are how a user talks to the command itself
 //!   (reopen a log, dump state), so `retry` hands them to the running attempt, as if sent to it,
 //!   instead of dying of them and leaving the attempt behind. Between attempts they are dropped.
-//! - A signal the parent set to be ignored stays ignored, and is not handled: `nohup retry ...`
-//!   keeps ignoring SIGHUP, and `retry ... &` in a script SIGINT and SIGQUIT, for `retry` and
-//!   for its attempts (exec keeps an ignored signal ignored, but resets a handled one), as
-//!   without `retry`. SIGCHLD excepted: `retry` cannot do without it.
+//! - A signal the parent set to be ignored stays ignored, and is not handled, so that
+//!   `nohup retry ...` survives a hangup as the bare command would, attempts included (exec
+//!   keeps an ignored signal ignored, but resets a handled one). Not so SIGINT, SIGQUIT and
+//!   SIGTERM, handled whatever, as `timeout(1)` handles them: a shell ignores SIGINT and SIGQUIT
+//!   for every background job of a script, and `kill -INT` must still end `retry ... &` there.
+//!   Nor SIGCHLD, which `retry` cannot do without.
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
 //!   runtime's start-up): a write to a closed pipe is an error `retry` handles. std's `Command`
 //!   gives children SIGPIPE back, and exec resets the handlers below to their defaults.
@@ -91,11 +93,10 @@ impl Events {
         read.set_nonblocking(true)
             .and_then(|()| write.set_nonblocking(true))
             .map_err(failed("cannot set up the signal pipe"))?;
-        let handled = SHUTDOWN
+        let handled = [SIGHUP, SIGTSTP, SIGWINCH, SIGUSR1, SIGUSR2]
             .into_iter()
-            .chain([SIGTSTP, SIGWINCH, SIGUSR1, SIGUSR2])
             .filter(|&signal| !ignored(signal))
-            .chain([SIGCHLD]);
+            .chain([SIGINT, SIGQUIT, SIGTERM, SIGCHLD]);
         let delivery = SignalDelivery::with_pipe(read, write, SignalOnly, handled)
             .map_err(failed("cannot install signal handlers"))?;
         // The mask is inherited from the parent, which may have blocked SIGCHLD: the end of an

@@ -253,7 +253,7 @@ fn man_page() -> Vec<u8> {
             ),
             (
                 "ignored signals",
-                "A signal the parent set to be ignored (nohup for SIGHUP; a script's cmd & for SIGINT and SIGQUIT) stays ignored by retry and its attempts, as without retry. SIGCHLD excepted.",
+                "A signal the parent set to be ignored (SIGHUP under nohup) stays ignored by retry and its attempts, as without retry. SIGINT, SIGQUIT, SIGTERM and SIGCHLD excepted: they are handled whatever, as timeout(1) handles them.",
             ),
             (
                 "SIGCHLD",

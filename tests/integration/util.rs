@@ -140,7 +140,7 @@ impl Retry {
     }
 
     /// `spawn`, with `signals` ignored in `retry` from its start, as `nohup` leaves SIGHUP and
-    /// a script's `cmd &` SIGINT and SIGQUIT: an ignored signal stays ignored through exec.
+    /// a script's `cmd &` SIGINT and SIGQUIT (an ignored signal stays ignored through exec).
     pub fn spawn_with_ignored(&self, signals: &'static [i32]) -> Child {
         let mut command = self.std_command(&[]);
         // SAFETY: runs in the forked child before exec, and only calls signal(2), which is
