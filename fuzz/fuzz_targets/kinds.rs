@@ -7,7 +7,7 @@ use retry::backoff::{Backoff, Jitter};
 
 fuzz_target!(|text: &str| {
     if let Ok(Jitter::Factor(f)) = retry::parse::jitter(text) {
-        assert!((0.0..=1.0).contains(&f));
+        assert!((0.0..=1.0).contains(&f) && f.is_sign_positive());
     }
     let _ = Backoff::from_str(text, false);
     if let Ok(signal) = retry::parse::signal(text) {
