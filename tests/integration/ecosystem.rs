@@ -259,6 +259,25 @@ fn a_key_has_one_type_in_every_event() {
     }
 }
 
+/// Whether `--max-time` passed during an attempt or would have passed during the next wait,
+/// the event says `max-time` (the text line tells the two apart).
+#[test]
+fn json_give_up_at_max_time_either_way() {
+    for (args, status) in [
+        (
+            &["--forever", "--max-time", "100ms", "--base", "1s", "false"][..],
+            1,
+        ),
+        (&["--forever", "--max-time", "50ms", "sleep", "1"][..], 124),
+    ] {
+        let events = events(args);
+        let give_up = events.last().expect("events");
+        assert_eq!(give_up["event"], "give-up", "{events:?}");
+        assert_eq!(give_up["reason"], "max-time");
+        assert_eq!(give_up["exit_code"], status);
+    }
+}
+
 #[test]
 fn a_success_short_of_the_streak_has_every_attempt_field() {
     let events = events(&["--consecutive", "2", "--base", "0", "true"]);
