@@ -93,7 +93,7 @@ _retry() {
                     return 0
                     ;;
                 --kill-signal)
-                    COMPREPLY=("${cur}")
+                    COMPREPLY=($(compgen -W "TERM INT HUP QUIT KILL USR1 USR2" -- "${cur}"))
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
@@ -135,7 +135,7 @@ _retry() {
                     return 0
                     ;;
                 --jitter)
-                    COMPREPLY=("${cur}")
+                    COMPREPLY=($(compgen -W "none full equal decorrelated" -- "${cur}"))
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi

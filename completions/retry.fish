@@ -3,7 +3,13 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -s a -l attempts -d '
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s m -l max-time -d 'Deadline for the whole run, measured from start; 0 disables it [default: none]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s t -l timeout -d 'Time limit for one attempt; 0 disables it [default: none]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-after -d 'Grace between the terminating signal and SIGKILL [default: 2s]' -r -f
-complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-signal -d 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-signal -d 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]' -r -f -a "TERM\t'terminate (the default)'
+INT\t'interrupt, as Ctrl-C'
+HUP\t'hang up'
+QUIT\t'quit, and dump core by default'
+KILL\t'kill, with no chance to clean up'
+USR1\t'user-defined signal 1'
+USR2\t'user-defined signal 2'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s b -l base -d 'First nominal delay (for ethernet: the slot time) [default: 1s]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l max -d 'Cap on any single delay, after jitter too [default: 30s]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l multiplier -d 'Growth factor of exponential backoff, at least 1 [default: 2]' -r -f
@@ -12,7 +18,10 @@ constant\t'base, every time'
 linear\t'base * n'
 fibonacci\t'base * fib(n): 1, 1, 2, 3, 5, ...'
 ethernet\t'IEEE 802.3 truncated binary exponential backoff: r * base, r in [0, 2^min(n,10) - 1]'"
-complete -c retry -n 'not __fish_retry_command >/dev/null' -l jitter -d 'How delays are randomised [default: equal]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l jitter -d 'How delays are randomised [default: equal]' -r -f -a "none\t'the nominal delay'
+full\t'uniform in [0, d]'
+equal\t'd/2 + uniform in [0, d/2] (the default)'
+decorrelated\t'min(max, uniform in [base, 3 * previous])'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l seed -d 'Seed for the jitter, so the same flags give the same delays [default: from OS entropy]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l splay -d 'Wait a random time in [0, DUR] before the first attempt [default: none]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l retry-on-exit -d 'Retry only these exit codes; any other failure ends the run (e.g. 1,75-78)' -r -f

@@ -8,6 +8,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{ArgAction, Parser, ValueHint};
 
 use crate::backoff::{Backoff, Jitter};
@@ -107,7 +108,7 @@ pub struct Cli {
     pub kill_after: Option<Duration>,
 
     /// Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]
-    #[arg(long, value_name = "SIG", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::signal, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "SIG", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = Suggesting { parse: parse::signal, names: SIGNAL_NAMES }, hide_possible_values = true, help_heading = "Attempts and time limits")]
     pub kill_signal: Option<i32>,
 
     /// First nominal delay (for ethernet: the slot time) [default: 1s]
@@ -140,7 +141,7 @@ pub struct Cli {
     /// none; full: uniform in [0, d]; equal: d/2 + uniform in [0, d/2]; decorrelated:
     /// min(max, uniform in [base, 3 * previous]); a factor such as 0.2: d * (1 ± 0.2); an addend
     /// such as +1s: d + uniform in [0, 1s].
-    #[arg(long, value_name = "KIND", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::jitter, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "KIND", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = Suggesting { parse: parse::jitter, names: JITTER_NAMES }, hide_possible_values = true, help_heading = "Delay schedule")]
     pub jitter: Option<Jitter>,
 
     /// Seed for the jitter, so the same flags give the same delays [default: from OS entropy]
@@ -305,6 +306,55 @@ pub fn option_with_non_utf8_value(args: &[OsString]) -> Option<String> {
         args[index - 1].to_str()?.split('=').next()?.to_string()
     };
     Some(flag)
+}
+
+/// The jitter kinds with a name, for completion; factors and addends are typed.
+const JITTER_NAMES: &[(&str, &str)] = &[
+    ("none", "the nominal delay"),
+    ("full", "uniform in [0, d]"),
+    ("equal", "d/2 + uniform in [0, d/2] (the default)"),
+    ("decorrelated", "min(max, uniform in [base, 3 * previous])"),
+];
+
+/// The signals one would end an attempt with, for completion; any other name or number works.
+const SIGNAL_NAMES: &[(&str, &str)] = &[
+    ("TERM", "terminate (the default)"),
+    ("INT", "interrupt, as Ctrl-C"),
+    ("HUP", "hang up"),
+    ("QUIT", "quit, and dump core by default"),
+    ("KILL", "kill, with no chance to clean up"),
+    ("USR1", "user-defined signal 1"),
+    ("USR2", "user-defined signal 2"),
+];
+
+/// A value parser that is `parse`, but offers `names` (with their help) to shell completion:
+/// the named forms of a value that takes others too (a jitter factor, a signal number), which
+/// a fixed list of possible values would refuse.
+#[derive(Clone)]
+struct Suggesting<T> {
+    parse: fn(&str) -> Result<T, String>,
+    names: &'static [(&'static str, &'static str)],
+}
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for Suggesting<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        self.parse.parse_ref(command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            self.names
+                .iter()
+                .map(|&(name, help)| PossibleValue::new(name).help(help)),
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -511,6 +511,28 @@ fn bash_completes_the_command_as_that_command_would() {
     );
 }
 
+/// `--jitter` and `--kill-signal` take values no list holds (`0.2`, `+1s`, `9`), but their
+/// named forms are offered.
+#[test]
+fn the_named_jitter_kinds_and_signals_are_offered() {
+    let bash = |line: &[&str]| bash_completes(line, true);
+    assert_eq!(
+        bash(&["retry", "--jitter", ""]),
+        ["none", "full", "equal", "decorrelated"]
+    );
+    assert_eq!(bash(&["retry", "--jitter", "de"]), ["decorrelated"]);
+    assert_eq!(bash(&["retry", "--kill-signal", "U"]), ["USR1", "USR2"]);
+    if let Some(fish) = fish_completes("retry --kill-signal ") {
+        // fish sorts them.
+        assert_eq!(fish, ["HUP", "INT", "KILL", "QUIT", "TERM", "USR1", "USR2"]);
+    }
+    // Other values still parse.
+    crate::util::retry()
+        .args(["--jitter", "+1s", "--kill-signal", "9", "--dry-run", "true"])
+        .assert()
+        .code(0);
+}
+
 /// What fish completes for `line`, with the committed completion script; `None` where fish is
 /// not installed (`.ci/run` installs it).
 fn fish_completes(line: &str) -> Option<Vec<String>> {
