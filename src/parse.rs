@@ -280,12 +280,9 @@ pub fn jitter(text: &str) -> Result<Jitter, String> {
     if let Some(addend) = text.strip_prefix('+') {
         return duration(addend).map(Jitter::Addend);
     }
-    // Written as `--multiplier` takes a number (`0.2`, `.2`, `2e-1`); a sign can only be `-`,
-    // since `+` starts an addend.
+    // A sign can only be `-`, since `+` starts an addend.
     if text.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-') {
-        let factor: f64 = text
-            .parse()
-            .map_err(|_| format!("invalid jitter factor '{text}'"))?;
+        let factor = decimal(text, "jitter factor", "a number in [0, 1]")?;
         return if (0.0..=1.0).contains(&factor) {
             // Adding 0 turns `-0` into 0, so it is never shown with a sign.
             Ok(Jitter::Factor(factor + 0.0))
@@ -298,19 +295,40 @@ pub fn jitter(text: &str) -> Result<Jitter, String> {
     ))
 }
 
-/// A growth factor: a finite decimal number, at least 1.
+/// A growth factor: a decimal number, at least 1.
 pub fn multiplier(text: &str) -> Result<f64, String> {
-    let value: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid multiplier '{text}'; expected a number >= 1"))?;
-    if !value.is_finite() {
-        return Err(format!("multiplier '{text}' is not finite"));
-    }
+    let text = text.trim();
+    let value = decimal(text, "multiplier", "a number >= 1")?;
     if value < 1.0 {
         return Err(format!("multiplier '{text}' is below 1"));
     }
     Ok(value)
+}
+
+/// A number as bare seconds are written (`2`, `1.5`, `.5`, `-0.2`): decimal digits with at most
+/// one point, and no exponent (fine point 12), so that every number `retry` takes reads one way.
+fn decimal(text: &str, what: &str, expected: &str) -> Result<f64, String> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if is_exponent_notation(digits) {
+        let written_out = text
+            .parse::<f64>()
+            .ok()
+            .map(|value| value.to_string())
+            .filter(|value| value.len() <= 12)
+            .map_or(String::new(), |value| format!(": {value}"));
+        return Err(format!(
+            "'{text}' uses exponent notation, which a {what} does not take; write the digits out{written_out}"
+        ));
+    }
+    let points = digits.bytes().filter(|&b| b == b'.').count();
+    if points > 1
+        || !digits.bytes().any(|b| b.is_ascii_digit())
+        || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+    {
+        return Err(format!("invalid {what} '{text}'; expected {expected}"));
+    }
+    text.parse()
+        .map_err(|_| format!("invalid {what} '{text}'; expected {expected}"))
 }
 
 #[cfg(test)]
@@ -496,20 +514,24 @@ mod tests {
         assert_eq!(jitter("1"), Ok(Jitter::Factor(1.0)));
         assert_eq!(jitter("+1s"), Ok(Jitter::Addend(ms(1000))));
         assert_eq!(jitter("+250ms"), Ok(Jitter::Addend(ms(250))));
-        // A factor is written as any number, as for --multiplier.
         assert_eq!(jitter(".2"), Ok(Jitter::Factor(0.2)));
-        assert_eq!(jitter("2e-1"), Ok(Jitter::Factor(0.2)));
         assert_eq!(jitter(" 0.5 "), Ok(Jitter::Factor(0.5)));
+        // Numbers are decimal everywhere, as bare seconds are (fine point 12).
+        assert_eq!(
+            jitter("2e-1"),
+            Err("'2e-1' uses exponent notation, which a jitter factor does not take; write the digits out: 0.2".into())
+        );
         let Ok(Jitter::Factor(zero)) = jitter("-0") else {
             panic!("-0 is a factor")
         };
         assert!(zero.is_sign_positive());
         for bad in [
-            "", "1.5", "+", "+-1s", "NONE", "nan", "random", "2", "1e1", "0.2.3", ".", "-",
+            "", "1.5", "+", "+-1s", "NONE", "nan", "random", "2", "1e1", "0.2.3", ".", "-", "-inf",
+            "0x1", "1_0",
         ] {
             assert!(jitter(bad).is_err(), "{bad:?} should be rejected");
         }
-        for outside in ["-0.2", "-inf", "-nan", "1e400"] {
+        for outside in ["-0.2", "1.0001", "-1"] {
             assert_eq!(
                 jitter(outside),
                 Err(format!("jitter factor '{outside}' is outside [0, 1]"))
@@ -523,8 +545,16 @@ mod tests {
         assert_eq!(multiplier("1"), Ok(1.0));
         assert_eq!(multiplier("1.5"), Ok(1.5));
         assert_eq!(multiplier("1000000"), Ok(1e6));
-        for bad in ["", "0.5", "0", "-2", "nan", "inf", "x"] {
+        assert_eq!(multiplier(" 1.5 "), Ok(1.5));
+        assert_eq!(multiplier("2."), Ok(2.0));
+        for bad in [
+            "", "0.5", "0", "-2", "nan", "inf", "x", "+2", "1.2.3", "1e3", "2E0",
+        ] {
             assert!(multiplier(bad).is_err(), "{bad:?} should be rejected");
         }
+        assert_eq!(
+            multiplier("1e3"),
+            Err("'1e3' uses exponent notation, which a multiplier does not take; write the digits out: 1000".into())
+        );
     }
 }

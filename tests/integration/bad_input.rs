@@ -79,13 +79,13 @@ fn malformed_signals() {
 
 #[test]
 fn malformed_schedule_kinds() {
-    for value in ["", "random", "1.5", "-0.2", "+", "+x", "2"] {
+    for value in ["", "random", "1.5", "-0.2", "+", "+x", "2", "2e-1"] {
         misuse(&["--jitter", value], "--jitter");
     }
     for value in ["", "quadratic", "EXP"] {
         misuse(&["--backoff", value], "--backoff");
     }
-    for value in ["", "0.5", "0", "-2", "nan", "inf", "x"] {
+    for value in ["", "0.5", "0", "-2", "nan", "inf", "x", "1e3"] {
         misuse(&["--multiplier", value], "--multiplier");
     }
 }

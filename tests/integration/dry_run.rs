@@ -32,7 +32,7 @@ fn names_the_jitter() {
         ("decorrelated", "decorrelated jitter"),
         ("0.07", "jitter ±7%"),
         ("0.29", "jitter ±29%"),
-        ("2e-1", "jitter ±20%"),
+        (".2", "jitter ±20%"),
         ("-0", "jitter ±0%"),
         ("0.12345", "jitter ±12.35%"),
         ("+1.5s", "jitter +0..1.5s"),
