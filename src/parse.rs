@@ -327,8 +327,14 @@ fn decimal(text: &str, what: &str, expected: &str) -> Result<f64, String> {
     {
         return Err(format!("invalid {what} '{text}'; expected {expected}"));
     }
-    text.parse()
-        .map_err(|_| format!("invalid {what} '{text}'; expected {expected}"))
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("invalid {what} '{text}'; expected {expected}"))?;
+    // Past f64::MAX, digits parse as infinity.
+    if !value.is_finite() {
+        return Err(format!("{what} '{text}' is too large"));
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -552,6 +558,13 @@ mod tests {
         ] {
             assert!(multiplier(bad).is_err(), "{bad:?} should be rejected");
         }
+        // Found by the fuzzer: digits past f64::MAX parse as infinity.
+        let huge = format!("1{}", "0".repeat(400));
+        assert_eq!(
+            multiplier(&huge),
+            Err(format!("multiplier '{huge}' is too large"))
+        );
+        assert!(jitter(&huge).is_err());
         assert_eq!(
             multiplier("1e3"),
             Err("'1e3' uses exponent notation, which a multiplier does not take; write the digits out: 1000".into())
