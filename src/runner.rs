@@ -778,6 +778,10 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
             "its interpreter {} was not found",
             crate::report::quote(interpreter.as_os_str())
         ),
+        // The kernel's "Permission denied" of a directory sends one looking at its mode.
+        (AttemptEnd::NotExecutable, _) if locate(program).is_some_and(|path| path.is_dir()) => {
+            "it is a directory".to_string()
+        }
         _ => crate::report::plain_error(error),
     };
     AttemptReport {

@@ -247,7 +247,11 @@ fn an_attempt_the_system_cannot_start_is_a_retryable_failure() {
 
 #[test]
 fn a_directory_is_not_executable() {
-    retry().args(["/"]).assert().code(126);
+    retry()
+        .args(["/"])
+        .assert()
+        .code(126)
+        .stderr("retry: cannot run '/': it is a directory (command not executable)\n");
 }
 
 #[test]
