@@ -774,10 +774,18 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
     let text = match (end, missing_interpreter(program)) {
         // The kernel says "No such file or directory" of a file whose interpreter is missing
         // (see `interpreter`), while the file is right there.
-        (AttemptEnd::NotFound, Some(interpreter)) => format!(
-            "its interpreter {} was not found",
-            crate::report::quote(interpreter.as_os_str())
-        ),
+        (AttemptEnd::NotFound, Some(interpreter)) => {
+            let crlf = interpreter.as_os_str().as_bytes().ends_with(b"\r");
+            format!(
+                "its interpreter {} was not found{}",
+                crate::report::quote(interpreter.as_os_str()),
+                if crlf {
+                    "; the file has Windows line endings (CRLF)"
+                } else {
+                    ""
+                }
+            )
+        }
         // The kernel's "Permission denied" of a directory sends one looking at its mode.
         (AttemptEnd::NotExecutable, _) if locate(program).is_some_and(|path| path.is_dir()) => {
             "it is a directory".to_string()

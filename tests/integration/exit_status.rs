@@ -158,7 +158,7 @@ fn an_executable_binary_the_kernel_cannot_run_is_126() {
 
 /// A script whose `#!` interpreter is missing is 127, as with env(1) and timeout(1), but the
 /// line names the interpreter rather than saying the script, which is right there, is missing;
-/// a `\r` left by Windows line ends is shown escaped.
+/// a `\r` left by Windows line ends is shown escaped, and said to be one.
 #[test]
 fn a_script_with_a_missing_interpreter_names_it() {
     let r = retry().args(["-r", "1", "--base", "0"]);
@@ -167,7 +167,8 @@ fn a_script_with_a_missing_interpreter_names_it() {
         .assert()
         .code(127)
         .stderr(predicate::str::contains(
-            "crlf.sh': its interpreter '/bin/sh\\r' was not found",
+            "crlf.sh': its interpreter '/bin/sh\\r' was not found; the file has Windows line \
+             endings (CRLF) (command not found)",
         ))
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
 }
