@@ -16,6 +16,7 @@ use clap::parser::ValueSource;
 use toml::de::{DeTable, DeValue};
 
 use crate::cli::Cli;
+use crate::parse::suggestion;
 
 /// Flags that are about this invocation, not about how to retry: they have no key.
 const NOT_KEYS: &[&str] = &["help", "version", "config", "profile", "dry-run"];
@@ -411,30 +412,6 @@ fn line_of_bytes(text: &[u8], offset: usize) -> usize {
         + 1
 }
 
-/// "did you mean 'X'?" for the closest candidate within a small edit distance.
-fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
-    candidates
-        .iter()
-        .map(|candidate| (edit_distance(word, candidate), candidate))
-        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 4))
-        .min()
-        .map(|(_, candidate)| format!("did you mean '{candidate}'?"))
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,13 +681,5 @@ mod tests {
                 "config.example.toml has no line for the key '{key}'"
             );
         }
-    }
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("retires", "retries"), 2);
-        assert_eq!(edit_distance("base", "base"), 0);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(suggestion("zzzzzz", &["base", "max"]), None);
     }
 }

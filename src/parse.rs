@@ -226,7 +226,13 @@ pub fn signal(text: &str) -> Result<libc::c_int, String> {
         .find(|(known, _)| *known == name)
         .map(|&(_, number)| number)
         .or_else(|| realtime_signal(name))
-        .ok_or_else(unknown)
+        .ok_or_else(|| {
+            let names: Vec<&str> = SIGNALS.iter().map(|&(known, _)| known).collect();
+            match suggestion(name, &names) {
+                Some(hint) => format!("unknown signal '{text}'; {hint}"),
+                None => unknown(),
+            }
+        })
 }
 
 /// `RTMIN`, `RTMIN+N`, `RTMAX` or `RTMAX-N`, within the real-time range.
@@ -290,9 +296,14 @@ pub fn jitter(text: &str) -> Result<Jitter, String> {
             Err(format!("jitter factor '{text}' is outside [0, 1]"))
         };
     }
-    Err(format!(
-        "unknown jitter '{text}'; expected none, full, equal, decorrelated, a factor like 0.2 or an addend like +1s"
-    ))
+    Err(
+        match suggestion(text, &["none", "full", "equal", "decorrelated"]) {
+            Some(hint) => format!("unknown jitter '{text}'; {hint}"),
+            None => format!(
+                "unknown jitter '{text}'; expected none, full, equal, decorrelated, a factor like 0.2 or an addend like +1s"
+            ),
+        },
+    )
 }
 
 /// A growth factor: a decimal number, at least 1.
@@ -335,6 +346,34 @@ fn decimal(text: &str, what: &str, expected: &str) -> Result<f64, String> {
         return Err(format!("{what} '{text}' is too large"));
     }
     Ok(value)
+}
+
+/// "did you mean 'X'?" for the closest candidate within a small edit distance: two edits at
+/// most (a quarter of a long word), and never half of the candidate's letters, so that a short
+/// word is not "corrected" into an unrelated one ('FOO' is not 'IO').
+pub fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
+    candidates
+        .iter()
+        .map(|candidate| (edit_distance(word, candidate), candidate))
+        .filter(|(distance, candidate)| {
+            *distance <= 2.max(candidate.len() / 4) && *distance * 2 <= candidate.len()
+        })
+        .min()
+        .map(|(_, candidate)| format!("did you mean '{candidate}'?"))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 #[cfg(test)]
@@ -543,6 +582,40 @@ mod tests {
                 Err(format!("jitter factor '{outside}' is outside [0, 1]"))
             );
         }
+    }
+
+    #[test]
+    fn edit_distances_and_suggestions() {
+        assert_eq!(edit_distance("retires", "retries"), 2);
+        assert_eq!(edit_distance("base", "base"), 0);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(suggestion("zzzzzz", &["base", "max"]), None);
+        assert_eq!(suggestion("FOO", &["IO"]), None);
+        assert_eq!(
+            suggestion("retires", &["retries", "base"]),
+            Some("did you mean 'retries'?".into())
+        );
+        assert_eq!(
+            signal("TREM"),
+            Err("unknown signal 'TREM'; did you mean 'TERM'?".into())
+        );
+        assert_eq!(
+            signal("sigkil"),
+            Err("unknown signal 'sigkil'; did you mean 'KILL'?".into())
+        );
+        assert_eq!(
+            signal("FOO"),
+            Err("unknown signal 'FOO'; expected a name like TERM or a number".into())
+        );
+        assert_eq!(
+            jitter("ful"),
+            Err("unknown jitter 'ful'; did you mean 'full'?".into())
+        );
+        assert!(
+            jitter("random")
+                .unwrap_err()
+                .contains("expected none, full")
+        );
     }
 
     #[test]
