@@ -352,12 +352,16 @@ fn decimal(text: &str, what: &str, expected: &str) -> Result<f64, String> {
 /// most (a quarter of a long word), and never half of the candidate's letters, so that a short
 /// word is not "corrected" into an unrelated one ('FOO' is not 'IO').
 pub fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
+    let close = |distance: usize, candidate: &str| {
+        distance <= 2.max(candidate.len() / 4) && distance * 2 <= candidate.len()
+    };
+    let length = word.chars().count();
     candidates
         .iter()
+        // The lengths' difference is a floor on the distance: a long word costs nothing.
+        .filter(|candidate| close(length.abs_diff(candidate.chars().count()), candidate))
         .map(|candidate| (edit_distance(word, candidate), candidate))
-        .filter(|(distance, candidate)| {
-            *distance <= 2.max(candidate.len() / 4) && *distance * 2 <= candidate.len()
-        })
+        .filter(|&(distance, candidate)| close(distance, candidate))
         .min()
         .map(|(_, candidate)| format!("did you mean '{candidate}'?"))
 }
