@@ -180,14 +180,20 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
                 Some(drawn) => drawn >= limit,
                 None => elapsed_least >= limit,
             };
-            if ended && n > 0 {
-                return (
-                    rows,
-                    Some(format!(
+            if ended {
+                let footer = match n {
+                    // Only a drawn splay can reach the limit before any attempt (fine point 21).
+                    0 => format!(
+                        "the splay this seed draws passes --max-time {}: no attempt runs, and the run exits 124",
+                        human(limit)
+                    ),
+                    1 => format!("--max-time {} allows at most 1 attempt", human(limit)),
+                    n => format!(
                         "--max-time {} allows at most {n} attempts (fewer when attempts take time)",
                         human(limit)
-                    )),
-                );
+                    ),
+                };
+                return (rows, Some(footer));
             }
         }
         if retries.is_some_and(|retries| n >= retries) {
@@ -325,6 +331,25 @@ mod tests {
             text.contains("<- --max-time ends the run instead"),
             "{text}"
         );
+        let one = plan_for(&["--jitter", "none", "--base", "2s", "--max-time", "1s"]);
+        assert!(
+            one.ends_with("--max-time 1s allows at most 1 attempt\n"),
+            "{one}"
+        );
+    }
+
+    /// Fine point 21: a drawn splay past `--max-time` leaves no attempt at all.
+    #[test]
+    fn a_splay_past_max_time_leaves_no_attempt() {
+        let text = plan_for(&["--splay", "10s", "--max-time", "1s", "--seed", "1"]);
+        assert!(
+            text.ends_with(
+                "the splay this seed draws passes --max-time 1s: no attempt runs, and the run \
+                 exits 124\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("\n     1 "), "no retry row: {text}");
     }
 
     #[test]
