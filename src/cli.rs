@@ -141,7 +141,7 @@ pub struct Cli {
     /// none; full: uniform in [0, d]; equal: d/2 + uniform in [0, d/2]; decorrelated:
     /// min(max, uniform in [base, 3 * previous]); a factor such as 0.2: d * (1 ± 0.2); an addend
     /// such as +1s: d + uniform in [0, 1s].
-    #[arg(long, value_name = "KIND", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = Suggesting { parse: parse::jitter, names: JITTER_NAMES }, hide_possible_values = true, help_heading = "Delay schedule")]
+    #[arg(long, value_name = "KIND", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = Suggesting { parse: parse::jitter, names: parse::JITTER_KINDS }, hide_possible_values = true, help_heading = "Delay schedule")]
     pub jitter: Option<Jitter>,
 
     /// Seed for the jitter, so the same flags give the same delays [default: from OS entropy]
@@ -307,14 +307,6 @@ pub fn option_with_non_utf8_value(args: &[OsString]) -> Option<String> {
     };
     Some(flag)
 }
-
-/// The jitter kinds with a name, for completion; factors and addends are typed.
-const JITTER_NAMES: &[(&str, &str)] = &[
-    ("none", "the nominal delay"),
-    ("full", "uniform in [0, d]"),
-    ("equal", "d/2 + uniform in [0, d/2] (the default)"),
-    ("decorrelated", "min(max, uniform in [base, 3 * previous])"),
-];
 
 /// The signals one would end an attempt with, for completion; any other name or number works.
 const SIGNAL_NAMES: &[(&str, &str)] = &[

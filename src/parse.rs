@@ -272,6 +272,14 @@ pub fn signal_name(number: libc::c_int) -> Option<String> {
         })
 }
 
+/// The jitter kinds that have a name, with a line on each: for suggestions, and for completion.
+pub const JITTER_KINDS: &[(&str, &str)] = &[
+    ("none", "the nominal delay"),
+    ("full", "uniform in [0, d]"),
+    ("equal", "d/2 + uniform in [0, d/2] (the default)"),
+    ("decorrelated", "min(max, uniform in [base, 3 * previous])"),
+];
+
 /// A jitter kind: `none`, `full`, `equal`, `decorrelated`, a factor in [0, 1] such as `0.2`, or
 /// an addend such as `+1s`.
 pub fn jitter(text: &str) -> Result<Jitter, String> {
@@ -297,7 +305,13 @@ pub fn jitter(text: &str) -> Result<Jitter, String> {
         };
     }
     Err(
-        match suggestion(text, &["none", "full", "equal", "decorrelated"]) {
+        match suggestion(
+            text,
+            &JITTER_KINDS
+                .iter()
+                .map(|&(name, _)| name)
+                .collect::<Vec<_>>(),
+        ) {
             Some(hint) => format!("unknown jitter '{text}'; {hint}"),
             None => format!(
                 "unknown jitter '{text}'; expected none, full, equal, decorrelated, a factor like 0.2 or an addend like +1s"
@@ -550,6 +564,13 @@ mod tests {
         }
         assert_eq!(signal_name(libc::SIGTERM).as_deref(), Some("SIGTERM"));
         assert_eq!(signal_name(0), None);
+    }
+
+    #[test]
+    fn every_named_jitter_kind_parses() {
+        for (name, _) in JITTER_KINDS {
+            assert!(jitter(name).is_ok(), "{name}");
+        }
     }
 
     #[test]
