@@ -28,6 +28,7 @@ fn completions() -> Vec<(String, Vec<u8>)> {
         match shell {
             Shell::Bash => out.extend_from_slice(bash_command_completion().as_bytes()),
             Shell::Fish => out = fish_with_command_completion(&out),
+            Shell::Zsh => out = zsh_with_command_completion(&out),
             _ => {}
         }
         (path.to_string(), out)
@@ -118,6 +119,28 @@ end
 complete -c retry -n '__fish_retry_command >/dev/null' -f -a '(__fish_complete_subcommand --commandline (__fish_retry_command))'
 "#
     ));
+    out.into_bytes()
+}
+
+/// clap's zsh completion hands COMMAND and its words to `_cmdambivalent`, but zsh's
+/// `_arguments` leaves a `--` that directly follows `retry` among those words, and then
+/// `retry -- gi` completes nothing: a wrapper drops that `--` first.
+fn zsh_with_command_completion(clap_lines: &[u8]) -> Vec<u8> {
+    let clap_lines = String::from_utf8(clap_lines.to_vec()).unwrap();
+    let wrapper = r#"(( $+functions[_retry_command_line] )) ||
+_retry_command_line() {
+    if [[ $words[1] == -- ]]; then
+        shift words
+        (( CURRENT-- ))
+    fi
+    _cmdambivalent
+}
+
+if [ "$funcstack[1]" = "_retry" ]; then"#;
+    let out = clap_lines
+        .replace(":_cmdambivalent' \\", ":_retry_command_line' \\")
+        .replace("if [ \"$funcstack[1]\" = \"_retry\" ]; then", wrapper);
+    assert_ne!(out, clap_lines, "clap's zsh script changed its shape");
     out.into_bytes()
 }
 
@@ -439,7 +462,7 @@ fn completion_offers_file_names_only_where_a_file_goes() {
     let zsh = std::fs::read_to_string(Path::new(ROOT).join("completions/_retry")).unwrap();
     assert!(zsh.contains(":FILE:_files"), "--config completes files");
     assert!(
-        zsh.contains(":_cmdambivalent"),
+        zsh.contains(":_retry_command_line") && zsh.contains("    _cmdambivalent\n"),
         "COMMAND completes commands"
     );
     assert!(
@@ -593,6 +616,109 @@ fn fish_completes_the_command_as_that_command_would() {
     );
     assert!(
         !has("retry --base ", "echo"),
+        "an option's value is not COMMAND"
+    );
+}
+
+/// What zsh completes for each of `lines` with the committed completion script, read from a
+/// pseudo-terminal (`zpty`) with `compadd` wrapped to print each candidate as `<<word>>`;
+/// `None` where zsh is not installed (`.ci/run` installs it).
+fn zsh_completes(lines: &[&str]) -> Option<Vec<Vec<String>>> {
+    // The markers are typed as RE""ADY and DO""NE so that the terminal's echo of the typing
+    // does not match them.
+    const DRIVER: &str = r#"
+zmodload zsh/zpty || exit 3
+zpty z zsh -f -i
+zpty -w z "PROMPT=; fpath=(${(q)1} \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w z 'compadd() { local -a hits; builtin compadd -O hits "$@"; print -rl -- "<<${^hits[@]}>>"; builtin compadd "$@"; }'
+zpty -w z 'bindkey "^I" complete-word; setopt nobeep; print RE""ADY'
+zpty -r z ignored '*READY*' || exit 4
+for line in "${@:2}"; do
+    zpty -w -n z "$line"$'\t\C-u'
+    zpty -w z 'print DO""NE'
+    zpty -r z out '*DONE*' || exit 5
+    print -r -- "$out"
+done
+zpty -d z
+"#;
+    let home = tempfile::tempdir().unwrap();
+    let completions = Path::new(ROOT).join("completions");
+    let mut command = assert_cmd::Command::new("zsh");
+    command
+        .env("HOME", home.path())
+        .env("TERM", "dumb")
+        .args(["-f", "-c", DRIVER, "zsh"])
+        .arg(&completions)
+        .args(lines)
+        .timeout(crate::util::BOUND);
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(error) => panic!("zsh: {error}"),
+    };
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let answers: Vec<Vec<String>> = text
+        .split("DONE")
+        .take(lines.len())
+        .map(|answer| {
+            let mut words: Vec<String> = answer
+                .split("<<")
+                .skip(1)
+                .filter_map(|rest| rest.split_once(">>").map(|(word, _)| word.to_string()))
+                .collect();
+            words.sort();
+            words.dedup();
+            words
+        })
+        .collect();
+    assert_eq!(answers.len(), lines.len(), "{text}");
+    Some(answers)
+}
+
+#[test]
+fn zsh_completes_the_command_as_that_command_would() {
+    let lines = [
+        "retry --bas",
+        "retry --stdin ",
+        "retry ech",
+        "retry -- ech",
+        "retry -q -- ech",
+        "retry -- ls --colo",
+        "retry --base 1s ls --colo",
+        "retry -qr 3 ech",
+        "retry -q ls --bas",
+        "retry --base ech",
+    ];
+    let Some(answers) = zsh_completes(&lines) else {
+        eprintln!("zsh is not installed here: its completion not checked");
+        return;
+    };
+    let answer = |line: &str| &answers[lines.iter().position(|l| *l == line).unwrap()];
+    let has = |line: &str, word: &str| answer(line).contains(&word.to_string());
+    assert_eq!(answer("retry --bas"), &["--base"]);
+    assert_eq!(
+        answer("retry --stdin "),
+        &["auto", "inherit", "null", "replay"]
+    );
+    assert!(
+        has("retry ech", "echo"),
+        "COMMAND completes as a command name"
+    );
+    assert!(has("retry -- ech", "echo"), "right after --, too");
+    assert!(has("retry -q -- ech", "echo"));
+    assert!(
+        has("retry -- ls --colo", "--color"),
+        "after --, ls's own options"
+    );
+    assert!(has("retry --base 1s ls --colo", "--color"));
+    assert!(has("retry -qr 3 ech", "echo"));
+    assert!(
+        !has("retry -q ls --bas", "--base"),
+        "no retry option inside COMMAND"
+    );
+    assert!(
+        !has("retry --base ech", "echo"),
         "an option's value is not COMMAND"
     );
 }
