@@ -174,9 +174,15 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         }
     }
 
-    /// Whether a wait of `wait` starting now would reach the deadline.
+    /// Whether a wait of `wait` starting now would reach the deadline. A wait that ends past
+    /// what the clock can count (`--base 500000000000y`) reaches any deadline.
     fn wait_crosses_deadline(&self, wait: Duration) -> bool {
-        self.past_deadline(self.clock.now() + wait)
+        self.deadline.is_some()
+            && self
+                .clock
+                .now()
+                .checked_add(wait)
+                .is_none_or(|end| self.past_deadline(end))
     }
 
     /// Why a wait of `wait` that crosses the deadline ends the run: the deadline has passed
@@ -354,7 +360,10 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         if !self.reporter.wants_countdown(wait) {
             return self.clock.sleep(wait);
         }
-        let until = self.clock.now() + wait;
+        let Some(until) = self.clock.now().checked_add(wait) else {
+            // An end past what the clock can count has no countdown to show.
+            return self.clock.sleep(wait);
+        };
         loop {
             let left = until.saturating_duration_since(self.clock.now());
             if left.is_zero() {

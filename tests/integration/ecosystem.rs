@@ -324,7 +324,10 @@ fn under_terminal(args: &str, env: &[(&str, &str)]) -> String {
     for (key, value) in env {
         command.env(key, value);
     }
-    let output = command.output().expect("script(1) from util-linux");
+    let output = assert_cmd::Command::from_std(command)
+        .timeout(BOUND)
+        .output()
+        .expect("script(1) from util-linux");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
@@ -394,6 +397,21 @@ fn an_attempt_stopped_for_reading_the_terminal_is_reported() {
         .unwrap_or_else(|| panic!("no terminal-stop event: {screen:?}"));
     assert_eq!(stop["attempt"], 1);
     assert_eq!(stop["signal"], "SIGTTIN");
+}
+
+/// A wait that ends past what the clock can count shows no countdown, and a signal still
+/// ends it. The attempt leaves behind, in a session of its own, a process that sends
+/// SIGTERM to `retry` once it waits.
+#[test]
+fn a_wait_past_the_clocks_range_waits_for_a_signal() {
+    let killer = r"setsid sh -c 'sleep 0.3; kill -TERM \$1' sh \$PPID & exit 1";
+    let screen = under_terminal(
+        &format!("-r 1 --jitter none --base 500000000000y --max 500000000000y sh -c \"{killer}\""),
+        &[("NO_COLOR", "1")],
+    );
+    assert!(screen.contains("attempt 1/2 failed"), "{screen:?}");
+    assert!(screen.contains("retry: stopped by SIGTERM"), "{screen:?}");
+    assert!(!screen.contains("panicked"), "{screen:?}");
 }
 
 #[test]

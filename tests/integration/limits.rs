@@ -133,6 +133,19 @@ fn max_time_ends_the_run_before_a_wait_that_would_cross_it() {
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
+/// A wait that ends past what the system clock can count (about 292 billion years) still
+/// crosses any --max-time.
+#[test]
+fn a_wait_past_the_clocks_range_crosses_max_time() {
+    retry()
+        .args(["-r", "1", "--max-time", "10s", "--jitter", "none"])
+        .args(["--base", "500000000000y", "--max", "500000000000y", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("would start past --max-time"))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
 #[test]
 fn max_time_terminates_a_running_attempt() {
     let start = Instant::now();
