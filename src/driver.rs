@@ -486,8 +486,12 @@ mod tests {
                 elapsed: Rc::new(Cell::new(Duration::ZERO)),
             }
         }
+        /// Time stops a thousand years on, so that waits past what `Instant` can count (which
+        /// the driver must handle) still leave the fake clock readable.
         fn advance(&self, d: Duration) {
-            self.elapsed.set(self.elapsed.get() + d);
+            const FAR: Duration = Duration::from_secs(1000 * 365 * 86_400);
+            self.elapsed
+                .set(self.elapsed.get().saturating_add(d).min(FAR));
         }
         fn now(&self) -> Instant {
             self.origin + self.elapsed.get()
@@ -1125,6 +1129,49 @@ mod tests {
                 matches!(out.end, RunEnd::Failed { .. }),
                 "a run of failures under --forever ends by --max-time"
             );
+        }
+    }
+
+    /// A duration a user can type: milliseconds, or anything up to what `Duration` holds.
+    fn any_duration() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u64..5_000).prop_map(|ms| format!("{ms}ms")),
+            any::<u64>().prop_map(|secs| secs.to_string()),
+        ]
+    }
+
+    proptest::proptest! {
+        /// No panic and an end, whatever the durations and the multiplier.
+        #[test]
+        fn extreme_values_end_without_panic(
+            base in any_duration(),
+            max in any_duration(),
+            max_time in any_duration(),
+            timeout in any_duration(),
+            splay in any_duration(),
+            multiplier in proptest::sample::select(vec!["1", "1.5", "2", "1000000"]),
+            jitter in proptest::sample::select(vec!["none", "full", "equal", "decorrelated", "1", "+18446744073709551615"]),
+            backoff in proptest::sample::select(vec!["exponential", "constant", "linear", "fibonacci", "ethernet"]),
+            retries in 0u64..12,
+            ran_ms in 0u64..1_000,
+        ) {
+            let args = [
+                format!("--base={base}"),
+                format!("--max={max}"),
+                format!("--max-time={max_time}"),
+                format!("--timeout={timeout}"),
+                format!("--splay={splay}"),
+                format!("--multiplier={multiplier}"),
+                format!("--jitter={jitter}"),
+                format!("--backoff={backoff}"),
+                format!("--retries={retries}"),
+                "--seed=1".to_string(),
+            ];
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = run(&args, &[exited(1, ran_ms)]);
+            proptest::prop_assert!(matches!(out.end, RunEnd::Failed { .. }), "{:?}", out.end);
+            proptest::prop_assert!(out.specs.len() as u64 <= retries + 1);
         }
     }
 
