@@ -76,6 +76,20 @@ fn retry_config_beats_the_xdg_default_and_config_beats_both() {
     assert!(effective(&r2, &[("RETRY_CONFIG", env_file.to_str().unwrap())]).contains("base 10s"));
 }
 
+/// An empty RETRY_CONFIG or RETRY_PROFILE counts as unset, as an empty CI does: a way to
+/// turn either off for one run.
+#[test]
+fn empty_environment_values_count_as_unset() {
+    let r = retry();
+    r.write(
+        "home/.config/retry/config.toml",
+        "[defaults]\nbase = \"8s\"\n[profile.p]\nbase = \"3s\"\n",
+    );
+    assert!(effective(&r, &[("RETRY_CONFIG", "")]).contains("base 8s"));
+    assert!(effective(&r, &[("RETRY_PROFILE", "p")]).contains("base 3s"));
+    assert!(effective(&r, &[("RETRY_PROFILE", "")]).contains("base 8s"));
+}
+
 #[test]
 fn a_config_in_the_current_directory_is_ignored() {
     let r = retry();

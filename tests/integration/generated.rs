@@ -297,9 +297,12 @@ fn man_page() -> Vec<u8> {
         for (name, meaning) in [
             (
                 "RETRY_CONFIG",
-                "The configuration file, when --config is not given.",
+                "The configuration file, when --config is not given; empty counts as unset.",
             ),
-            ("RETRY_PROFILE", "The profile, when --profile is not given."),
+            (
+                "RETRY_PROFILE",
+                "The profile, when --profile is not given; empty counts as unset.",
+            ),
             (
                 "XDG_CONFIG_HOME",
                 "Where the default configuration file is looked for (default ~/.config). A relative value, or a relative HOME, is ignored.",
