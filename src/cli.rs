@@ -250,7 +250,8 @@ pub struct Cli {
     ///
     /// Then only the attempt itself, not its children, is signalled on timeout. Without it, an
     /// attempt that reads the terminal is stopped by the kernel (SIGTTIN), and retry says so.
-    /// Either way, Ctrl-Z stops the attempt together with retry, and fg or bg continues both.
+    /// Either way, Ctrl-Z stops the attempt together with retry, and fg or bg continues both,
+    /// and Ctrl-C reaches the attempt once.
     #[arg(long, help_heading = "Processes")]
     pub foreground: bool,
 

@@ -27,7 +27,7 @@ impl Sleep for RealClock<'_> {
         loop {
             match self.events.next(until) {
                 None => return Ok(()),
-                Some(Event::Shutdown(signal)) => return Err(Interrupted(signal)),
+                Some(Event::Shutdown { signal, .. }) => return Err(Interrupted(signal)),
                 // Orphans of earlier attempts (see `runner::adopt_orphans`) that have died.
                 Some(Event::Child) => runner::reap_orphans(None),
                 // Nothing runs but `retry`; the wait goes on once it is continued.

@@ -89,6 +89,15 @@ impl Target {
         }
     }
 
+    /// Whether the attempt is in `retry`'s own process group (as under `--foreground`, unless
+    /// it left).
+    fn in_retry_group(self) -> bool {
+        let (Target::Group(pid) | Target::Process(pid)) = self;
+        // SAFETY: getpgid(2) on the child we spawned and have not yet reaped; getpgrp(2)
+        // cannot fail.
+        unsafe { libc::getpgid(pid) == libc::getpgrp() }
+    }
+
     /// Hands `signal` to the attempt itself, the group's leader, as if it had been sent there.
     fn relay(self, signal: i32) {
         let (Target::Group(pid) | Target::Process(pid)) = self;
@@ -328,14 +337,22 @@ impl Runner<'_> {
                 Some(Event::Resize) => target.pass_resize(),
                 Some(Event::Relay(signal)) if relay => target.relay(signal),
                 Some(Event::Relay(_)) => {}
-                Some(Event::Shutdown(signal)) => {
+                Some(Event::Shutdown {
+                    signal,
+                    from_terminal,
+                }) => {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
                         target.send(libc::SIGKILL);
                         phase = Phase::Killed;
                     } else {
                         interrupted = Some(signal);
-                        target.terminate(signal);
+                        // The terminal's Ctrl-C reached an attempt in `retry`'s own group
+                        // (--foreground) already; a second copy would read as "again, and
+                        // harder", which tells terraform or docker compose to quit at once.
+                        if !(from_terminal && target.in_retry_group()) {
+                            target.terminate(signal);
+                        }
                         if phase == Phase::Running {
                             phase = self.terminating();
                         }
@@ -587,7 +604,7 @@ impl Runner<'_> {
                 return None;
             }
             match self.events.next(Some((now + pause).min(kill_at))) {
-                Some(Event::Shutdown(signal)) => {
+                Some(Event::Shutdown { signal, .. }) => {
                     target.send(libc::SIGKILL);
                     return Some(signal);
                 }

@@ -3,7 +3,9 @@
 //! Policy, and why:
 //! - SIGINT, SIGTERM, SIGHUP, SIGQUIT become `Event::Shutdown`: `retry` passes the signal on to
 //!   the running attempt, starts nothing more, and exits 128 + N. Ctrl-C ends `retry`, never just
-//!   the current attempt.
+//!   the current attempt. A Ctrl-C or Ctrl-\ from the terminal is marked (`from_terminal`),
+//!   since it reached the terminal's whole foreground process group, an attempt under
+//!   `--foreground` included, and a second copy would read as "again, and harder".
 //! - SIGCHLD becomes `Event::Child`, so the end of an attempt is noticed at once, with no
 //!   polling and no thread. It is unblocked should the parent have blocked it (as `timeout(1)`
 //!   does); the other signals keep the mask `retry` inherited.
@@ -47,7 +49,7 @@ use signal_hook::consts::{
     SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2, SIGWINCH,
 };
 use signal_hook::iterator::backend::SignalDelivery;
-use signal_hook::iterator::exfiltrator::SignalOnly;
+use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 
 use crate::report::plain_error;
 
@@ -63,8 +65,9 @@ pub const SHUTDOWN: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 pub enum Event {
     /// A child changed state; whoever waits on one should check it.
     Child,
-    /// `retry` was asked to stop by this signal.
-    Shutdown(i32),
+    /// `retry` was asked to stop by this signal. `from_terminal`: it is Ctrl-C or Ctrl-\, which
+    /// the terminal sent to its whole foreground process group, not to `retry` alone.
+    Shutdown { signal: i32, from_terminal: bool },
     /// `retry` was asked to suspend (SIGTSTP): the job it runs should stop until continued.
     Suspend,
     /// The terminal's size changed (SIGWINCH).
@@ -78,7 +81,7 @@ pub struct Events {
 }
 
 struct State {
-    delivery: SignalDelivery<UnixStream, SignalOnly>,
+    delivery: SignalDelivery<UnixStream, WithRawSiginfo>,
     queued: VecDeque<Event>,
     /// A shutdown signal has arrived: from now on nothing may wait on a reader.
     shutting_down: bool,
@@ -97,7 +100,7 @@ impl Events {
             .into_iter()
             .filter(|&signal| !ignored(signal))
             .chain([SIGINT, SIGQUIT, SIGTERM, SIGCHLD]);
-        let delivery = SignalDelivery::with_pipe(read, write, SignalOnly, handled)
+        let delivery = SignalDelivery::with_pipe(read, write, WithRawSiginfo, handled)
             .map_err(failed("cannot install signal handlers"))?;
         // The mask is inherited from the parent, which may have blocked SIGCHLD: the end of an
         // attempt would then never be heard of. Other blocked signals stay blocked, as with
@@ -136,7 +139,7 @@ impl Events {
         loop {
             while let Some(event) = state.queued.pop_front() {
                 match event {
-                    Event::Shutdown(signal) => return Err(signal),
+                    Event::Shutdown { signal, .. } => return Err(signal),
                     Event::Suspend => stop_self(),
                     Event::Child | Event::Resize | Event::Relay(_) => {}
                 }
@@ -261,15 +264,20 @@ impl State {
         // Signals first: a shutdown must not wait behind a ready descriptor.
         if ready < 0 || polls[0].revents != 0 {
             // ready < 0 is EINTR (a signal landed mid-wait): its byte is in the pipe now.
-            let arrived: Vec<i32> = self.delivery.pending().collect();
-            self.shutting_down |= arrived.iter().any(|signal| SHUTDOWN.contains(signal));
+            let arrived: Vec<libc::siginfo_t> = self.delivery.pending().collect();
+            self.shutting_down |= arrived.iter().any(|info| SHUTDOWN.contains(&info.si_signo));
             self.queued
-                .extend(arrived.into_iter().filter_map(|signal| match signal {
+                .extend(arrived.into_iter().filter_map(|info| match info.si_signo {
                     SIGCHLD => Some(Event::Child),
                     SIGTSTP => group_can_be_continued().then_some(Event::Suspend),
                     SIGWINCH => Some(Event::Resize),
-                    SIGUSR1 | SIGUSR2 => Some(Event::Relay(signal)),
-                    _ => Some(Event::Shutdown(signal)),
+                    signal @ (SIGUSR1 | SIGUSR2) => Some(Event::Relay(signal)),
+                    signal => Some(Event::Shutdown {
+                        signal,
+                        // The kernel itself sends these only from a terminal's keyboard.
+                        from_terminal: matches!(signal, SIGINT | SIGQUIT)
+                            && info.si_code == libc::SI_KERNEL,
+                    }),
                 }));
             return Woke::Signals;
         }

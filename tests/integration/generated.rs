@@ -256,7 +256,7 @@ fn man_page() -> Vec<u8> {
         for (signal, meaning) in [
             (
                 "SIGINT, SIGTERM, SIGHUP, SIGQUIT",
-                "Passed on to the attempt's process group (with SIGCONT); no further attempt starts; SIGKILL follows after --kill-after, or at once on a second such signal; then retry ends by the same signal (128+N). During a wait, or while held output (--hold-stdout) or its own message waits for a reader that does not read, retry ends at once. Ctrl-C always ends retry, not just the attempt.",
+                "Passed on to the attempt's process group (with SIGCONT); no further attempt starts; SIGKILL follows after --kill-after, or at once on a second such signal; then retry ends by the same signal (128+N). During a wait, or while held output (--hold-stdout) or its own message waits for a reader that does not read, retry ends at once. Ctrl-C always ends retry, not just the attempt. With --foreground the terminal's own Ctrl-C (or Ctrl-\\) reaches the attempt already, so retry does not pass on a second copy.",
             ),
             (
                 "SIGTSTP",
