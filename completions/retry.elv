@@ -2,7 +2,7 @@
 use builtin;
 use str;
 
-set edit:completion:arg-completer[retry] = {|@words|
+var retry-options~ = {|@words|
     fn spaces {|n|
         builtin:repeat $n ' ' | str:join ''
     }
@@ -67,4 +67,36 @@ set edit:completion:arg-completer[retry] = {|@words|
         }
     ]
     $completions[$command]
+}
+
+use re
+
+# COMMAND and its arguments complete as that command would: after `--`, or from the first word
+# that is not an option or an option's value.
+set edit:completion:arg-completer[retry] = {|@words|
+    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format']
+    var i = 1
+    var last = (- (count $words) 1)
+    while (< $i $last) {
+        var word = $words[$i]
+        if (eq $word --) {
+            set i = (+ $i 1)
+            break
+        } elif (or (has-value $with-values $word) (re:match '^-[qvhV]*[ramtb]$' $word)) {
+            set i = (+ $i 2)
+        } elif (str:has-prefix $word -) {
+            set i = (+ $i 1)
+        } else {
+            break
+        }
+    }
+    if (> $i $last) {
+        # The word under the cursor is an option's value.
+    } elif (and (str:has-prefix $words[$i] -) (not-eq $words[(- $i 1)] --)) {
+        retry-options $@words
+    } else {
+        # complete-sudo skips its first word, as it would skip `sudo`.
+        var command-line = $words[(- $i 1)..]
+        edit:complete-sudo $@command-line
+    }
 }

@@ -29,6 +29,7 @@ fn completions() -> Vec<(String, Vec<u8>)> {
             Shell::Bash => out.extend_from_slice(bash_command_completion().as_bytes()),
             Shell::Fish => out = fish_with_command_completion(&out),
             Shell::Zsh => out = zsh_with_command_completion(&out),
+            Shell::Elvish => out = elvish_with_command_completion(&out),
             _ => {}
         }
         (path.to_string(), out)
@@ -141,6 +142,62 @@ if [ "$funcstack[1]" = "_retry" ]; then"#;
         .replace(":_cmdambivalent' \\", ":_retry_command_line' \\")
         .replace("if [ \"$funcstack[1]\" = \"_retry\" ]; then", wrapper);
     assert_ne!(out, clap_lines, "clap's zsh script changed its shape");
+    out.into_bytes()
+}
+
+/// clap's elvish completion knows `retry`'s options but not that COMMAND is a command of its
+/// own (past COMMAND it fails with "no such key"): it becomes `retry-options`, used before
+/// COMMAND, and from COMMAND on the words complete as that command's own
+/// (`edit:complete-sudo`, as for sudo).
+fn elvish_with_command_completion(clap_lines: &[u8]) -> Vec<u8> {
+    let clap_lines = String::from_utf8(clap_lines.to_vec()).unwrap();
+    let clap_completer = "set edit:completion:arg-completer[retry] = {|@words|";
+    assert!(
+        clap_lines.contains(clap_completer),
+        "clap's elvish script changed its shape"
+    );
+    let mut out = clap_lines.replace(clap_completer, "var retry-options~ = {|@words|");
+    let with_values: Vec<String> = options_with_values()
+        .iter()
+        .map(|option| format!("'{option}'"))
+        .collect();
+    out.push_str(&format!(
+        r#"
+use re
+
+# COMMAND and its arguments complete as that command would: after `--`, or from the first word
+# that is not an option or an option's value.
+set edit:completion:arg-completer[retry] = {{|@words|
+    var with-values = [{with_values}]
+    var i = 1
+    var last = (- (count $words) 1)
+    while (< $i $last) {{
+        var word = $words[$i]
+        if (eq $word --) {{
+            set i = (+ $i 1)
+            break
+        }} elif (or (has-value $with-values $word) (re:match '{cluster}' $word)) {{
+            set i = (+ $i 2)
+        }} elif (str:has-prefix $word -) {{
+            set i = (+ $i 1)
+        }} else {{
+            break
+        }}
+    }}
+    if (> $i $last) {{
+        # The word under the cursor is an option's value.
+    }} elif (and (str:has-prefix $words[$i] -) (not-eq $words[(- $i 1)] --)) {{
+        retry-options $@words
+    }} else {{
+        # complete-sudo skips its first word, as it would skip `sudo`.
+        var command-line = $words[(- $i 1)..]
+        edit:complete-sudo $@command-line
+    }}
+}}
+"#,
+        with_values = with_values.join(" "),
+        cluster = short_cluster_taking_a_value(),
+    ));
     out.into_bytes()
 }
 
@@ -627,19 +684,20 @@ fn fish_completes_the_command_as_that_command_would() {
 /// pseudo-terminal (`zpty`) with `compadd` wrapped to print each candidate as `<<word>>`;
 /// `None` where zsh is not installed (`.ci/run` installs it).
 fn zsh_completes(lines: &[&str]) -> Option<Vec<Vec<String>>> {
-    // The markers are typed as RE""ADY and DO""NE so that the terminal's echo of the typing
-    // does not match them.
+    // TAB completes the word, then prints \x01 after the candidates and empties the line; the
+    // next line is typed only once that mark is read (zsh skips work when keys are waiting).
+    // RE""ADY is typed so that the terminal's echo of the typing does not match READY.
     const DRIVER: &str = r#"
 zmodload zsh/zpty || exit 3
 zpty z zsh -f -i
 zpty -w z "PROMPT=; fpath=(${(q)1} \$fpath); autoload -U compinit; compinit -u -D"
 zpty -w z 'compadd() { local -a hits; builtin compadd -O hits "$@"; print -rl -- "<<${^hits[@]}>>"; builtin compadd "$@"; }'
-zpty -w z 'bindkey "^I" complete-word; setopt nobeep; print RE""ADY'
+zpty -w z 'complete-and-mark() { zle complete-word; print -rn -- $'"'"'\x01'"'"'; BUFFER=; }'
+zpty -w z 'zle -N complete-and-mark; bindkey "^I" complete-and-mark; setopt nobeep; print RE""ADY'
 zpty -r z ignored '*READY*' || exit 4
 for line in "${@:2}"; do
-    zpty -w -n z "$line"$'\t\C-u'
-    zpty -w z 'print DO""NE'
-    zpty -r z out '*DONE*' || exit 5
+    zpty -w -n z "$line"$'\t'
+    zpty -r z out $'*\x01*' || exit 5
     print -r -- "$out"
 done
 zpty -d z
@@ -662,7 +720,7 @@ zpty -d z
     assert!(output.status.success(), "{output:?}");
     let text = String::from_utf8_lossy(&output.stdout);
     let answers: Vec<Vec<String>> = text
-        .split("DONE")
+        .split('\u{1}')
         .take(lines.len())
         .map(|answer| {
             let mut words: Vec<String> = answer
@@ -724,4 +782,110 @@ fn zsh_completes_the_command_as_that_command_would() {
         !has("retry --base ech", "echo"),
         "an option's value is not COMMAND"
     );
+}
+
+/// What elvish completes for each of `lines` with the committed completion script, filtered by
+/// the word under the cursor as elvish's prefix matcher does; `None` where elvish is not
+/// installed (`.ci/run` installs it). The completer needs elvish's line editor, so elvish runs
+/// under a pseudo-terminal.
+fn elvish_completes(lines: &[&str]) -> Option<Vec<Vec<String>>> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut script = String::from(
+        r#"use str
+fn show {|@words|
+    echo "\x01"
+    $edit:completion:arg-completer[retry] $@words | each {|c|
+        if (eq (kind-of $c) string) { echo "\x02"$c } else { echo "\x02"$c[stem] }
+    }
+}
+"#,
+    );
+    for line in lines {
+        let words: Vec<String> = line.split(' ').map(|w| format!("'{w}'")).collect();
+        script.push_str(&format!("show {}\n", words.join(" ")));
+    }
+    let test = dir.path().join("test.elv");
+    std::fs::write(&test, script).unwrap();
+    let completions = Path::new(ROOT).join("completions/retry.elv");
+    let keys = format!(
+        "eval (slurp < '{}')\neval (slurp < '{}')\nexit\n",
+        completions.display(),
+        test.display()
+    );
+    let screen = crate::util::under_pty(
+        &["elvish", "-norc"],
+        &[("", &keys)],
+        &[("HOME", dir.path().to_str().unwrap()), ("TERM", "dumb")],
+    )?;
+    assert!(!screen.contains("Exception"), "{screen}");
+    let answers: Vec<Vec<String>> = screen
+        .split('\u{1}')
+        .skip(1)
+        .zip(lines)
+        .map(|(answer, line)| {
+            let under_cursor = line.rsplit(' ').next().unwrap();
+            let mut words: Vec<String> = answer
+                .lines()
+                .filter_map(|l| l.strip_prefix('\u{2}'))
+                .map(|w| w.trim_end().to_string())
+                .filter(|w| w.starts_with(under_cursor))
+                .collect();
+            words.sort();
+            words.dedup();
+            words
+        })
+        .collect();
+    assert_eq!(answers.len(), lines.len(), "{screen}");
+    Some(answers)
+}
+
+#[test]
+fn elvish_completes_the_command_as_that_command_would() {
+    let lines = [
+        "retry --bas",
+        "retry ech",
+        "retry -- ech",
+        "retry -q -- ech",
+        "retry --base 1s ls Cargo.t",
+        "retry -qr 3 ech",
+        "retry curl -",
+        "retry -q ls --bas",
+        "retry --base ech",
+        "retry -q -- --bas",
+    ];
+    let Some(answers) = elvish_completes(&lines) else {
+        eprintln!("elvish is not installed here: its completion not checked");
+        return;
+    };
+    let answer = |line: &str| &answers[lines.iter().position(|l| *l == line).unwrap()];
+    let has = |line: &str, word: &str| answer(line).contains(&word.to_string());
+    assert_eq!(answer("retry --bas"), &["--base"]);
+    assert!(
+        has("retry ech", "echo"),
+        "COMMAND completes as a command name"
+    );
+    assert!(has("retry -- ech", "echo"), "right after --, too");
+    assert!(has("retry -q -- ech", "echo"));
+    assert!(
+        has("retry --base 1s ls Cargo.t", "Cargo.toml"),
+        "past an option's value, ls's own arguments"
+    );
+    assert!(
+        has("retry -qr 3 ech", "echo"),
+        "past a short cluster's value"
+    );
+    assert!(
+        !has("retry -q ls --bas", "--base"),
+        "no retry option inside COMMAND"
+    );
+    assert!(
+        answer("retry --base ech").is_empty(),
+        "an option's value is not COMMAND"
+    );
+    assert!(
+        answer("retry -q -- --bas").is_empty(),
+        "no retry option after --"
+    );
+    // clap's own script failed here with "no such key" (checked above: no Exception).
+    let _ = answer("retry curl -");
 }

@@ -194,34 +194,6 @@ fn sigquit_during_an_attempt() {
     signal_during_attempt(libc::SIGQUIT, 131);
 }
 
-/// Runs `retry ARGS` under a pseudo-terminal, types Ctrl-C once the screen shows `ready`, and
-/// returns the screen and how `retry` ended (a negative number for a signal).
-const PRESS_CTRL_C: &str = r#"
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], sys.argv[1:])
-screen = b""
-def read_until(done, seconds):
-    global screen
-    end = time.monotonic() + seconds
-    while not done() and time.monotonic() < end:
-        if select.select([fd], [], [], 0.05)[0]:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                return
-            if not data:
-                return
-            screen += data
-read_until(lambda: b"ready" in screen, 10)
-os.write(fd, b"\x03")
-read_until(lambda: False, 10)
-_, status = os.waitpid(pid, 0)
-print(screen.decode(errors="replace"))
-print("status", os.waitstatus_to_exitcode(status))
-"#;
-
 /// Counts the SIGINTs it gets, and once it has one, waits for any more and ends.
 const COUNT_SIGINTS: &str = "
 import signal, sys, time
@@ -245,25 +217,18 @@ print(f'SIGINTs: {count}', flush=True)
 #[test]
 fn ctrl_c_reaches_the_attempt_once() {
     for foreground in [true, false] {
-        let mut command = std::process::Command::new("python3");
-        command.args(["-c", PRESS_CTRL_C, BIN, "-r", "0", "--kill-after", "5s"]);
+        let mut argv = vec![BIN, "-r", "0", "--kill-after", "5s"];
         if foreground {
-            command.arg("--foreground");
+            argv.push("--foreground");
         }
-        command
-            .args(["python3", "-c", COUNT_SIGINTS])
-            .env("NO_COLOR", "1");
-        let output = assert_cmd::Command::from_std(command)
-            .timeout(BOUND)
-            .output()
-            .unwrap();
-        let screen = String::from_utf8_lossy(&output.stdout);
+        argv.extend(["python3", "-c", COUNT_SIGINTS]);
+        let screen = under_pty(&argv, &[("ready", "\x03")], &[("NO_COLOR", "1")]).unwrap();
         assert!(screen.contains("SIGINTs: 1"), "{foreground}: {screen}");
         assert!(
             screen.contains("retry: stopped by SIGINT"),
             "{foreground}: {screen}"
         );
-        assert!(screen.contains("status -2"), "{foreground}: {screen}");
+        assert!(screen.ends_with("status -2\n"), "{foreground}: {screen}");
     }
 }
 

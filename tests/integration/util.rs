@@ -438,3 +438,58 @@ pub fn set_non_blocking(fd: &impl std::os::fd::AsRawFd) {
         libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
     }
 }
+
+/// Drives a program under a pseudo-terminal: for each step, waits until the screen shows its
+/// text (or the program ends), then types its keys; then reads until the program ends.
+const PTY_DRIVER: &str = r#"
+import json, os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+screen = b""
+def read_until(text, seconds):
+    global screen
+    end = time.monotonic() + seconds
+    while (text is None or text not in screen) and time.monotonic() < end:
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            screen += data
+for wait_for, keys in json.loads(sys.argv[1]):
+    read_until(wait_for.encode(), 10)
+    os.write(fd, keys.encode())
+read_until(None, 10)
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(screen)
+print("\nstatus", os.waitstatus_to_exitcode(status))
+"#;
+
+/// Runs `argv` under a pseudo-terminal, typing each step's keys once the screen shows its
+/// text. Returns the screen, then a last line `status N` (N negative for a signal); `None`
+/// when `argv[0]` is not installed.
+pub fn under_pty(argv: &[&str], steps: &[(&str, &str)], env: &[(&str, &str)]) -> Option<String> {
+    let program = std::process::Command::new(argv[0])
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if program.is_err() {
+        return None;
+    }
+    let steps = serde_json::to_string(steps).unwrap();
+    let mut command = Command::new("python3");
+    command
+        .args(["-c", PTY_DRIVER, &steps])
+        .args(argv)
+        .env_remove("CI")
+        .timeout(BOUND);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("python3");
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
