@@ -291,6 +291,39 @@ fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
     assert!(r.path("ran").exists());
 }
 
+/// Ctrl-Z and `fg` under a real job-control shell and terminal, with and without
+/// --foreground: the job stops, attempt included (it finishes only after `fg`), and ends well.
+#[test]
+fn ctrl_z_then_fg_under_an_interactive_shell() {
+    for foreground in ["", "--foreground"] {
+        // The quotes keep the echo of the typing from matching what the attempt prints.
+        let command = format!(
+            "'{BIN}' {foreground} -r 0 -- sh -c 'echo st\"\"arted; sleep 0.5; echo fin\"\"ished'\n"
+        );
+        let screen = under_pty(
+            &["bash", "--norc", "--noprofile", "-i"],
+            &[
+                ("", &command),
+                ("started", "\x1a"),
+                ("Stopped", "fg\n"),
+                ("finished", "echo sta\"\"tus=$?\n"),
+                ("status=", "exit\n"),
+            ],
+            &[("TERM", "dumb")],
+        )
+        .unwrap();
+        let stopped = screen.find("Stopped").unwrap_or_else(|| panic!("{screen}"));
+        let finished = screen
+            .find("finished")
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert!(
+            stopped < finished,
+            "the attempt ran on while stopped: {screen}"
+        );
+        assert!(screen.contains("status=0"), "{screen}");
+    }
+}
+
 /// As a session leader (`setsid`), `retry`'s process group is orphaned: no shell could continue
 /// it, so the kernel would drop a terminal stop, and `retry` drops SIGTSTP too.
 #[test]
