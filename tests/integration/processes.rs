@@ -291,6 +291,25 @@ fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
     assert!(r.path("ran").exists());
 }
 
+/// A shell loop stops on Ctrl-C: bash carries on after a child that merely exits 130, but not
+/// after one that the signal ended, so `retry` ends by re-raising the signal on itself.
+#[test]
+fn ctrl_c_stops_a_shell_loop_around_retry() {
+    let script = format!(
+        "for i in 1 2; do '{BIN}' -r 0 -- sh -c 'echo ready; sleep 5'; echo after-$i; done; echo loop-done"
+    );
+    let screen = under_pty(
+        &["bash", "-c", &script],
+        &[("ready", "\x03")],
+        &[("NO_COLOR", "1")],
+    )
+    .unwrap();
+    assert!(screen.contains("retry: stopped by SIGINT"), "{screen}");
+    assert!(!screen.contains("after-1"), "the loop went on: {screen}");
+    assert!(!screen.contains("loop-done"), "{screen}");
+    assert!(screen.ends_with("status -2\n"), "{screen}");
+}
+
 /// Ctrl-Z and `fg` under a real job-control shell and terminal, with and without
 /// --foreground: the job stops, attempt included (it finishes only after `fg`), and ends well.
 #[test]
