@@ -105,6 +105,11 @@ pub enum Event<'a> {
         attempt: u64,
         signal: i32,
     },
+    /// SIGUSR1 or SIGUSR2 sent to `retry` was handed to the running attempt.
+    Relayed {
+        attempt: u64,
+        signal: i32,
+    },
     HookFailed {
         kind: HookKind,
         end: AttemptEnd,
@@ -184,6 +189,7 @@ impl Reporter {
                 Event::Start { .. }
                 | Event::Splay { .. }
                 | Event::AttemptStart { .. }
+                | Event::Relayed { .. }
                 | Event::Success { .. },
             ) => Verbosity::Verbose,
             (LogFormat::Text, _) => Verbosity::Normal,
@@ -462,6 +468,16 @@ fn json(event: &Event<'_>) -> String {
                 ),
             ],
         ),
+        Event::Relayed { attempt, signal } => object(
+            "relay",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                (
+                    "signal",
+                    Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string())),
+                ),
+            ],
+        ),
         Event::HookFailed { kind, end } => object(
             "hook-failed",
             vec![
@@ -665,6 +681,10 @@ fn text(event: &Event<'_>) -> String {
                 "attempt {attempt} is stopped ({name}): it used the terminal from its own \
                  process group; use --foreground for commands that read the terminal"
             )
+        }
+        Event::Relayed { attempt, signal } => {
+            let name = signal_name(signal).unwrap_or_else(|| format!("signal {signal}"));
+            format!("passed {name} on to attempt {attempt}")
         }
         Event::Interrupted { signal } => {
             let name = signal_name(signal).unwrap_or_else(|| format!("signal {signal}"));

@@ -126,6 +126,14 @@ impl Target {
     }
 }
 
+/// What supervising a child has to say while it runs.
+enum Notice {
+    /// It was stopped by this signal (SIGTTIN, SIGTTOU) for using the terminal.
+    TerminalStop(i32),
+    /// This signal, sent to `retry`, was handed to it.
+    Relayed(i32),
+}
+
 /// Where the attempt is in being stopped by `retry`.
 #[derive(Clone, Copy, PartialEq)]
 enum Phase {
@@ -171,20 +179,26 @@ impl Execute for Runner<'_> {
         };
         let target = self.target(&child);
         let mut stopped_said = false;
-        let mut on_terminal_stop = |signal| {
-            if !std::mem::replace(&mut stopped_said, true) {
-                reporter.emit(&Report::TerminalStop {
-                    attempt: spec.number,
-                    signal,
-                });
+        let mut notify = |notice| match notice {
+            Notice::TerminalStop(signal) => {
+                if !std::mem::replace(&mut stopped_said, true) {
+                    reporter.emit(&Report::TerminalStop {
+                        attempt: spec.number,
+                        signal,
+                    });
+                }
             }
+            Notice::Relayed(signal) => reporter.emit(&Report::Relayed {
+                attempt: spec.number,
+                signal,
+            }),
         };
         let supervised = self.supervise(
             &mut child,
             target,
             spec.deadline,
             started,
-            &mut on_terminal_stop,
+            &mut notify,
             true,
         );
         // The attempt's time limit, with the grace it had for ending, bounds the wait for its
@@ -302,16 +316,16 @@ impl Runner<'_> {
     }
 
     /// Waits for `child` to end, terminating it (and its group) at `deadline` or when `retry`
-    /// is asked to stop. `on_terminal_stop` hears of each time the child is stopped for using
-    /// the terminal from a background process group. With `relay`, SIGUSR1 and SIGUSR2 sent to
-    /// `retry` are handed to the child.
+    /// is asked to stop. `notify` hears of each time the child is stopped for using the
+    /// terminal from a background process group, and of each signal relayed. With `relay`,
+    /// SIGUSR1 and SIGUSR2 sent to `retry` are handed to the child.
     fn supervise(
         &self,
         child: &mut Child,
         target: Target,
         deadline: Option<(Instant, Limit)>,
         started: Instant,
-        on_terminal_stop: &mut dyn FnMut(i32),
+        notify: &mut dyn FnMut(Notice),
         relay: bool,
     ) -> Supervised {
         let mut phase = Phase::Running;
@@ -330,12 +344,15 @@ impl Runner<'_> {
                     }
                     reap_orphans(Some(child));
                     if let Some(signal) = terminal_stop(child) {
-                        on_terminal_stop(signal);
+                        notify(Notice::TerminalStop(signal));
                     }
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
                 Some(Event::Resize) => target.pass_resize(),
-                Some(Event::Relay(signal)) if relay => target.relay(signal),
+                Some(Event::Relay(signal)) if relay => {
+                    target.relay(signal);
+                    notify(Notice::Relayed(signal));
+                }
                 Some(Event::Relay(_)) => {}
                 Some(Event::Shutdown {
                     signal,

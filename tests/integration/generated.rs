@@ -329,7 +329,7 @@ fn man_page() -> Vec<u8> {
             ),
             (
                 "SIGUSR1, SIGUSR2",
-                "For the command itself (reopen a log, dump state): handed to the running attempt alone, not its group, as if sent to it; retry carries on. Dropped during a wait or a hook. Other signals keep their default action.",
+                "For the command itself (reopen a log, dump state): handed to the running attempt alone, not its group, as if sent to it; retry carries on (--verbose says so). Dropped during a wait or a hook. Other signals keep their default action.",
             ),
             (
                 "ignored signals",

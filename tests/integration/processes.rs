@@ -545,6 +545,39 @@ fn user_signals_go_to_the_attempt_itself() {
     }
 }
 
+/// `--verbose` says when a user signal was handed to the attempt, and JSON logs carry a
+/// `relay` event for it; without either, nothing is said.
+#[test]
+fn a_relayed_signal_is_said_with_verbose_and_in_json() {
+    let relayed = |flag: &str| {
+        let r = retry().args(["-r", "0", flag]);
+        let r = r.args(sh(
+            "trap 'exit 0' USR1; echo $$ > pid; while :; do sleep 0.01; done",
+        ));
+        let mut child = r.spawn();
+        wait_for_lines(&r.path("pid"), 1);
+        send(&child, libc::SIGUSR1);
+        assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+        stderr_of(&mut child)
+    };
+    let text = relayed("--verbose");
+    assert!(
+        text.contains("retry: passed SIGUSR1 on to attempt 1\n"),
+        "{text}"
+    );
+    let json = relayed("--log-format=json");
+    let event: serde_json::Value = json
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .find(|event: &serde_json::Value| event["event"] == "relay")
+        .unwrap_or_else(|| panic!("no relay event: {json}"));
+    assert_eq!(event["attempt"], 1);
+    assert_eq!(event["signal"], "SIGUSR1");
+    assert!(event["time"].is_string());
+    let quiet = relayed("--retries=0");
+    assert!(!quiet.contains("SIGUSR1"), "{quiet}");
+}
+
 /// Between attempts there is no one to hand a user signal to: it is dropped, and the run goes
 /// on.
 #[test]
