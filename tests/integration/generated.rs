@@ -848,6 +848,8 @@ fn elvish_completes_the_command_as_that_command_would() {
         "retry -q -- ech",
         "retry --base 1s ls Cargo.t",
         "retry -qr 3 ech",
+        // clap's own script threw "no such key: 'retry;curl'" here; elvish_completes fails
+        // on any exception.
         "retry curl -",
         "retry -q ls --bas",
         "retry --base ech",
@@ -886,6 +888,4 @@ fn elvish_completes_the_command_as_that_command_would() {
         answer("retry -q -- --bas").is_empty(),
         "no retry option after --"
     );
-    // clap's own script failed here with "no such key" (checked above: no Exception).
-    let _ = answer("retry curl -");
 }
