@@ -173,7 +173,8 @@ pub struct Cli {
     /// matched line by line on bytes while the output passes through untouched. A line ends at
     /// \n, without one trailing \r (a lone \r does not end it); a line longer than 64 KiB is
     /// matched on its first and last 64 KiB, where ^ and $ still mean the start and end of the
-    /// whole line.
+    /// whole line. What a background process of the attempt writes after the attempt has ended
+    /// is passed on unjudged, after retry has ended too.
     #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
     pub until_stdout: Option<Pattern>,
 

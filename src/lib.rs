@@ -111,6 +111,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         kill_signal: settings.kill_signal,
         kill_after: settings.kill_after,
         warned: Vec::new(),
+        leftovers: Vec::new(),
     };
     let mut clock = RealClock::new(&events);
     match driver::drive(
@@ -122,7 +123,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         &mut reporter,
     ) {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
-        end => Exit::Status(end.exit_status(settings.fail_exit)),
+        end => {
+            plumbing::hand_over(runner.leftovers);
+            Exit::Status(end.exit_status(settings.fail_exit))
+        }
     }
 }
 

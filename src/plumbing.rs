@@ -6,11 +6,12 @@
 //! If `retry`'s own stream is closed (the reader downstream has gone), copying stops and the pipe
 //! is closed, so the attempt gets SIGPIPE like any writer to a closed pipe. If it fails
 //! otherwise (a full disk), the copy goes on matching and passes nothing on, and the runner
-//! says so.
+//! says so. A copy that a background process keeps going after its attempt has ended is handed
+//! to a process of its own when `retry` ends (`hand_over`).
 
 use std::fs::File;
 use std::io::{self, PipeReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -110,6 +111,10 @@ impl Sink {
 pub struct Watch {
     /// Which of `retry`'s streams the copy writes to, for messages.
     stream: &'static str,
+    /// The pipe's read end, as the copy holds it (see `Leftover`).
+    source: RawFd,
+    /// Where the copy's bytes go once `retry` has ended (see `hand_over`).
+    after_end: Option<RawFd>,
     /// Hangs up when the copy has ended: a descriptor, so that the wait for it is also a wait
     /// for signals.
     done: PipeReader,
@@ -138,6 +143,18 @@ pub struct Drained {
     pub matches: Matches,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
     pub write_errors: Vec<(&'static str, String)>,
+    /// The copies still running: a background process holds their pipe open.
+    pub leftovers: Vec<Leftover>,
+}
+
+/// A copy that outlived its attempt, because a background process of the attempt (a server
+/// started with `&`) still holds the pipe open. It goes on passing output on, unjudged, and
+/// when `retry` ends, `hand_over` gives it to a process of its own.
+#[derive(Debug)]
+pub struct Leftover {
+    source: RawFd,
+    done: PipeReader,
+    after_end: Option<RawFd>,
 }
 
 /// Starts copying `source` to `sink` (`retry`'s `stream`), matching `rules` on the way. Fails
@@ -149,6 +166,14 @@ pub fn watch(
     rules: &OutputRules,
 ) -> io::Result<Watch> {
     let (done, finished) = io::pipe()?;
+    let source_fd = source.as_raw_fd();
+    // A copy that outlives `retry` passes on to the same stream; held output, which has no
+    // attempt of its own by then, to stderr, so that stdout still carries one attempt's output.
+    let after_end = match &sink {
+        Sink::Stream(_) if stream == "stdout" => Some(libc::STDOUT_FILENO),
+        Sink::Stream(_) | Sink::Hold(_) => Some(libc::STDERR_FILENO),
+        Sink::Discard => None,
+    };
     let flow = Arc::new(Flow::default());
     let until = Arc::new(AtomicBool::new(false));
     let retry_if = Arc::new(AtomicBool::new(false));
@@ -209,11 +234,15 @@ pub fn watch(
             }
             matcher.finish();
             publish(&matcher);
-            drop(source);
+            // In this order, so that `done` not yet hung up means `source` is still open (see
+            // `hand_over`).
             drop(finished);
+            drop(source);
         })?;
     Ok(Watch {
         stream,
+        source: source_fd,
+        after_end,
         done,
         flow,
         until,
@@ -239,18 +268,29 @@ pub fn finish(
 ) -> Result<Drained, i32> {
     let mut drained = Drained::default();
     for watch in watches {
-        if interrupted {
+        let drain = if interrupted {
             let give_up = Some(Instant::now() + DRAIN_MAX);
             wait_while_flowing(events, watch.done.as_fd(), &watch.flow.written, give_up)?;
-        } else if drain(events, &watch, until)? == Drain::ReaderTooSlow {
-            drained
-                .write_errors
-                .push((watch.stream, READER_TOO_SLOW.into()));
-        }
+            // An interrupted run leaves nothing behind to be handed over.
+            Drain::Done
+        } else {
+            drain(events, &watch, until)?
+        };
         drained.matches.until |= watch.until.load(Ordering::Acquire);
         drained.matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
         if let Some(error) = watch.flow.write_error.get() {
             drained.write_errors.push((watch.stream, error.clone()));
+        }
+        match drain {
+            Drain::Done => {}
+            Drain::ReaderTooSlow => drained
+                .write_errors
+                .push((watch.stream, READER_TOO_SLOW.into())),
+            Drain::Left => drained.leftovers.push(Leftover {
+                source: watch.source,
+                done: watch.done,
+                after_end: watch.after_end,
+            }),
         }
     }
     Ok(drained)
@@ -262,8 +302,11 @@ pub const READER_TOO_SLOW: &str = "the reader downstream did not take it in time
 /// How the wait for a watched stream's end ended.
 #[derive(PartialEq)]
 enum Drain {
-    /// At the stream's end, or when it went quiet or kept coming too long.
+    /// At the stream's end.
     Done,
+    /// Before it: the stream went quiet, or kept coming too long, while a background process
+    /// holds the pipe open. The copy goes on.
+    Left,
     /// At `until`, with output still waiting for the reader downstream: the rest is lost.
     ReaderTooSlow,
 }
@@ -283,7 +326,7 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
             return Ok(if flow.writing.load(Ordering::Acquire) {
                 Drain::ReaderTooSlow
             } else {
-                Drain::Done
+                Drain::Left
             });
         }
         if flow.writing.load(Ordering::Acquire) {
@@ -295,7 +338,7 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
             .elapsed()
             .saturating_sub(Duration::from_nanos(writing));
         if now == seen || copying >= DRAIN_MAX {
-            return Ok(Drain::Done);
+            return Ok(Drain::Left);
         }
         seen = now;
     }
@@ -325,4 +368,153 @@ pub fn wait_while_flowing(
         }
         seen = now;
     }
+}
+
+/// Once `retry` has its answer, gives the copies still running to a process of their own. A
+/// background process of an attempt (a server started with `&`) may write on to a pipe that a
+/// copy reads: were the copy to end with `retry`, that write would meet a closed pipe and
+/// SIGPIPE would kill the process, which without a pattern would have written on. The helper
+/// passes the bytes on, unjudged, until the last writer closes the pipe, holding nothing else
+/// open; should its own stream have closed, it closes the pipes that fed it, and the writers
+/// get SIGPIPE as they would have.
+pub fn hand_over(leftovers: Vec<Leftover>) {
+    let mut sources = Vec::new();
+    let mut targets = Vec::new();
+    for leftover in leftovers {
+        // SAFETY: fcntl(2) duplicating the descriptor the copy holds, then, should the copy
+        // have ended meanwhile (it may have closed that descriptor, and another may have taken
+        // its number), closing the duplicate unused: the copy closes its source only after
+        // `done` hangs up.
+        unsafe {
+            let fd = libc::fcntl(leftover.source, libc::F_DUPFD_CLOEXEC, 3);
+            if fd < 0 {
+                continue;
+            }
+            if hung_up(leftover.done.as_fd()) {
+                libc::close(fd);
+                continue;
+            }
+            sources.push(libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            targets.push(leftover.after_end);
+        }
+    }
+    if sources.is_empty() {
+        return;
+    }
+    // Every descriptor the helper keeps, sorted, to close all others.
+    let mut keep: Vec<libc::c_uint> = sources
+        .iter()
+        .map(|source| source.fd as libc::c_uint)
+        .collect();
+    keep.extend(targets.iter().flatten().map(|&fd| fd as libc::c_uint));
+    keep.sort_unstable();
+    keep.dedup();
+    // SAFETY: fork(2) in a process with other threads: the child runs `copy_to_the_end`, which
+    // calls only async-signal-safe functions and allocates nothing (its buffers were made
+    // above), and ends with _exit(2).
+    if unsafe { libc::fork() } == 0 {
+        copy_to_the_end(&mut sources, &mut targets, &keep);
+    }
+}
+
+/// Whether the other end of `fd`, a pipe, has closed.
+fn hung_up(fd: BorrowedFd<'_>) -> bool {
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut poll, 1, 0) == 1 }
+}
+
+/// The helper of `hand_over`: copies each source to its target until every source has ended.
+fn copy_to_the_end(
+    sources: &mut [libc::pollfd],
+    targets: &mut [Option<RawFd>],
+    keep: &[libc::c_uint],
+) -> ! {
+    // SAFETY: sigaction(2), close_range(2), poll(2), read(2), write(2), close(2) and _exit(2) on
+    // this process's own descriptors and signals; all async-signal-safe.
+    unsafe {
+        // The handlers were `retry`'s, whose loop does not run here: the helper takes the
+        // signals' default actions (Ctrl-C, a hangup end it), and a signal ignored before
+        // `retry` started stays ignored.
+        for signal in crate::signals::HANDLED {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut current);
+            if current.sa_sigaction != libc::SIG_IGN {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+        let mut from = 0;
+        for &fd in keep.iter().chain(&[libc::c_uint::MAX]) {
+            if fd > from {
+                libc::syscall(libc::SYS_close_range, from, fd - 1, 0);
+            }
+            from = fd.saturating_add(1);
+        }
+        let mut buffer = [0u8; 64 * 1024];
+        while sources.iter().any(|source| source.fd >= 0) {
+            if libc::poll(sources.as_mut_ptr(), sources.len() as libc::nfds_t, -1) < 0 {
+                continue;
+            }
+            for index in 0..sources.len() {
+                if sources[index].fd < 0 || sources[index].revents == 0 {
+                    continue;
+                }
+                let read = libc::read(sources[index].fd, buffer.as_mut_ptr().cast(), buffer.len());
+                if read < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                if read <= 0 {
+                    libc::close(sources[index].fd);
+                    sources[index].fd = -1;
+                    continue;
+                }
+                let Some(target) = targets[index] else {
+                    continue;
+                };
+                if !write_all(target, &buffer[..read as usize]) {
+                    // The reader is gone (or the stream broken): close every pipe feeding this
+                    // stream, so that its writers learn it as they would have.
+                    for (source, to) in sources.iter_mut().zip(targets.iter_mut()) {
+                        if *to == Some(target) && source.fd >= 0 {
+                            libc::close(source.fd);
+                            source.fd = -1;
+                        }
+                    }
+                }
+            }
+        }
+        libc::_exit(0)
+    }
+}
+
+/// Writes all of `bytes` to `fd`, waiting while it is full; `false` when it fails. Only
+/// async-signal-safe calls, for the helper of `hand_over`.
+fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
+    while !bytes.is_empty() {
+        // SAFETY: write(2) with a valid buffer.
+        let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if written > 0 {
+            bytes = &bytes[written as usize..];
+            continue;
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => {}
+            // A parent may have left the stream non-blocking.
+            Some(libc::EAGAIN) => wait_until_ready(
+                // SAFETY: `fd` is open for as long as this borrow.
+                unsafe { BorrowedFd::borrow_raw(fd) },
+                libc::POLLOUT,
+            ),
+            _ => return false,
+        }
+    }
+    true
 }

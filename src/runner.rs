@@ -23,7 +23,7 @@ use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, 
 use crate::input::{Feeder, Input};
 use crate::interpreter;
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing::{self, OwnStream, Sink, Watch};
+use crate::plumbing::{self, Leftover, OwnStream, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::OutputRules;
@@ -44,6 +44,8 @@ pub struct Runner<'a> {
     pub kill_after: Duration,
     /// The warnings said already (see `say_once`): what failed, and for which stream.
     pub warned: Vec<(&'static str, &'static str)>,
+    /// Copies of earlier attempts' output still running (see `plumbing::hand_over`).
+    pub leftovers: Vec<Leftover>,
 }
 
 /// Where a signal meant for the attempt goes.
@@ -220,7 +222,10 @@ impl Execute for Runner<'_> {
             }
         }
         let matches = match (supervised.interrupted, drained) {
-            (None, Ok(drained)) => drained.matches,
+            (None, Ok(drained)) => {
+                self.leftovers.extend(drained.leftovers);
+                drained.matches
+            }
             (Some(signal), _) | (None, Err(signal)) => {
                 // An interrupted run has no final attempt, but its held output is not dropped
                 // while the reader takes it.

@@ -61,6 +61,12 @@ fn failed(what: &'static str) -> impl Fn(io::Error) -> anyhow::Error {
 /// The signals that end `retry`.
 pub const SHUTDOWN: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 
+/// The signals `retry` handles: the last four whatever, the others unless the parent left them
+/// ignored (see the policy above).
+pub const HANDLED: [i32; 9] = [
+    SIGHUP, SIGTSTP, SIGWINCH, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT, SIGTERM, SIGCHLD,
+];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A child changed state; whoever waits on one should check it.
@@ -96,10 +102,9 @@ impl Events {
         read.set_nonblocking(true)
             .and_then(|()| write.set_nonblocking(true))
             .map_err(failed("cannot set up the signal pipe"))?;
-        let handled = [SIGHUP, SIGTSTP, SIGWINCH, SIGUSR1, SIGUSR2]
-            .into_iter()
-            .filter(|&signal| !ignored(signal))
-            .chain([SIGINT, SIGQUIT, SIGTERM, SIGCHLD]);
+        let handled = HANDLED.into_iter().filter(|signal| {
+            [SIGINT, SIGQUIT, SIGTERM, SIGCHLD].contains(signal) || !ignored(*signal)
+        });
         let delivery = SignalDelivery::with_pipe(read, write, WithRawSiginfo, handled)
             .map_err(failed("cannot install signal handlers"))?;
         // The mask is inherited from the parent, which may have blocked SIGCHLD: the end of an

@@ -285,7 +285,9 @@ fn bad_patterns_are_misuse() {
 }
 
 /// A background process that the attempt leaves holding its stdout open keeps the stream from
-/// ending; once the attempt has ended and its output has gone quiet, `retry` stops waiting.
+/// ending; once the attempt has ended and its output has gone quiet, `retry` stops waiting and
+/// ends. (Its stdout stays open, held for the background process as it would be without
+/// `retry`: so the test waits for `retry` to end, not for its stdout to close.)
 #[test]
 fn a_background_process_holding_the_output_does_not_hold_retry() {
     let r = retry().args(["--until-stdout", "^ready$", "--attempts", "1"]);
@@ -294,19 +296,100 @@ fn a_background_process_holding_the_output_does_not_hold_retry() {
         r.path("pid").display()
     );
     let r = r.args(sh(&script));
+    let out = std::fs::File::create(r.path("out")).unwrap();
     let started = Instant::now();
-    r.assert().code(0).stdout("ready\n");
+    let mut child = r.spawn_with(out, Stdio::null());
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );
+    assert_eq!(std::fs::read_to_string(r.path("out")).unwrap(), "ready\n");
     let sleeper: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
     assert!(alive(sleeper), "the background process was left alone");
     // SAFETY: kill(2) on the background process this test's attempt started.
     unsafe {
         libc::kill(sleeper, libc::SIGKILL);
     }
+}
+
+/// Such a background process may write on after `retry` has ended (a server started with `&`,
+/// logging): it is not killed by SIGPIPE for it, and its output still arrives, on the stream
+/// it writes to, as it would without `retry`.
+#[test]
+fn a_background_writer_outlives_retry_and_its_output_arrives() {
+    for (pattern, redirect) in [("--until-stdout", ""), ("--until-stderr", ">&2")] {
+        let r = retry().args([pattern, "^ready$", "--attempts", "1"]);
+        let script = format!(
+            "(sleep 0.3; echo late {redirect}; echo alive > '{}') & echo ready {redirect}",
+            r.path("alive").display()
+        );
+        let r = r.args(sh(&script));
+        // Waits for the end of retry's output: the background process's end.
+        let output = r.command().output().unwrap();
+        let (ours, other) = if redirect.is_empty() {
+            (&output.stdout, &output.stderr)
+        } else {
+            (&output.stderr, &output.stdout)
+        };
+        assert_eq!(String::from_utf8_lossy(ours), "ready\nlate\n", "{pattern}");
+        assert!(other.is_empty(), "{pattern}: {output:?}");
+        assert_eq!(wait_for_lines(&r.path("alive"), 1), ["alive"], "{pattern}");
+    }
+}
+
+/// What takes over a background writer's stderr holds only that: retry's stdout closes when
+/// retry ends, so a pipeline reading it is not kept waiting for the background process.
+#[test]
+fn only_the_copied_stream_stays_open_for_a_background_writer() {
+    let r = retry().args(["--until-stderr", "^ready$", "--attempts", "1"]);
+    let script = format!(
+        "(echo $$ > '{}'; sleep 5; echo late >&2) >/dev/null & echo ready >&2",
+        r.path("pid").display()
+    );
+    let r = r.args(sh(&script));
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let started = Instant::now();
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "stdout was held open: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    let writer: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    // SAFETY: kill(2) on the background process this test's attempt started.
+    unsafe {
+        libc::kill(writer, libc::SIGKILL);
+    }
+}
+
+/// Once the reader downstream has gone, a background writer learns it as it would have: the
+/// pipe it writes to closes, and SIGPIPE ends it (here `yes`, which would write for ever).
+#[test]
+fn a_background_writer_without_a_reader_ends() {
+    let r = retry().args(["--until-stdout", "^ready$", "--attempts", "1"]);
+    let script = format!(
+        "(sleep 0.2; echo $$ > '{}'; exec yes) & echo ready",
+        r.path("pid").display()
+    );
+    let r = r.args(sh(&script));
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut child = r.spawn_with(writer, Stdio::null());
+    let mut first = [0u8; 6];
+    (&reader).read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"ready\n");
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    drop(reader);
+    let writer: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    assert!(gone_soon(writer), "yes ({writer}) writes on with no reader");
 }
 
 /// Whatever `retry` copies to its stdout (a watched stream, held output) arrives whole when the
