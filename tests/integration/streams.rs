@@ -339,6 +339,17 @@ fn a_background_writer_outlives_retry_and_its_output_arrives() {
     }
 }
 
+/// Under --hold-stdout, what a background writer prints once `retry` has ended belongs to no
+/// attempt: it goes to stderr, and stdout carries the final attempt's output alone.
+#[test]
+fn held_output_of_a_background_writer_goes_to_stderr_after_the_end() {
+    let r = retry().args(["--hold-stdout", "--attempts", "1"]);
+    let r = r.args(sh("(sleep 0.3; echo late) & echo final"));
+    let output = r.command().output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "final\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "late\n");
+}
+
 /// What takes over a background writer's stderr holds only that: retry's stdout closes when
 /// retry ends, so a pipeline reading it is not kept waiting for the background process.
 #[test]
