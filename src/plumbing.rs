@@ -438,9 +438,11 @@ fn copy_to_the_end(
     targets: &mut [Option<RawFd>],
     keep: &[libc::c_uint],
 ) -> ! {
-    // SAFETY: sigaction(2), close_range(2), poll(2), read(2), write(2), close(2) and _exit(2) on
-    // this process's own descriptors and signals; all async-signal-safe.
+    // SAFETY: prctl(2), sigaction(2), close_range(2), poll(2), read(2), write(2), close(2) and
+    // _exit(2) on this process's own descriptors and signals; all async-signal-safe.
     unsafe {
+        // Named apart from `retry` in ps(1) and pgrep(1).
+        libc::prctl(libc::PR_SET_NAME, c"retry-output".as_ptr());
         // The handlers were `retry`'s, whose loop does not run here: the helper takes the
         // signals' default actions (Ctrl-C, a hangup end it), and a signal ignored before
         // `retry` started stays ignored.
