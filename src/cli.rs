@@ -274,6 +274,9 @@ pub struct Cli {
     pub log_format: Option<LogFormat>,
 
     /// Print the planned schedule and exit without running anything
+    ///
+    /// A COMMAND that cannot be started (not found, not executable, its interpreter missing) is
+    /// said to be, as a run would say it, with what the run would then do.
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
 

@@ -42,6 +42,7 @@ use crate::config::ConfigFile;
 use crate::input::Input;
 use crate::outcome::{MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
+use crate::predicate::{Matches, Verdict};
 use crate::report::{Reporter, Terminal};
 use crate::runner::Runner;
 use crate::settings::Settings;
@@ -84,7 +85,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Err(error) => return misuse(&format!("{error:#}")),
     };
     if settings.dry_run {
-        return print_stdout(&dryrun::plan(&settings));
+        return print_stdout(&(dryrun::plan(&settings) + &start_note(&settings)));
     }
     let events = match Events::listen() {
         Ok(events) => Rc::new(events),
@@ -128,6 +129,28 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
             Exit::Status(end.exit_status(settings.fail_exit))
         }
     }
+}
+
+/// For `--dry-run`: what a run would say of a COMMAND that cannot be started, and what would
+/// follow; empty when it can be, as far as can be seen without starting it.
+fn start_note(settings: &Settings) -> String {
+    let Some(program) = settings.command.first() else {
+        return String::new();
+    };
+    let Some((end, error)) = runner::start_problem(program) else {
+        return String::new();
+    };
+    let then = match settings.judge.judge(end, Matches::default()) {
+        Verdict::Retry => format!("every attempt would fail so, with status {}", end.status()),
+        _ => format!(
+            "a run would end at once with status {}",
+            RunEnd::Failed { last: Some(end) }.exit_status(settings.fail_exit)
+        ),
+    };
+    format!(
+        "note: {}\nnote: {then}\n",
+        report::cannot_start(program, end, &error)
+    )
 }
 
 /// What `retry` needs of the Rust runtime's start-up, which main.rs skips: SIGPIPE ignored (see

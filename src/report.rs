@@ -611,13 +611,7 @@ fn text(event: &Event<'_>) -> String {
             command,
             end,
             error,
-        } => {
-            let line = format!("cannot run {}: {error} ({end})", quote(command));
-            match not_found_hint(command, end) {
-                Some(hint) => format!("{line}; {hint}"),
-                None => line,
-            }
-        }
+        } => cannot_start(command, end, error),
         Event::Success {
             attempt,
             max_attempts,
@@ -730,6 +724,15 @@ const SHELL_ONLY: [&str; 20] = [
 ];
 
 /// What to try when COMMAND was not found because it is shell syntax, not a program.
+/// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
+pub fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
+    let line = format!("cannot run {}: {error} ({end})", quote(command));
+    match not_found_hint(command, end) {
+        Some(hint) => format!("{line}; {hint}"),
+        None => line,
+    }
+}
+
 fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
     if end != AttemptEnd::NotFound {
         return None;

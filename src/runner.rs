@@ -839,6 +839,40 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
     }
 }
 
+/// Why `program` could not be started, seen without starting it, as execvp(3) would look for
+/// it: for `--dry-run`. Only the plain cases, each said as a run would say it: not found, not
+/// executable (a directory, a file without the execute bit), a missing interpreter.
+pub fn start_problem(program: &OsStr) -> Option<(AttemptEnd, String)> {
+    let errno = if program.as_bytes().contains(&b'/') {
+        let path = Path::new(program);
+        if !path.exists() {
+            libc::ENOENT
+        } else if !executable_file(path) {
+            libc::EACCES
+        } else {
+            missing_interpreter(program)?;
+            libc::ENOENT
+        }
+    } else if locate(program).is_some() {
+        missing_interpreter(program)?;
+        libc::ENOENT
+    } else {
+        // execvp(3) goes on past a file it may not run, and says so if nothing else is found.
+        let search = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+        if std::env::split_paths(&search).any(|dir| dir.join(program).exists()) {
+            libc::EACCES
+        } else {
+            libc::ENOENT
+        }
+    };
+    let report = cannot_start(
+        &io::Error::from_raw_os_error(errno),
+        program,
+        Instant::now(),
+    );
+    Some((report.end, report.start_error?))
+}
+
 /// The interpreter (`#!` line or ELF loader) named by the file that `program` runs, when that
 /// file exists and the interpreter does not.
 fn missing_interpreter(program: &OsStr) -> Option<PathBuf> {

@@ -67,3 +67,55 @@ fn fixed_seed_output() {
              --max-time 5s allows at most 3 attempts (fewer when attempts take time)\n",
         );
 }
+
+/// A COMMAND that cannot be started is seen to be, without running it: the line a run would
+/// print, and what would follow. A command that can be started gets no note.
+#[test]
+fn foresees_a_command_that_cannot_start() {
+    let r = retry();
+    let text = r.write_with_mode("not-executable", "echo hi\n", 0o644);
+    let text = text.to_str().unwrap();
+    let dir = r.path("").display().to_string();
+    for (args, notes) in [
+        (
+            vec!["no-such-command-for-retry"],
+            "note: cannot run 'no-such-command-for-retry': No such file or directory (command \
+             not found)\nnote: a run would end at once with status 127\n",
+        ),
+        (
+            vec!["--retry-on-exit", "127", "no-such-command-for-retry"],
+            "note: cannot run 'no-such-command-for-retry': No such file or directory (command \
+             not found)\nnote: every attempt would fail so, with status 127\n",
+        ),
+        (
+            vec![text],
+            &*format!(
+                "note: cannot run '{text}': Permission denied (command not executable)\nnote: a \
+                 run would end at once with status 126\n"
+            ),
+        ),
+        (
+            vec!["--fail-exit", "1", &dir],
+            &*format!(
+                "note: cannot run '{dir}': it is a directory (command not executable)\nnote: a \
+                 run would end at once with status 1\n"
+            ),
+        ),
+    ] {
+        let output = retry()
+            .args(["--dry-run", "-r", "1"])
+            .args(&args)
+            .command()
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(stdout.ends_with(notes), "{args:?}: {stdout}");
+    }
+    let output = retry()
+        .args(["--dry-run", "-r", "1", "true"])
+        .command()
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("note:"));
+}
