@@ -642,41 +642,24 @@ fn fish_completes(line: &str) -> Option<Vec<String>> {
 
 #[test]
 fn fish_completes_the_command_as_that_command_would() {
-    let Some(base) = fish_completes("retry --ba") else {
+    if fish_completes("retry --ba").is_none() {
         eprintln!("fish is not installed here: its completion not checked");
         return;
-    };
-    let has = |line: &str, word: &str| fish_completes(line).unwrap().contains(&word.to_string());
-    assert!(base.contains(&"--base".to_string()), "{base:?}");
-    assert!(has("retry --stdin ", "replay"));
+    }
+    let complete = |line: &str| fish_completes(line).unwrap();
+    assert_command_completion("fish", |lines| lines.iter().map(|l| complete(l)).collect());
+    assert!(complete("retry --stdin ").contains(&"replay".to_string()));
     assert!(
-        has("retry ech", "echo"),
-        "COMMAND completes as a command name"
+        complete("retry -- ls --colo").contains(&"--color".to_string()),
+        "the command's own options, from its own completion"
     );
     assert!(
-        has("retry -- ls --col", "--color"),
-        "after --, ls's own options"
+        complete("retry --base=1s ls --col").contains(&"--color".to_string()),
+        "past an --option=value"
     );
     assert!(
-        has("retry --base 1s ls --col", "--color"),
-        "past an option's value"
-    );
-    assert!(has("retry --base=1s ls --col", "--color"));
-    assert!(
-        has("retry -qr 3 ls --col", "--color"),
-        "past a short cluster's value"
-    );
-    assert!(
-        !has("retry -qr ", "echo"),
+        !complete("retry -qr ").contains(&"echo".to_string()),
         "a short cluster's value is not COMMAND"
-    );
-    assert!(
-        !has("retry -q ls --ba", "--base"),
-        "no retry option inside COMMAND"
-    );
-    assert!(
-        !has("retry --base ", "echo"),
-        "an option's value is not COMMAND"
     );
 }
 
@@ -739,49 +722,17 @@ zpty -d z
 
 #[test]
 fn zsh_completes_the_command_as_that_command_would() {
-    let lines = [
-        "retry --bas",
-        "retry --stdin ",
-        "retry ech",
-        "retry -- ech",
-        "retry -q -- ech",
-        "retry -- ls --colo",
-        "retry --base 1s ls --colo",
-        "retry -qr 3 ech",
-        "retry -q ls --bas",
-        "retry --base ech",
-    ];
-    let Some(answers) = zsh_completes(&lines) else {
+    let Some(stdin) = zsh_completes(&["retry --stdin "]) else {
         eprintln!("zsh is not installed here: its completion not checked");
         return;
     };
-    let answer = |line: &str| &answers[lines.iter().position(|l| *l == line).unwrap()];
-    let has = |line: &str, word: &str| answer(line).contains(&word.to_string());
-    assert_eq!(answer("retry --bas"), &["--base"]);
-    assert_eq!(
-        answer("retry --stdin "),
-        &["auto", "inherit", "null", "replay"]
-    );
+    assert_eq!(stdin[0], ["auto", "inherit", "null", "replay"]);
+    let ls = zsh_completes(&["retry -- ls --colo"]).unwrap();
     assert!(
-        has("retry ech", "echo"),
-        "COMMAND completes as a command name"
+        ls[0].contains(&"--color".to_string()),
+        "the command's own options, from its own completion: {ls:?}"
     );
-    assert!(has("retry -- ech", "echo"), "right after --, too");
-    assert!(has("retry -q -- ech", "echo"));
-    assert!(
-        has("retry -- ls --colo", "--color"),
-        "after --, ls's own options"
-    );
-    assert!(has("retry --base 1s ls --colo", "--color"));
-    assert!(has("retry -qr 3 ech", "echo"));
-    assert!(
-        !has("retry -q ls --bas", "--base"),
-        "no retry option inside COMMAND"
-    );
-    assert!(
-        !has("retry --base ech", "echo"),
-        "an option's value is not COMMAND"
-    );
+    assert_command_completion("zsh", |lines| zsh_completes(lines).unwrap());
 }
 
 /// What elvish completes for each of `lines` with the committed completion script, filtered by
@@ -841,51 +792,75 @@ fn show {|@words|
 
 #[test]
 fn elvish_completes_the_command_as_that_command_would() {
-    let lines = [
-        "retry --bas",
-        "retry ech",
-        "retry -- ech",
-        "retry -q -- ech",
-        "retry --base 1s ls Cargo.t",
-        "retry -qr 3 ech",
-        // clap's own script threw "no such key: 'retry;curl'" here; elvish_completes fails
-        // on any exception.
-        "retry curl -",
-        "retry -q ls --bas",
-        "retry --base ech",
-        "retry -q -- --bas",
-    ];
-    let Some(answers) = elvish_completes(&lines) else {
+    // clap's own script threw "no such key: 'retry;curl'" on the first; elvish_completes
+    // fails on any exception.
+    let Some(extra) = elvish_completes(&["retry curl -", "retry -q -- --bas"]) else {
         eprintln!("elvish is not installed here: its completion not checked");
         return;
     };
-    let answer = |line: &str| &answers[lines.iter().position(|l| *l == line).unwrap()];
-    let has = |line: &str, word: &str| answer(line).contains(&word.to_string());
-    assert_eq!(answer("retry --bas"), &["--base"]);
     assert!(
-        has("retry ech", "echo"),
-        "COMMAND completes as a command name"
+        extra[1].is_empty(),
+        "no retry option after --: {:?}",
+        extra[1]
     );
-    assert!(has("retry -- ech", "echo"), "right after --, too");
-    assert!(has("retry -q -- ech", "echo"));
-    assert!(
-        has("retry --base 1s ls Cargo.t", "Cargo.toml"),
-        "past an option's value, ls's own arguments"
-    );
-    assert!(
-        has("retry -qr 3 ech", "echo"),
-        "past a short cluster's value"
-    );
-    assert!(
-        !has("retry -q ls --bas", "--base"),
-        "no retry option inside COMMAND"
-    );
-    assert!(
-        answer("retry --base ech").is_empty(),
-        "an option's value is not COMMAND"
-    );
-    assert!(
-        answer("retry -q -- --bas").is_empty(),
-        "no retry option after --"
-    );
+    assert_command_completion("elvish", |lines| elvish_completes(lines).unwrap());
+}
+
+/// How COMMAND completes in every shell the tests drive: `retry`'s own options before it, and
+/// from it on (after `--`, or past the options and their values) as that command's own words.
+/// Each case: the line (the last word under the cursor), a word, whether it is offered, why.
+const COMMAND_COMPLETION: [(&str, &str, bool, &str); 9] = [
+    ("retry --bas", "--base", true, "retry's own options"),
+    (
+        "retry ech",
+        "echo",
+        true,
+        "COMMAND completes as a command name",
+    ),
+    ("retry -- ech", "echo", true, "right after --, too"),
+    ("retry -q -- ech", "echo", true, "after options and --"),
+    (
+        "retry --base 1s ech",
+        "echo",
+        true,
+        "past an option's value",
+    ),
+    (
+        "retry -qr 3 ech",
+        "echo",
+        true,
+        "past a short cluster's value",
+    ),
+    (
+        "retry --base 1s ls Cargo.t",
+        "Cargo.toml",
+        true,
+        "the command's own arguments",
+    ),
+    (
+        "retry -q ls --bas",
+        "--base",
+        false,
+        "no retry option inside COMMAND",
+    ),
+    (
+        "retry --base ech",
+        "echo",
+        false,
+        "an option's value is not COMMAND",
+    ),
+];
+
+/// Checks `COMMAND_COMPLETION` against what `complete` offers for each line, in order.
+fn assert_command_completion(shell: &str, complete: impl FnOnce(&[&str]) -> Vec<Vec<String>>) {
+    let lines: Vec<&str> = COMMAND_COMPLETION.iter().map(|case| case.0).collect();
+    let answers = complete(&lines);
+    assert_eq!(answers.len(), lines.len(), "{shell}");
+    for ((line, word, offered, why), answer) in COMMAND_COMPLETION.iter().zip(&answers) {
+        assert_eq!(
+            answer.contains(&word.to_string()),
+            *offered,
+            "{shell}, {line:?}: {why}; offered {answer:?}"
+        );
+    }
 }
