@@ -261,6 +261,8 @@ pub struct Cli {
     pub quiet: bool,
 
     /// Say more: each attempt's start, the seed, the success
+    ///
+    /// Also the splay drawn, and each SIGUSR1 or SIGUSR2 passed on to the attempt.
     #[arg(short, long, action = ArgAction::SetTrue, help_heading = "Output")]
     pub verbose: bool,
 
