@@ -23,6 +23,7 @@ Examples:
   retry --base 1s --max 64s --max-time 5m -- curl -fsS https://example.com/health
   retry --attempts 3 --timeout 10s --retry-on-exit 1,75-78 -- ./deploy.sh
   retry --forever --max-time 2m --backoff constant --base 2s -- pg_isready -h db
+  retry --until-stdout Running --max-time 5m -- kubectl get pod web
   retry --dry-run --base 500ms --seed 7
 ";
 
