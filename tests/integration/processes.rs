@@ -122,11 +122,11 @@ fn orphans_that_die_are_collected_while_the_attempt_runs_and_during_a_wait() {
             || state(pid).is_none(),
         );
     }
-    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    let attempt = pid_in(&r.path("pid"));
     assert!(alive(attempt), "checked while the attempt ran");
     r.write("go", "");
     wait_for_stderr(&mut child, "next attempt in");
-    let pid: i32 = wait_for_lines(&r.path("waiting"), 1)[0].parse().unwrap();
+    let pid = pid_in(&r.path("waiting"));
     eventually("an orphan that died during the wait is collected", || {
         state(pid).is_none()
     });
@@ -146,8 +146,7 @@ fn foreground_timeout_signals_only_the_attempt() {
         alive(pids[1]),
         "the grandchild is not signalled in --foreground"
     );
-    // SAFETY: kill(2) on the grandchild this test started.
-    unsafe { libc::kill(pids[1], libc::SIGKILL) };
+    kill_leftover(pids[1]);
 }
 
 /// The grandchild of a non-interactive shell ignores SIGINT and SIGQUIT, so for those the
@@ -273,7 +272,7 @@ fn one_attempt_waiting_for_go() -> Retry {
 fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
     let r = one_attempt_waiting_for_go();
     let mut child = r.spawn_as_job();
-    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    let attempt = pid_in(&r.path("pid"));
     let retry_pid = child.id() as i32;
     send(&child, libc::SIGTSTP);
     // A shell caught in vfork(2) waits (state D) on its stopped child instead of stopping.
@@ -349,7 +348,7 @@ fn ctrl_z_then_fg_under_an_interactive_shell() {
 fn ctrl_z_is_dropped_when_no_shell_could_continue_retry() {
     let r = one_attempt_waiting_for_go();
     let mut child = r.spawn_under(&["setsid"]);
-    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    let attempt = pid_in(&r.path("pid"));
     send(&child, libc::SIGTSTP);
     std::thread::sleep(Duration::from_millis(100));
     assert_ne!(
@@ -399,7 +398,7 @@ fn an_interrupted_attempts_held_output_does_not_wait_for_a_stalled_reader() {
     let r = r.args(sh(&script));
     // stderr into a pipe that nothing reads (its reading end stays open in `child`).
     let child = r.spawn_with(Stdio::null(), Stdio::piped());
-    let attempt: i32 = wait_for_lines(&r.path("held"), 1)[0].parse().unwrap();
+    let attempt = pid_in(&r.path("held"));
     // 6.9 MB held, a pipe of 64 KiB: the copy to stderr is stuck after the first 64 KiB.
     sigterm_ends_retry_at_once(child);
     assert!(gone_soon(attempt), "the attempt survived");
@@ -461,17 +460,14 @@ fn a_signal_ends_retry_while_the_output_of_an_ended_attempt_drains() {
     let r = r.args(sh(&script));
     let child = r.spawn();
     sigterm_after_the_attempt_ends_at_once(&r, child);
-    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
-    // SAFETY: kill(2) on the group of the attempt this test started: its writing leftover.
-    unsafe {
-        libc::kill(-attempt, libc::SIGKILL);
-    }
+    let attempt = pid_in(&r.path("pid"));
+    kill_leftover(-attempt);
 }
 
 /// Waits for the attempt (its pid in the file `pid`) to end and `retry` to reach the write that
 /// cannot go through, then sends SIGTERM: `retry` must end by it at once.
 fn sigterm_after_the_attempt_ends_at_once(r: &Retry, child: std::process::Child) {
-    let attempt: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    let attempt = pid_in(&r.path("pid"));
     eventually("the attempt has ended", || !alive(attempt));
     std::thread::sleep(Duration::from_millis(50));
     sigterm_ends_retry_at_once(child);
@@ -537,12 +533,9 @@ fn user_signals_go_to_the_attempt_itself() {
     send(&child, libc::SIGUSR2);
     assert_eq!(shell_status(wait_bounded(&mut child)), 0);
     assert_eq!(wait_for_lines(&r.path("got"), 2), ["USR1", "USR2"]);
-    let background: i32 = wait_for_lines(&r.path("background"), 1)[0].parse().unwrap();
+    let background = pid_in(&r.path("background"));
     assert!(alive(background), "the signal reached the attempt's group");
-    // SAFETY: kill(2) on the test's own leftover `sleep`.
-    unsafe {
-        libc::kill(background, libc::SIGKILL);
-    }
+    kill_leftover(background);
 }
 
 /// `--verbose` says when a user signal was handed to the attempt, and JSON logs carry a

@@ -306,12 +306,9 @@ fn a_background_process_holding_the_output_does_not_hold_retry() {
         started.elapsed()
     );
     assert_eq!(std::fs::read_to_string(r.path("out")).unwrap(), "ready\n");
-    let sleeper: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    let sleeper = pid_in(&r.path("pid"));
     assert!(alive(sleeper), "the background process was left alone");
-    // SAFETY: kill(2) on the background process this test's attempt started.
-    unsafe {
-        libc::kill(sleeper, libc::SIGKILL);
-    }
+    kill_leftover(sleeper);
 }
 
 /// Such a background process may write on after `retry` has ended (a server started with `&`,
@@ -375,11 +372,8 @@ fn only_the_copied_stream_stays_open_for_a_background_writer() {
         started.elapsed()
     );
     assert_eq!(shell_status(wait_bounded(&mut child)), 0);
-    let writer: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
-    // SAFETY: kill(2) on the background process this test's attempt started.
-    unsafe {
-        libc::kill(writer, libc::SIGKILL);
-    }
+    let writer = pid_in(&r.path("pid"));
+    kill_leftover(writer);
 }
 
 /// Once the reader downstream has gone, a background writer learns it as it would have: the
@@ -399,7 +393,7 @@ fn a_background_writer_without_a_reader_ends() {
     assert_eq!(&first, b"ready\n");
     assert_eq!(shell_status(wait_bounded(&mut child)), 0);
     drop(reader);
-    let writer: i32 = wait_for_lines(&r.path("pid"), 1)[0].parse().unwrap();
+    let writer = pid_in(&r.path("pid"));
     assert!(gone_soon(writer), "yes ({writer}) writes on with no reader");
 }
 

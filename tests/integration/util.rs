@@ -368,6 +368,19 @@ pub fn send(child: &Child, signal: i32) {
     }
 }
 
+/// The pid that a test's command wrote to `path`, once it is there.
+pub fn pid_in(path: &Path) -> i32 {
+    wait_for_lines(path, 1)[0].parse().expect("a pid")
+}
+
+/// Kills a process (a negative pid: a group) that a test's command left behind on purpose.
+pub fn kill_leftover(pid: i32) {
+    // SAFETY: kill(2) on a process or group this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
 /// The status as a shell sees it: the exit code, or 128 + N for a death by signal N.
 pub fn shell_status(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
