@@ -462,20 +462,14 @@ fn json(event: &Event<'_>) -> String {
             "terminal-stop",
             vec![
                 ("attempt", Json::Number(attempt)),
-                (
-                    "signal",
-                    Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string())),
-                ),
+                ("signal", signal_json(signal)),
             ],
         ),
         Event::Relayed { attempt, signal } => object(
             "relay",
             vec![
                 ("attempt", Json::Number(attempt)),
-                (
-                    "signal",
-                    Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string())),
-                ),
+                ("signal", signal_json(signal)),
             ],
         ),
         Event::HookFailed { kind, end } => object(
@@ -495,10 +489,7 @@ fn json(event: &Event<'_>) -> String {
         Event::Interrupted { signal } => object(
             "interrupted",
             vec![
-                (
-                    "signal",
-                    Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string())),
-                ),
+                ("signal", signal_json(signal)),
                 ("exit_code", Json::Number(128 + signal.clamp(0, 127) as u64)),
             ],
         ),
@@ -685,6 +676,11 @@ fn text(event: &Event<'_>) -> String {
             format!("stopped by {name}")
         }
     }
+}
+
+/// A signal in JSON: its name (`"SIGTERM"`), or its number as text where it has none.
+fn signal_json(signal: i32) -> Json {
+    Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string()))
 }
 
 /// `; next attempt in 1.5s` when a wait follows, else nothing.
