@@ -124,10 +124,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         &mut reporter,
     ) {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
-        end => {
-            plumbing::hand_over(runner.leftovers);
-            Exit::Status(end.exit_status(settings.fail_exit))
-        }
+        end => match plumbing::hand_over(runner.leftovers, &events) {
+            Ok(()) => Exit::Status(end.exit_status(settings.fail_exit)),
+            Err(signal) => Exit::Signal(signal),
+        },
     }
 }
 

@@ -10,8 +10,8 @@
 //! to a process of its own when `retry` ends (`hand_over`).
 
 use std::fs::File;
-use std::io::{self, PipeReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -107,6 +107,36 @@ impl Sink {
     }
 }
 
+/// The pipe on which `hand_over` tells every copy to stop: one byte written makes its read end
+/// readable for good, to all of them at once.
+fn stop_pipe() -> io::Result<&'static (PipeReader, PipeWriter)> {
+    static STOP: OnceLock<(PipeReader, PipeWriter)> = OnceLock::new();
+    if let Some(pipe) = STOP.get() {
+        return Ok(pipe);
+    }
+    let pipe = io::pipe()?;
+    Ok(STOP.get_or_init(|| pipe))
+}
+
+/// Waits until `source` has input, or has ended or failed (for the read to tell); `false` once
+/// the copies are to stop (see `hand_over`), whatever is waiting in `source`.
+fn await_input(source: RawFd, stop: RawFd) -> bool {
+    let mut ready = [source, stop].map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    loop {
+        // SAFETY: two valid pollfds, no timeout.
+        if unsafe { libc::poll(ready.as_mut_ptr(), 2, -1) } > 0 {
+            return ready[1].revents == 0;
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return true;
+        }
+    }
+}
+
 /// A stream being copied and matched.
 pub struct Watch {
     /// Which of `retry`'s streams the copy writes to, for messages.
@@ -166,6 +196,7 @@ pub fn watch(
     rules: &OutputRules,
 ) -> io::Result<Watch> {
     let (done, finished) = io::pipe()?;
+    let stop = stop_pipe()?.0.as_raw_fd();
     let source_fd = source.as_raw_fd();
     // A copy that outlives `retry` passes on to the same stream; held output, which has no
     // attempt of its own by then, to stderr, so that stdout still carries one attempt's output.
@@ -203,6 +234,9 @@ pub fn watch(
                 }
             };
             loop {
+                if !await_input(source_fd, stop) {
+                    break;
+                }
                 let read = match source.read(&mut buffer) {
                     Ok(0) => break,
                     Ok(read) => read,
@@ -377,33 +411,47 @@ pub fn wait_while_flowing(
 /// passes the bytes on, unjudged, until the last writer closes the pipe, holding nothing else
 /// open; should its own stream have closed, it closes the pipes that fed it, and the writers
 /// get SIGPIPE as they would have.
-pub fn hand_over(leftovers: Vec<Leftover>) {
+///
+/// The copies stop first, each once it has passed on what it read, so the helper takes over
+/// where they ended: no byte is lost with `retry`'s exit, nor passed on out of order. As after
+/// an attempt, a reader downstream that takes its time is waited for, up to the run's limit
+/// (`events.readers_until()`), past which the rest of what a copy was writing is lost. A
+/// shutdown signal meanwhile is returned, and nothing is handed over.
+pub fn hand_over(leftovers: Vec<Leftover>, events: &Events) -> Result<(), i32> {
     let mut sources = Vec::new();
     let mut targets = Vec::new();
+    let mut copies = Vec::new();
     for leftover in leftovers {
         // SAFETY: fcntl(2) duplicating the descriptor the copy holds, then, should the copy
         // have ended meanwhile (it may have closed that descriptor, and another may have taken
         // its number), closing the duplicate unused: the copy closes its source only after
         // `done` hangs up.
-        unsafe {
+        let source = unsafe {
             let fd = libc::fcntl(leftover.source, libc::F_DUPFD_CLOEXEC, 3);
             if fd < 0 {
                 continue;
             }
-            if hung_up(leftover.done.as_fd()) {
-                libc::close(fd);
-                continue;
-            }
-            sources.push(libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            });
-            targets.push(leftover.after_end);
+            OwnedFd::from_raw_fd(fd)
+        };
+        if hung_up(leftover.done.as_fd()) {
+            continue;
         }
+        copies.push((source, leftover));
     }
-    if sources.is_empty() {
-        return;
+    if copies.is_empty() {
+        return Ok(());
+    }
+    if let Ok((_, stop)) = stop_pipe() {
+        let _ = (&*stop).write_all(&[0]);
+    }
+    for (source, leftover) in copies {
+        events.wait_readable(leftover.done.as_fd(), events.readers_until())?;
+        sources.push(libc::pollfd {
+            fd: source.into_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        targets.push(leftover.after_end);
     }
     // Every descriptor the helper keeps, sorted, to close all others.
     let mut keep: Vec<libc::c_uint> = sources
@@ -419,6 +467,7 @@ pub fn hand_over(leftovers: Vec<Leftover>) {
     if unsafe { libc::fork() } == 0 {
         copy_to_the_end(&mut sources, &mut targets, &keep);
     }
+    Ok(())
 }
 
 /// Whether the other end of `fd`, a pipe, has closed.

@@ -336,6 +336,41 @@ fn a_background_writer_outlives_retry_and_its_output_arrives() {
     }
 }
 
+/// `retry` may end while a background writer's output is on its way to a reader that has not
+/// taken it yet: the copy passes on what it has read before the helper takes over, so nothing
+/// is lost or reordered, however late the reader comes.
+#[test]
+fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
+    // Attempt 1 leaves a writer that starts once retry has stopped waiting for it (after 100 ms
+    // of silence) and writes more than a pipe holds; attempt 2 ends the run while that output
+    // waits for the reader, which reads only after that.
+    let r = retry().args([
+        "-q",
+        "--until-stdout",
+        "^ready$",
+        "--attempts",
+        "2",
+        "--base",
+        "0",
+    ]);
+    let r = r.args(sh(
+        "[ $RETRY_ATTEMPT = 1 ] && { (sleep 0.3; seq 200000) & exit 1; }; sleep 0.6; exit 1",
+    ));
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let mut stdout = child.stdout.take().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut text = String::new();
+    stdout.read_to_string(&mut text).unwrap();
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+    let expected: String = (1..=200_000).map(|n| format!("{n}\n")).collect();
+    assert!(
+        text == expected,
+        "{} bytes arrived of {}",
+        text.len(),
+        expected.len()
+    );
+}
+
 /// Under --hold-stdout, what a background writer prints once `retry` has ended belongs to no
 /// attempt: it goes to stderr, and stdout carries the final attempt's output alone.
 #[test]
