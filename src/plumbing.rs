@@ -86,7 +86,7 @@ pub enum Sink {
     /// On at once to one of `retry`'s own streams.
     Stream(OwnStream),
     /// Into a spool, until the driver says whether this attempt's output is the final one.
-    Hold(Arc<Mutex<Spool>>),
+    Hold(Arc<Mutex<Held>>),
     /// Nowhere: the stream could not be written (see `Flow::write_error`).
     Discard,
 }
@@ -96,14 +96,44 @@ impl Sink {
         match self {
             Sink::Stream(out) => out.write_all(bytes),
             Sink::Discard => Ok(()),
-            Sink::Hold(spool) => {
-                spool
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .append(bytes);
-                Ok(())
+            Sink::Hold(held) => {
+                let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if !held.written_out {
+                    held.spool.append(bytes);
+                    return Ok(());
+                }
+                drop(held);
+                // What a background process of the attempt writes once the attempt's output
+                // has gone out belongs to no attempt: on to stderr, as that output went, or as
+                // it would go were it not the final attempt's.
+                *self = Sink::Stream(OwnStream::on(io::stderr().as_fd())?);
+                self.write_all(bytes)
             }
         }
+    }
+}
+
+/// An attempt's held stdout.
+#[derive(Default)]
+pub struct Held {
+    spool: Spool,
+    /// The spool has been written out: what comes later is not held.
+    written_out: bool,
+}
+
+impl Held {
+    /// Writes out what is held to `out`, if it could be had, and holds no more: later output
+    /// is passed on at once.
+    pub fn write_out(&mut self, out: io::Result<impl Write>) -> io::Result<()> {
+        let written = out.and_then(|mut out| self.spool.copy_to(&mut out));
+        self.spool = Spool::default();
+        self.written_out = true;
+        written
+    }
+
+    /// Why held bytes past the memory bound stay in memory, if they do.
+    pub fn spill_error(&self) -> Option<&str> {
+        self.spool.spill_error()
     }
 }
 

@@ -23,12 +23,11 @@ use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, 
 use crate::input::{Feeder, Input};
 use crate::interpreter;
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing::{self, Leftover, OwnStream, Sink, Watch};
+use crate::plumbing::{self, Held, Leftover, OwnStream, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::OutputRules;
 use crate::signals::{self, Event, Events};
-use crate::spool::Spool;
 
 pub struct Runner<'a> {
     pub events: &'a Events,
@@ -38,7 +37,7 @@ pub struct Runner<'a> {
     pub input: Input,
     pub hold_stdout: bool,
     /// The last attempt's stdout under `--hold-stdout`, until it is released.
-    pub held: Option<Arc<Mutex<Spool>>>,
+    pub held: Option<Arc<Mutex<Held>>>,
     pub foreground: bool,
     pub kill_signal: i32,
     pub kill_after: Duration,
@@ -462,9 +461,9 @@ impl Runner<'_> {
         if self.stdout_rules.any() || self.hold_stdout {
             let (source, attempt_end) = io::pipe()?;
             let sink = if self.hold_stdout {
-                let spool = Arc::new(Mutex::new(Spool::default()));
-                self.held = Some(Arc::clone(&spool));
-                Sink::Hold(spool)
+                let held = Arc::new(Mutex::new(Held::default()));
+                self.held = Some(Arc::clone(&held));
+                Sink::Hold(held)
             } else {
                 Sink::Stream(OwnStream::on(io::stdout().as_fd())?)
             };
@@ -515,8 +514,8 @@ impl Runner<'_> {
             self.say_once(reporter, Report::ReadFailed { error: &error });
         }
         let held = self.held.as_ref().and_then(|held| {
-            let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            spool.spill_error().map(str::to_string)
+            let held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            held.spill_error().map(str::to_string)
         });
         for (stream, error) in [("stdout", held), ("stdin", self.input.spill_error())] {
             if let Some(error) = error {
@@ -644,7 +643,7 @@ impl Runner<'_> {
 /// Starts `copy_held` on a thread of its own; returns the thread and a pipe that hangs up when
 /// it ends. `None` when no pipe or thread can be had.
 fn spawn_copier(
-    held: &Arc<Mutex<Spool>>,
+    held: &Arc<Mutex<Held>>,
     final_attempt: bool,
     moved: &Arc<AtomicU64>,
 ) -> Option<(PipeReader, JoinHandle<io::Result<()>>)> {
@@ -663,14 +662,14 @@ fn spawn_copier(
 
 /// Writes held output to stdout (the final attempt's) or stderr (any other's). Counts the bytes
 /// written in `moved`.
-fn copy_held(held: &Mutex<Spool>, final_attempt: bool, moved: &AtomicU64) -> io::Result<()> {
-    let spool = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+fn copy_held(held: &Mutex<Held>, final_attempt: bool, moved: &AtomicU64) -> io::Result<()> {
+    let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let out = if final_attempt {
         OwnStream::on(io::stdout().as_fd())
     } else {
         OwnStream::on(io::stderr().as_fd())
-    }?;
-    spool.copy_to(&mut Counted { out, moved })
+    };
+    held.write_out(out.map(|out| Counted { out, moved }))
 }
 
 /// A writer that counts what it wrote.

@@ -382,6 +382,21 @@ fn held_output_of_a_background_writer_goes_to_stderr_after_the_end() {
     assert_eq!(String::from_utf8_lossy(&output.stderr), "late\n");
 }
 
+/// What a background writer of an earlier attempt prints once that attempt's held output has
+/// gone out belongs to no attempt: it goes on to stderr at once, rather than into a spool that
+/// nothing will write out.
+#[test]
+fn held_output_of_an_earlier_attempts_background_writer_goes_to_stderr() {
+    let r = retry().args(["-q", "--hold-stdout", "--attempts", "2", "--base", "0"]);
+    let r = r.args(sh(
+        "[ $RETRY_ATTEMPT = 1 ] && { (sleep 0.3; echo late) & echo first; exit 1; }; sleep 0.6; echo final",
+    ));
+    let output = r.command().output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "final\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "first\nlate\n");
+    assert_eq!(output.status.code(), Some(0));
+}
+
 /// What takes over a background writer's stderr holds only that: retry's stdout closes when
 /// retry ends, so a pipeline reading it is not kept waiting for the background process.
 #[test]
