@@ -163,7 +163,14 @@ impl ConfigFile {
         if let Some(profile) = profile {
             let entries = self.profiles.get(profile).ok_or_else(|| {
                 let names: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
-                let hint = suggestion(profile, &names).map_or(String::new(), |h| format!("; {h}"));
+                let hint = match suggestion(profile, &names) {
+                    Some(near) => format!("; {near}"),
+                    None if names.is_empty() => "; the file has no [profile.NAME] table".into(),
+                    None => {
+                        let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+                        format!("; the file has {}", quoted.join(", "))
+                    }
+                };
                 ConfigError(format!(
                     "{}: profile '{profile}' not found{hint}",
                     self.name
@@ -640,6 +647,20 @@ mod tests {
         assert_eq!(
             file.arguments(Some("nightli"), &[]).unwrap_err().0,
             "cfg.toml: profile 'nightli' not found; did you mean 'nightly'?"
+        );
+    }
+
+    #[test]
+    fn a_missing_profile_with_no_near_name_lists_those_there_are() {
+        let file = ConfigFile::parse("cfg.toml", "[profile.ci]\n[profile.nightly]\n").unwrap();
+        assert_eq!(
+            file.arguments(Some("api"), &[]).unwrap_err().0,
+            "cfg.toml: profile 'api' not found; the file has 'ci', 'nightly'"
+        );
+        let file = ConfigFile::parse("cfg.toml", "[defaults]\nretries = 1\n").unwrap();
+        assert_eq!(
+            file.arguments(Some("api"), &[]).unwrap_err().0,
+            "cfg.toml: profile 'api' not found; the file has no [profile.NAME] table"
         );
     }
 
