@@ -85,7 +85,8 @@ pub fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
 pub enum Sink {
     /// On at once to one of `retry`'s own streams.
     Stream(OwnStream),
-    /// Into a spool, until the driver says whether this attempt's output is the final one.
+    /// Into a spool, until the driver says whether this attempt's output is the final one
+    /// (and once the spool has been written out, on to stderr).
     Hold(Arc<Mutex<Held>>),
     /// Nowhere: the stream could not be written (see `Flow::write_error`).
     Discard,
