@@ -245,6 +245,9 @@ pub struct Cli {
 
     /// Hold each attempt's stdout until it ends: only the final attempt's goes to stdout, the
     /// others' to stderr
+    ///
+    /// Held output past 4 MiB spills to a private temporary file. What a background process of
+    /// an attempt writes once that attempt's output has gone out goes to stderr as it comes.
     #[arg(long, help_heading = "Input and output")]
     pub hold_stdout: bool,
 
