@@ -1,7 +1,5 @@
 //! JSON events, the terminal (colour, countdown), and help text.
 
-use std::process::Command;
-
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -313,22 +311,10 @@ fn no_escape_bytes_when_stderr_is_not_a_terminal() {
         .stderr(predicate::str::contains("\r").not());
 }
 
-/// Runs `retry ARGS` under a pseudo-terminal (`script`), with extra environment.
+/// Runs `retry ARGS` (words as a shell reads them) under a pseudo-terminal, with extra
+/// environment.
 fn under_terminal(args: &str, env: &[(&str, &str)]) -> String {
-    let mut command = Command::new("script");
-    command
-        .args(["-qec", &format!("'{BIN}' {args}"), "/dev/null"])
-        .env_remove("CI")
-        .env_remove("NO_COLOR")
-        .stdin(std::process::Stdio::null());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let output = assert_cmd::Command::from_std(command)
-        .timeout(BOUND)
-        .output()
-        .expect("script(1) from util-linux");
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    under_pty(&["sh", "-c", &format!("'{BIN}' {args}")], &[], env).expect("sh")
 }
 
 const LONG_WAIT: &str = "-r 1 --base 2100ms --jitter none --stdin null false";

@@ -499,6 +499,7 @@ pub fn under_pty(argv: &[&str], steps: &[(&str, &str)], env: &[(&str, &str)]) ->
         .args(["-c", PTY_DRIVER, &steps])
         .args(argv)
         .env_remove("CI")
+        .env_remove("NO_COLOR")
         .timeout(BOUND);
     for (key, value) in env {
         command.env(key, value);
