@@ -371,6 +371,33 @@ fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
     );
 }
 
+/// While `retry` waits for a late reader to take what a copy was passing on at the end, a
+/// SIGTERM ends it at once, by that signal.
+#[test]
+fn sigterm_ends_the_wait_for_a_late_reader_at_the_end() {
+    let r = retry().args([
+        "-q",
+        "--until-stdout",
+        "^ready$",
+        "--attempts",
+        "2",
+        "--base",
+        "0",
+    ]);
+    let r = r.args(sh(
+        "[ $RETRY_ATTEMPT = 1 ] && { (sleep 0.3; exec seq 200000) & exit 1; }; sleep 0.6; exit 1",
+    ));
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "retry waits for the reader"
+    );
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(status_within(&mut child, sent, Duration::from_secs(1)), 143);
+}
+
 /// Under --hold-stdout, what a background writer prints once `retry` has ended belongs to no
 /// attempt: it goes to stderr, and stdout carries the final attempt's output alone.
 #[test]
