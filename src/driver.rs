@@ -265,7 +265,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
 
             let wait = match settings.judge.judge(end, report.matches) {
                 Verdict::BrokenPipe => return Ok(RunEnd::BrokenPipe),
-                Verdict::Stop => {
+                Verdict::Stop(rule) => {
                     if !self.release(true)? {
                         return Ok(RunEnd::BrokenPipe);
                     }
@@ -274,7 +274,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     if say {
                         self.reporter.emit(&failed(None));
                     }
-                    return self.give_up(GiveUp::Permanent, attempt, last, say);
+                    return self.give_up(GiveUp::Permanent(rule), attempt, last, say);
                 }
                 Verdict::Succeed => {
                     streak += 1;

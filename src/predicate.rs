@@ -10,10 +10,21 @@ use crate::parse::CodeSet;
 pub enum Verdict {
     Succeed,
     Retry,
-    /// A permanent failure: end the run now with this attempt's status.
-    Stop,
+    /// A permanent failure, by this rule: end the run now with this attempt's status.
+    Stop(Permanent),
     /// The attempt died of SIGPIPE: its reader has gone and another attempt cannot help.
     BrokenPipe,
+}
+
+/// The rule that makes a failure permanent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permanent {
+    /// `--stop-on-exit` lists its status.
+    StopOnExit,
+    /// `--retry-on-exit` is given and does not list its status.
+    NotInRetryOnExit,
+    /// The command cannot be started, and will not start on the next try either.
+    CannotStart,
 }
 
 /// The judging rules, from the flags.
@@ -43,7 +54,7 @@ impl Judge {
             .stop_on_exit
             .is_some_and(|codes| codes.contains(status))
         {
-            return Verdict::Stop;
+            return Verdict::Stop(Permanent::StopOnExit);
         }
         let succeeded = match end {
             AttemptEnd::TimedOut(_)
@@ -56,15 +67,10 @@ impl Judge {
         if succeeded {
             return Verdict::Succeed;
         }
-        let retryable = match self.retry_on_exit {
-            Some(codes) => codes.contains(status),
-            // A command that cannot be started will not start on the next try either.
-            None => !end.could_not_start(),
-        };
-        if retryable {
-            Verdict::Retry
-        } else {
-            Verdict::Stop
+        match self.retry_on_exit {
+            Some(codes) if !codes.contains(status) => Verdict::Stop(Permanent::NotInRetryOnExit),
+            None if end.could_not_start() => Verdict::Stop(Permanent::CannotStart),
+            _ => Verdict::Retry,
         }
     }
 }
@@ -75,6 +81,7 @@ mod tests {
     use crate::outcome::Limit;
     use crate::parse::code_set;
     use AttemptEnd::*;
+    use Permanent::*;
     use Verdict::*;
 
     fn codes(text: &str) -> Option<CodeSet> {
@@ -94,8 +101,8 @@ mod tests {
         assert_eq!(judge.judge(Exited(255), NONE), Retry);
         assert_eq!(judge.judge(Signaled(libc::SIGKILL), NONE), Retry);
         assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Retry);
-        assert_eq!(judge.judge(NotFound, NONE), Stop);
-        assert_eq!(judge.judge(NotExecutable, NONE), Stop);
+        assert_eq!(judge.judge(NotFound, NONE), Stop(CannotStart));
+        assert_eq!(judge.judge(NotExecutable, NONE), Stop(CannotStart));
         assert_eq!(judge.judge(SpawnFailed, NONE), Retry);
         assert_eq!(judge.judge(Signaled(libc::SIGPIPE), NONE), BrokenPipe);
     }
@@ -108,9 +115,12 @@ mod tests {
         };
         assert_eq!(judge.judge(Exited(1), NONE), Retry);
         assert_eq!(judge.judge(Exited(76), NONE), Retry);
-        assert_eq!(judge.judge(Exited(2), NONE), Stop);
-        assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Stop);
-        assert_eq!(judge.judge(SpawnFailed, NONE), Stop);
+        assert_eq!(judge.judge(Exited(2), NONE), Stop(NotInRetryOnExit));
+        assert_eq!(
+            judge.judge(TimedOut(Limit::Attempt), NONE),
+            Stop(NotInRetryOnExit)
+        );
+        assert_eq!(judge.judge(SpawnFailed, NONE), Stop(NotInRetryOnExit));
         assert_eq!(judge.judge(Exited(0), NONE), Succeed);
     }
 
@@ -122,7 +132,7 @@ mod tests {
         };
         assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Retry);
         assert_eq!(judge.judge(NotFound, NONE), Retry);
-        assert_eq!(judge.judge(NotExecutable, NONE), Stop);
+        assert_eq!(judge.judge(NotExecutable, NONE), Stop(NotInRetryOnExit));
     }
 
     #[test]
@@ -132,7 +142,7 @@ mod tests {
             stop_on_exit: codes("3"),
             ..Judge::default()
         };
-        assert_eq!(judge.judge(Exited(3), NONE), Stop);
+        assert_eq!(judge.judge(Exited(3), NONE), Stop(StopOnExit));
         assert_eq!(judge.judge(Exited(2), NONE), Retry);
     }
 
@@ -142,8 +152,11 @@ mod tests {
             stop_on_exit: codes("124,137"),
             ..Judge::default()
         };
-        assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Stop);
-        assert_eq!(judge.judge(Signaled(libc::SIGKILL), NONE), Stop);
+        assert_eq!(
+            judge.judge(TimedOut(Limit::Attempt), NONE),
+            Stop(StopOnExit)
+        );
+        assert_eq!(judge.judge(Signaled(libc::SIGKILL), NONE), Stop(StopOnExit));
         assert_eq!(judge.judge(Exited(1), NONE), Retry);
     }
 
@@ -157,7 +170,7 @@ mod tests {
         assert_eq!(judge.judge(Exited(1), NONE), Succeed);
         assert_eq!(judge.judge(Signaled(libc::SIGTERM), NONE), Succeed);
         assert_eq!(judge.judge(TimedOut(Limit::Attempt), NONE), Retry);
-        assert_eq!(judge.judge(NotFound, NONE), Stop);
+        assert_eq!(judge.judge(NotFound, NONE), Stop(CannotStart));
         assert_eq!(judge.judge(SpawnFailed, NONE), Retry);
     }
 
@@ -168,7 +181,7 @@ mod tests {
             retry_on_exit: codes("1"),
             ..Judge::default()
         };
-        assert_eq!(judge.judge(Exited(0), NONE), Stop);
+        assert_eq!(judge.judge(Exited(0), NONE), Stop(NotInRetryOnExit));
     }
 
     #[test]
@@ -203,7 +216,7 @@ mod tests {
             retry_on_exit: codes("1"),
             ..judge
         };
-        assert_eq!(limited.judge(Exited(0), matched), Stop);
+        assert_eq!(limited.judge(Exited(0), matched), Stop(NotInRetryOnExit));
         assert_eq!(limited.judge(Exited(1), matched), Retry);
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::driver::HookKind;
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
+use crate::predicate::Permanent;
 use crate::settings::Verbosity;
 
 /// Why a run gave up.
@@ -18,9 +19,8 @@ use crate::settings::Verbosity;
 pub enum GiveUp {
     /// The attempt limit was reached.
     Exhausted,
-    /// The verdict was a permanent failure (`--stop-on-exit`, or a code outside
-    /// `--retry-on-exit`).
-    Permanent,
+    /// The verdict was a permanent failure, by this rule.
+    Permanent(Permanent),
     /// `--max-time` was reached.
     MaxTime,
     /// The next wait (the splay, before a first attempt) would end past `--max-time`.
@@ -426,7 +426,7 @@ fn json(event: &Event<'_>) -> String {
                     Json::Text(
                         match reason {
                             GiveUp::Exhausted => "exhausted",
-                            GiveUp::Permanent => "permanent",
+                            GiveUp::Permanent(_) => "permanent",
                             GiveUp::MaxTime | GiveUp::MaxTimeAhead { .. } => "max-time",
                         }
                         .into(),
@@ -623,7 +623,15 @@ fn text(event: &Event<'_>) -> String {
         } => {
             let why = match reason {
                 GiveUp::Exhausted => "no retries left".to_string(),
-                GiveUp::Permanent => "permanent failure".to_string(),
+                GiveUp::Permanent(Permanent::StopOnExit) => {
+                    "permanent failure, by --stop-on-exit".to_string()
+                }
+                GiveUp::Permanent(Permanent::NotInRetryOnExit) => {
+                    "permanent failure, not in --retry-on-exit".to_string()
+                }
+                GiveUp::Permanent(Permanent::CannotStart) => {
+                    "permanent failure, the command cannot be started".to_string()
+                }
                 GiveUp::MaxTime => "--max-time reached".to_string(),
                 GiveUp::MaxTimeAhead { wait } if attempts == 0 => {
                     format!("the splay of {} would end past --max-time", human(wait))

@@ -33,15 +33,30 @@ fn unlimited_runs_say_attempt_n_without_a_total() {
         .stderr(predicate::str::contains("would start past --max-time"));
 }
 
+/// A permanent failure says which rule made it one.
 #[test]
-fn permanent_failures_say_so() {
+fn permanent_failures_say_so_and_by_which_rule() {
     retry()
         .args(["--retry-on-exit", "1", "sh", "-c", "exit 2"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("attempt 1/6 failed (exit 2)"))
         .stderr(predicate::str::contains(
-            "permanent failure (exit status 2)",
+            "permanent failure, not in --retry-on-exit (exit status 2)",
+        ));
+    retry()
+        .args(["--stop-on-exit", "2", "sh", "-c", "exit 2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "permanent failure, by --stop-on-exit (exit status 2)",
+        ));
+    retry()
+        .args(["--retry-on-exit", "1", "--timeout", "10ms", "sleep", "5"])
+        .assert()
+        .code(124)
+        .stderr(predicate::str::contains(
+            "permanent failure, not in --retry-on-exit (exit status 124)",
         ));
 }
 
