@@ -385,10 +385,10 @@ fn sigterm_ends_the_wait_for_a_late_reader_at_the_end() {
         "0",
     ]);
     let r = r.args(sh(
-        "[ $RETRY_ATTEMPT = 1 ] && { (sleep 0.3; exec seq 200000) & exit 1; }; sleep 0.6; exit 1",
+        "[ $RETRY_ATTEMPT = 1 ] && { (sleep 0.2; exec seq 200000) & exit 1; }; sleep 0.8; exit 1",
     ));
     let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
-    std::thread::sleep(Duration::from_millis(1200));
+    std::thread::sleep(Duration::from_millis(1400));
     assert!(
         child.try_wait().unwrap().is_none(),
         "retry waits for the reader"
