@@ -203,7 +203,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             let wait = self.delays.splay(settings.splay);
             if self.wait_crosses_deadline(wait) {
                 // Fine point 21: no time is left for a first attempt.
-                return self.give_up(GiveUp::MaxTimeAhead { wait }, 0, None, true);
+                return self.give_up(GiveUp::MaxTimeAhead { wait }, 0, None, false);
             }
             self.reporter.emit(&Event::Splay { wait });
             self.clock.sleep(wait)?;
@@ -217,7 +217,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         for attempt in 1u64.. {
             let now = self.clock.now();
             if self.past_deadline(now) {
-                return self.give_up(GiveUp::MaxTime, attempt - 1, last, true);
+                return self.give_up(GiveUp::MaxTime, attempt - 1, last, false);
             }
             let spec = AttemptSpec {
                 number: attempt,
@@ -269,12 +269,11 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     if !self.release(true)? {
                         return Ok(RunEnd::BrokenPipe);
                     }
-                    // A command that cannot start was already reported in its own line.
-                    let say = !end.could_not_start();
-                    if say {
-                        self.reporter.emit(&failed(None));
-                    }
-                    return self.give_up(GiveUp::Permanent(rule), attempt, last, say);
+                    // A command that cannot start was already said in a line of its own; a
+                    // log still gets the attempt's end and the run's.
+                    let said = end.could_not_start();
+                    self.reporter.emit_unless_said(&failed(None), said);
+                    return self.give_up(GiveUp::Permanent(rule), attempt, last, said);
                 }
                 Verdict::Succeed => {
                     streak += 1;
@@ -316,7 +315,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                         } else {
                             self.max_time_end(wait)
                         };
-                        return self.give_up(reason, attempt, last, true);
+                        return self.give_up(reason, attempt, last, false);
                     }
                     self.reporter.emit(&streak_event(Some(wait)));
                     wait
@@ -331,11 +330,11 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     }
                     if is_last {
                         self.reporter.emit(&failed(None));
-                        return self.give_up(GiveUp::Exhausted, attempt, last, true);
+                        return self.give_up(GiveUp::Exhausted, attempt, last, false);
                     }
                     if final_attempt {
                         self.reporter.emit(&failed(None));
-                        return self.give_up(self.max_time_end(wait), attempt, last, true);
+                        return self.give_up(self.max_time_end(wait), attempt, last, false);
                     }
                     self.reporter.emit(&failed(Some(wait)));
                     if !warned_stdin && self.executor.stdin_shared() {
@@ -345,7 +344,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                     self.hook(HookKind::Retry, attempt, end.status(), Some(wait))?;
                     if self.wait_crosses_deadline(wait) {
                         // The hook used up the time the wait had.
-                        return self.give_up(self.max_time_end(wait), attempt, last, true);
+                        return self.give_up(self.max_time_end(wait), attempt, last, false);
                     }
                     wait
                 }
@@ -386,24 +385,24 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         Ok(())
     }
 
-    /// Ends a failed run: the give-up line (unless `say` is false), then `--on-failure`.
+    /// Ends a failed run: the give-up event (`said`: its text went without saying, see
+    /// `Reporter::emit_unless_said`), then `--on-failure`.
     fn give_up(
         &mut self,
         reason: GiveUp,
         attempts: u64,
         last: Option<AttemptEnd>,
-        say: bool,
+        said: bool,
     ) -> Result<RunEnd, Interrupted> {
         let end = RunEnd::Failed { last };
         let status = end.exit_status(None);
-        if say {
-            self.reporter.emit(&Event::GiveUp {
-                reason,
-                attempts,
-                total: self.clock.now() - self.start,
-                status,
-            });
-        }
+        let event = Event::GiveUp {
+            reason,
+            attempts,
+            total: self.clock.now() - self.start,
+            status,
+        };
+        self.reporter.emit_unless_said(&event, said);
         let last_status = last.map_or(status, AttemptEnd::status);
         self.hook(HookKind::Failure, attempts, last_status, None)?;
         Ok(end)

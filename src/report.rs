@@ -179,6 +179,15 @@ impl Reporter {
         }
     }
 
+    /// `emit`, but when `said` (another line already said it, as the line saying that a
+    /// command cannot be started says that its run ends), only to a JSON log, where every
+    /// attempt and every run has its end.
+    pub fn emit_unless_said(&mut self, event: &Event<'_>, said: bool) {
+        if !said || self.format == LogFormat::Json {
+            self.emit(event);
+        }
+    }
+
     pub fn emit(&mut self, event: &Event<'_>) {
         let needed = match (self.format, event) {
             (_, Event::CannotStart { .. }) => Verbosity::Quiet,

@@ -26,6 +26,35 @@ fn names(events: &[Value]) -> Vec<&str> {
         .collect()
 }
 
+/// In a log, a command that cannot be started still ends its attempt and its run: the line of
+/// text says both at once, a log pipeline counts `attempt` and `give-up` events.
+#[test]
+fn json_ends_the_attempt_and_the_run_of_a_command_that_cannot_start() {
+    let events = events(&["no-such-command-here"]);
+    assert_eq!(
+        names(&events),
+        [
+            "start",
+            "attempt-start",
+            "cannot-start",
+            "attempt",
+            "give-up"
+        ]
+    );
+    assert_eq!(events[3]["exit_code"], 127);
+    assert_eq!(events[3]["outcome"], "failure");
+    assert_eq!(events[4]["reason"], "permanent");
+    assert_eq!(events[4]["exit_code"], 127);
+    retry()
+        .args(["no-such-command-here"])
+        .assert()
+        .code(127)
+        .stderr(
+            predicate::str::contains("cannot run").and(predicate::str::contains("giving up").not()),
+        )
+        .stderr(predicate::str::is_match("\\A[^\\n]*\\n\\z").unwrap());
+}
+
 /// Misuse is found before the log format is known: one text line in either format.
 #[test]
 fn misuse_is_one_text_line_under_json_too() {
