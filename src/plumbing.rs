@@ -323,7 +323,7 @@ pub fn watch(
 /// on whole. A source that has gone quiet is not: a background process may hold the pipe open,
 /// so the wait ends after `DRAIN_IDLE` without output, or after `DRAIN_MAX` spent copying (the
 /// waits on the reader not counted) from one that keeps writing, and in any case at `until`
-/// (the attempt's time limit, past which nothing of it may hold the run). `interrupted`:
+/// (the run's time limit and its grace, past which nothing may hold the run). `interrupted`:
 /// `retry` is shutting down, and waits for the reader too only while it keeps taking output.
 pub fn finish(
     watches: Vec<Watch>,

@@ -202,11 +202,16 @@ impl Execute for Runner<'_> {
             &mut notify,
             true,
         );
-        // The attempt's time limit, with the grace it had for ending, bounds the wait for its
-        // output too: a reader that has stalled must not hold the run past it.
-        let until = spec
-            .deadline
-            .and_then(|(at, _)| at.max(Instant::now()).checked_add(self.kill_after));
+        // The run's time limit, with the grace, bounds the wait for the attempt's output: a
+        // reader that has stalled must not hold the run past it. An attempt's own `--timeout`
+        // does not: it limits how long the command runs, and a reader that takes its time
+        // over output the command has finished writing must not lose any of it, nor have the
+        // attempt judged before it has all gone by.
+        let until = self.events.readers_until().map(|at| {
+            Instant::now()
+                .checked_add(self.kill_after)
+                .map_or(at, |grace| at.max(grace))
+        });
         let interrupted = supervised.interrupted.is_some();
         let drained = plumbing::finish(watches, self.events, interrupted, until);
         // After the drain, whose wait lets the ends of children go by.

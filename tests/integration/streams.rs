@@ -507,8 +507,45 @@ fn a_slow_reader_loses_nothing_blocking_or_not() {
     }
 }
 
-/// The wait for a slow reader has a bound: the attempt's time limit (with its grace), past
-/// which a reader that never reads must not hold the run.
+/// `--timeout` limits how long the command runs, not how long a slow reader may take over what
+/// it has written: all of it arrives, and the attempt is judged on all of it (here its last
+/// line, which a reader slower than the timeout has not taken when the command ends).
+#[test]
+fn a_reader_slower_than_the_timeout_gets_all_and_the_verdict_sees_all() {
+    let r = retry().args([
+        "-q",
+        "--timeout",
+        "200ms",
+        "--kill-after",
+        "100ms",
+        "--attempts",
+        "1",
+        "--retry-if-stdout",
+        "^100000$",
+        "seq",
+        "100000",
+    ]);
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let mut stdout = child.stdout.take().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let mut text = String::new();
+    stdout.read_to_string(&mut text).unwrap();
+    let expected: String = (1..=100_000).map(|n| format!("{n}\n")).collect();
+    assert!(
+        text == expected,
+        "{} bytes arrived of {}",
+        text.len(),
+        expected.len()
+    );
+    assert_eq!(
+        shell_status(wait_bounded(&mut child)),
+        1,
+        "the last line was seen"
+    );
+}
+
+/// The wait for a slow reader has a bound: the run's time limit (with its grace), past which
+/// a reader that never reads must not hold the run.
 #[test]
 fn a_stalled_reader_does_not_hold_the_run_past_max_time() {
     let r = retry()
