@@ -1,7 +1,7 @@
 //! Output predicates that match while streaming, and byte-exact pass-through.
 
 use std::io::Read;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
@@ -336,14 +336,11 @@ fn a_background_writer_outlives_retry_and_its_output_arrives() {
     }
 }
 
-/// `retry` may end while a background writer's output is on its way to a reader that has not
-/// taken it yet: the copy passes on what it has read before the helper takes over, so nothing
-/// is lost or reordered, however late the reader comes.
-#[test]
-fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
-    // Attempt 1 leaves a writer that starts once retry has stopped waiting for it (after 100 ms
-    // of silence) and writes more than a pipe holds; attempt 2 ends the run while that output
-    // waits for the reader, which reads only after that.
+/// A command whose first attempt fails at once, leaving a writer of `seq 200000` that starts
+/// after `start` seconds (once retry has stopped waiting for it, after 100 ms of silence), and
+/// whose second attempt ends the run after `second` seconds, while that output waits for a
+/// reader that has not taken it yet.
+fn writer_left_behind(start: &str, second: &str) -> Retry {
     let r = retry().args([
         "-q",
         "--until-stdout",
@@ -353,16 +350,26 @@ fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
         "--base",
         "0",
     ]);
-    let r = r.args(sh(
-        "[ $RETRY_ATTEMPT = 1 ] && { (sleep 0.3; seq 200000) & exit 1; }; sleep 0.6; exit 1",
-    ));
-    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    r.args(sh(&format!(
+        "[ $RETRY_ATTEMPT = 1 ] && {{ (sleep {start}; exec seq 200000) & exit 1; }}; sleep {second}; exit 1"
+    )))
+}
+
+/// What `seq 1 n` prints.
+fn seq(n: u32) -> String {
+    (1..=n).map(|n| format!("{n}\n")).collect()
+}
+
+/// Reads `child`'s stdout to its end, after a pause: a reader that comes late.
+fn read_late(child: &mut Child, pause: Duration) -> String {
     let mut stdout = child.stdout.take().unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    std::thread::sleep(pause);
     let mut text = String::new();
     stdout.read_to_string(&mut text).unwrap();
-    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
-    let expected: String = (1..=200_000).map(|n| format!("{n}\n")).collect();
+    text
+}
+
+fn assert_whole(text: &str, expected: &str) {
     assert!(
         text == expected,
         "{} bytes arrived of {}",
@@ -371,23 +378,22 @@ fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
     );
 }
 
+/// `retry` may end while a background writer's output is on its way to a reader that has not
+/// taken it yet: the copy passes on what it has read before the helper takes over, so nothing
+/// is lost or reordered, however late the reader comes.
+#[test]
+fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
+    let mut child = writer_left_behind("0.3", "0.6").spawn_with(Stdio::piped(), Stdio::null());
+    let text = read_late(&mut child, Duration::from_millis(1200));
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+    assert_whole(&text, &seq(200_000));
+}
+
 /// While `retry` waits for a late reader to take what a copy was passing on at the end, a
 /// SIGTERM ends it at once, by that signal.
 #[test]
 fn sigterm_ends_the_wait_for_a_late_reader_at_the_end() {
-    let r = retry().args([
-        "-q",
-        "--until-stdout",
-        "^ready$",
-        "--attempts",
-        "2",
-        "--base",
-        "0",
-    ]);
-    let r = r.args(sh(
-        "[ $RETRY_ATTEMPT = 1 ] && { (sleep 0.2; exec seq 200000) & exit 1; }; sleep 0.8; exit 1",
-    ));
-    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let mut child = writer_left_behind("0.2", "0.8").spawn_with(Stdio::piped(), Stdio::null());
     std::thread::sleep(Duration::from_millis(1400));
     assert!(
         child.try_wait().unwrap().is_none(),
@@ -526,17 +532,8 @@ fn a_reader_slower_than_the_timeout_gets_all_and_the_verdict_sees_all() {
         "100000",
     ]);
     let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
-    let mut stdout = child.stdout.take().unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    let mut text = String::new();
-    stdout.read_to_string(&mut text).unwrap();
-    let expected: String = (1..=100_000).map(|n| format!("{n}\n")).collect();
-    assert!(
-        text == expected,
-        "{} bytes arrived of {}",
-        text.len(),
-        expected.len()
-    );
+    let text = read_late(&mut child, Duration::from_millis(800));
+    assert_whole(&text, &seq(100_000));
     assert_eq!(
         shell_status(wait_bounded(&mut child)),
         1,
