@@ -100,7 +100,8 @@ pub struct Cli {
     /// Time limit for one attempt; 0 disables it [default: none]
     ///
     /// On expiry the attempt's process group gets --kill-signal, its status is 124, and it
-    /// counts as a retryable failure.
+    /// counts as a retryable failure. It bounds the command's run; output the command has
+    /// written is passed on however long a reader downstream takes (up to --max-time).
     #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub timeout: Option<Duration>,
 
