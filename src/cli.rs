@@ -282,8 +282,11 @@ pub struct Cli {
 
     /// Print the planned schedule and exit without running anything
     ///
-    /// A COMMAND that cannot be started (not found, not executable, its interpreter missing) is
-    /// said to be, as a run would say it, with what the run would then do.
+    /// Per retry: the nominal delay, the jitter range, the elapsed time counting waits, where
+    /// --max-time would end the run, and a bar chart; with --seed, the delays that seed draws.
+    /// With --timeout too, how many attempts start at the least when each runs its full
+    /// --timeout. A COMMAND that cannot be started (not found, not executable, its interpreter
+    /// missing) is said to be, as a run would say it, with what the run would then do.
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
 

@@ -142,7 +142,59 @@ pub fn plan(settings: &Settings) -> String {
     if let Some(more) = more {
         let _ = writeln!(out, "{more}");
     }
+    if let Some(note) = timeout_note(settings) {
+        let _ = writeln!(out, "{note}");
+    }
     out
+}
+
+/// Attempts counted at most, for `timeout_note`: past that, the note is left out.
+const MAX_COUNTED: u64 = 100_000;
+
+/// With both `--timeout` and `--max-time`, how many attempts start at the least: when every
+/// attempt runs its full `--timeout` and every wait is at its longest. The table counts waits
+/// only; this is the other bound.
+fn timeout_note(settings: &Settings) -> Option<String> {
+    let (timeout, limit) = (settings.timeout?, settings.max_time?);
+    let most = settings
+        .max_attempts
+        .unwrap_or(u64::MAX)
+        .min(MAX_COUNTED + 1);
+    // When the next attempt starts, at the latest; a wait that would cross the deadline ends
+    // the run instead, so an attempt starts only before it.
+    let mut start = settings.splay;
+    let mut started = 0;
+    while started < most && start < limit {
+        started += 1;
+        start = start
+            .saturating_add(timeout)
+            .saturating_add(settings.schedule.range(started).1);
+    }
+    let each = format!("even if each runs its full --timeout {}", human(timeout));
+    Some(match started {
+        // The splay alone may reach the deadline; its row says so.
+        0 => return None,
+        _ if started > MAX_COUNTED => return None,
+        1 if settings.max_attempts == Some(1) => format!(
+            "--max-time {} leaves time for the attempt, even if it runs its full --timeout {}",
+            human(limit),
+            human(timeout)
+        ),
+        n if Some(n) == settings.max_attempts => {
+            format!(
+                "--max-time {} leaves time for all {n} attempts, {each}",
+                human(limit)
+            )
+        }
+        1 => format!(
+            "--max-time {} leaves time for at least 1 attempt, {each}",
+            human(limit)
+        ),
+        n => format!(
+            "--max-time {} leaves time for at least {n} attempts, {each}",
+            human(limit)
+        ),
+    })
 }
 
 /// The rows of the table, and a line saying what was left out, if anything.
@@ -281,6 +333,74 @@ mod tests {
     fn plan_for(args: &[&str]) -> String {
         let cli = Cli::try_parse_from(["retry", "--dry-run"].iter().chain(args)).unwrap();
         plan(&Settings::resolve(cli).unwrap())
+    }
+
+    #[test]
+    fn with_a_timeout_it_says_how_many_attempts_max_time_leaves_time_for() {
+        // Attempts of 10s, waits of at most 1s, 2s, 4s, 8s: attempt 5 would start at 55s.
+        let text = plan_for(&["--timeout", "10s", "--max-time", "1m", "--retries", "4"]);
+        assert!(
+            text.ends_with(
+                "--max-time 1m leaves time for all 5 attempts, even if each runs its full --timeout 10s\n"
+            ),
+            "{text}"
+        );
+        // ... but not at 50s.
+        let text = plan_for(&["--timeout", "10s", "--max-time", "50s", "--retries", "4"]);
+        assert!(
+            text.ends_with(
+                "--max-time 50s leaves time for at least 4 attempts, even if each runs its full --timeout 10s\n"
+            ),
+            "{text}"
+        );
+        // Without a limit on attempts; the splay counts too.
+        let text = plan_for(&[
+            "--timeout",
+            "10s",
+            "--max-time",
+            "30s",
+            "--forever",
+            "--base",
+            "0",
+        ]);
+        assert!(
+            text.ends_with(
+                "leaves time for at least 3 attempts, even if each runs its full --timeout 10s\n"
+            ),
+            "{text}"
+        );
+        let text = plan_for(&[
+            "--timeout",
+            "10s",
+            "--max-time",
+            "30s",
+            "--forever",
+            "--base",
+            "0",
+            "--splay",
+            "25s",
+        ]);
+        assert!(
+            text.ends_with(
+                "leaves time for at least 1 attempt, even if each runs its full --timeout 10s\n"
+            ),
+            "{text}"
+        );
+        let text = plan_for(&["--timeout", "10s", "--max-time", "30s", "--retries", "0"]);
+        assert!(
+            text.ends_with("leaves time for the attempt, even if it runs its full --timeout 10s\n"),
+            "{text}"
+        );
+        // Only with both limits, and some time left after the splay.
+        let text = plan_for(&["--timeout", "10s", "--max-time", "30s", "--splay", "30s"]);
+        assert!(!text.contains("leaves time"), "{text}");
+        for args in [
+            &["--timeout", "10s"][..],
+            &["--max-time", "1m"],
+            &["--timeout", "0", "--max-time", "1m"],
+        ] {
+            assert!(!plan_for(args).contains("leaves time"), "{args:?}");
+        }
     }
 
     #[test]

@@ -119,3 +119,16 @@ fn foresees_a_command_that_cannot_start() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&output.stdout).contains("note:"));
 }
+
+/// With both limits, a last line says how many attempts `--max-time` leaves time for when each
+/// runs its full `--timeout`: the table counts waits only.
+#[test]
+fn says_how_many_full_timeouts_max_time_leaves_time_for() {
+    retry()
+        .args(["--dry-run", "--timeout", "10s", "--max-time", "50s", "--retries", "4"])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::ends_with(
+            "--max-time 50s leaves time for at least 4 attempts, even if each runs its full --timeout 10s\n",
+        ));
+}
