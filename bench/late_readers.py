@@ -3,8 +3,8 @@
 
 Usage: late_readers.py RETRY_BINARY SEED RUNS
 Each run leaves a writer of `seq N` behind the first attempt, starting a little later, on stdout
-or stderr, under a pattern or --hold-stdout or both, and reads retry's output only after a
-pause. The lines must all arrive, in order: on the watched stream; under --hold-stdout on stderr
+or stderr, under a pattern or --hold-stdout or both, with or without a --timeout that later
+attempts may reach, and reads retry's output only after a pause. The lines must all arrive, in order: on the watched stream; under --hold-stdout on stderr
 (with one attempt, split between stdout, while the attempt's output is held, and stderr).
 Prints each bad run and a count.
 """
@@ -19,7 +19,8 @@ for _ in range(runs):
     second = rng.choice(["0", "0.1", "0.3"])
     mode = rng.choice(["hold", "out", "err", "hold+err"])
     attempts = rng.choice([1, 2, 3])
-    args = [binary, "-q", "--attempts", str(attempts), "--base", rng.choice(["0", "50ms"])]
+    args = [binary, "-q", "--attempts", str(attempts), "--base", rng.choice(["0", "50ms"]),
+            "--timeout", rng.choice(["0", "100ms", "1s"]), "--kill-after", "100ms"]
     redirect = ">&2" if mode == "err" else ""
     if "hold" in mode:
         args += ["--hold-stdout"]
