@@ -337,60 +337,27 @@ mod tests {
 
     #[test]
     fn with_a_timeout_it_says_how_many_attempts_max_time_leaves_time_for() {
-        // Attempts of 10s, waits of at most 1s, 2s, 4s, 8s: attempt 5 would start at 55s.
-        let text = plan_for(&["--timeout", "10s", "--max-time", "1m", "--retries", "4"]);
-        assert!(
-            text.ends_with(
-                "--max-time 1m leaves time for all 5 attempts, even if each runs its full --timeout 10s\n"
-            ),
-            "{text}"
-        );
-        // ... but not at 50s.
-        let text = plan_for(&["--timeout", "10s", "--max-time", "50s", "--retries", "4"]);
-        assert!(
-            text.ends_with(
-                "--max-time 50s leaves time for at least 4 attempts, even if each runs its full --timeout 10s\n"
-            ),
-            "{text}"
-        );
-        // Without a limit on attempts; the splay counts too.
-        let text = plan_for(&[
-            "--timeout",
-            "10s",
-            "--max-time",
-            "30s",
-            "--forever",
-            "--base",
-            "0",
-        ]);
-        assert!(
-            text.ends_with(
-                "leaves time for at least 3 attempts, even if each runs its full --timeout 10s\n"
-            ),
-            "{text}"
-        );
-        let text = plan_for(&[
-            "--timeout",
-            "10s",
-            "--max-time",
-            "30s",
-            "--forever",
-            "--base",
-            "0",
-            "--splay",
-            "25s",
-        ]);
-        assert!(
-            text.ends_with(
-                "leaves time for at least 1 attempt, even if each runs its full --timeout 10s\n"
-            ),
-            "{text}"
-        );
-        let text = plan_for(&["--timeout", "10s", "--max-time", "30s", "--retries", "0"]);
-        assert!(
-            text.ends_with("leaves time for the attempt, even if it runs its full --timeout 10s\n"),
-            "{text}"
-        );
+        let last_line = |args: &str| {
+            let args: Vec<&str> = args.split(' ').collect();
+            plan_for(&args)
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .to_string()
+        };
+        let each = "even if each runs its full --timeout 10s";
+        for (args, said) in [
+            // Attempts of 10s, waits of at most 1s, 2s, 4s, 8s: attempt 5 would start at 55s.
+            ("--timeout 10s --max-time 1m --retries 4", format!("--max-time 1m leaves time for all 5 attempts, {each}")),
+            // ... but not at 50s.
+            ("--timeout 10s --max-time 50s --retries 4", format!("--max-time 50s leaves time for at least 4 attempts, {each}")),
+            // Without a limit on attempts; the splay counts too.
+            ("--timeout 10s --max-time 30s --forever --base 0", format!("--max-time 30s leaves time for at least 3 attempts, {each}")),
+            ("--timeout 10s --max-time 30s --forever --base 0 --splay 25s", format!("--max-time 30s leaves time for at least 1 attempt, {each}")),
+            ("--timeout 10s --max-time 30s --retries 0", "--max-time 30s leaves time for the attempt, even if it runs its full --timeout 10s".to_string()),
+        ] {
+            assert_eq!(last_line(args), said, "{args}");
+        }
         // Only with both limits, and some time left after the splay.
         let text = plan_for(&["--timeout", "10s", "--max-time", "30s", "--splay", "30s"]);
         assert!(!text.contains("leaves time"), "{text}");
