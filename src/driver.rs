@@ -245,7 +245,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 });
             }
             let is_last = max_attempts.is_some_and(|max| attempt >= max);
-            let why = if end == AttemptEnd::SpawnFailed {
+            let why = if report.start_error.is_some() {
                 report.start_error.as_deref()
             } else if report.matches.retry_if {
                 Some("a --retry-if line matched")

@@ -580,10 +580,10 @@ fn text(event: &Event<'_>) -> String {
             ran,
             next,
         } => {
-            let separator = if end == AttemptEnd::SpawnFailed {
-                ": "
-            } else {
-                "; "
+            // A start failure's reason is the system's error, which explains the end itself.
+            let separator = match end {
+                AttemptEnd::NotFound | AttemptEnd::NotExecutable | AttemptEnd::SpawnFailed => ": ",
+                _ => "; ",
             };
             let why = why.map_or(String::new(), |why| format!("{separator}{why}"));
             format!(

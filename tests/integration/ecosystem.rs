@@ -43,6 +43,8 @@ fn json_ends_the_attempt_and_the_run_of_a_command_that_cannot_start() {
     );
     assert_eq!(events[3]["exit_code"], 127);
     assert_eq!(events[3]["outcome"], "failure");
+    assert_eq!(events[3]["reason"], events[2]["error"]);
+    assert!(events[3]["reason"].as_str().is_some_and(|r| !r.is_empty()));
     assert_eq!(events[4]["reason"], "permanent");
     assert_eq!(events[4]["exit_code"], 127);
     retry()

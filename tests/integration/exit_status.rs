@@ -270,7 +270,7 @@ fn not_found_is_retried_when_listed() {
         .assert()
         .code(127)
         .stderr(predicate::str::contains(
-            "attempt 3/3 failed (command not found)",
+            "attempt 3/3 failed (command not found: No such file or directory)",
         ));
 }
 
