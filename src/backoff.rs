@@ -195,14 +195,8 @@ fn duration(nanos: u128) -> Duration {
 
 /// `d * factor` rounded to the nanosecond; a factor <= 0 gives zero and an overflow saturates.
 fn scale(d: Duration, factor: f64) -> Duration {
-    let scaled = nanos(d) as f64 * factor;
-    if scaled.is_nan() || scaled <= 0.0 {
-        Duration::ZERO
-    } else if scaled >= u128::MAX as f64 {
-        Duration::MAX
-    } else {
-        duration(scaled.round() as u128)
-    }
+    // A float-to-integer `as` saturates: below zero (or NaN) it gives 0, past the top u128::MAX.
+    duration((nanos(d) as f64 * factor).round() as u128)
 }
 
 /// base * multiplier^exponent in nanoseconds, saturating at `cap`.
@@ -423,8 +417,8 @@ mod tests {
     fn factor_jitter_bounds() {
         check_bounds(
             Jitter::Factor(0.2),
-            |d| scale(d, 0.8),
-            |d| scale(d, 1.2).min(ms(5000)),
+            |d| d.mul_f64(0.8),
+            |d| d.mul_f64(1.2).min(ms(5000)),
         );
     }
 
@@ -481,13 +475,69 @@ mod tests {
     }
 
     #[test]
-    fn equal_jitter_covers_its_whole_range() {
-        let s = schedule(Backoff::Constant, Jitter::Equal);
-        let mut d = Delays::new(s, StdRng::seed_from_u64(11));
-        let waits: Vec<_> = (0..5000).map(|_| d.delay(1)).collect();
-        let low = waits.iter().min().unwrap();
-        let high = waits.iter().max().unwrap();
-        assert!(*low < ms(52) && *high > ms(98), "{low:?}..{high:?}");
+    fn each_jitter_kind_has_its_formulas_range() {
+        let constant = |jitter, max| Schedule {
+            max: ms(max),
+            ..schedule(Backoff::Constant, jitter)
+        };
+        for (jitter, max, n, expected) in [
+            (Jitter::None, 5000, 1, (100, 100)),
+            (Jitter::Full, 5000, 1, (0, 100)),
+            (Jitter::Equal, 5000, 1, (50, 100)),
+            (Jitter::Factor(0.2), 5000, 1, (80, 120)),
+            (Jitter::Factor(0.2), 110, 1, (80, 110)),
+            (Jitter::Factor(1.0), 5000, 1, (0, 200)),
+            (Jitter::Addend(ms(300)), 5000, 1, (100, 400)),
+            (Jitter::Addend(ms(300)), 250, 1, (100, 250)),
+            (Jitter::Decorrelated, 5000, 1, (100, 300)),
+            (Jitter::Decorrelated, 5000, 2, (100, 900)),
+            (Jitter::Decorrelated, 500, 2, (100, 500)),
+        ] {
+            assert_eq!(
+                constant(jitter, max).range(n),
+                (ms(expected.0), ms(expected.1)),
+                "{jitter:?} max {max}ms, retry {n}"
+            );
+        }
+    }
+
+    /// Draws spread evenly over the whole range, not only within it: each of 20 equal slices of
+    /// it gets some of 5000 draws and at most twice its share (250), where a uniform draw's
+    /// count is 250 +- 16 (so no bound is near).
+    #[test]
+    fn each_jitter_kind_covers_its_whole_range() {
+        for jitter in [
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Factor(0.2),
+            Jitter::Addend(ms(300)),
+            Jitter::Decorrelated,
+        ] {
+            let s = schedule(Backoff::Constant, jitter);
+            let (low, high) = s.range(1);
+            let mut d = Delays::new(s, StdRng::seed_from_u64(11));
+            let mut slices = [0u32; 20];
+            for _ in 0..5000 {
+                d.restart();
+                let wait = d.delay(1);
+                let slice = (wait - low).as_secs_f64() / (high - low).as_secs_f64() * 20.0;
+                slices[(slice as usize).min(19)] += 1;
+            }
+            assert!(
+                slices.iter().all(|&n| n > 0 && n <= 500),
+                "{jitter:?}: {slices:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn scaling_saturates_at_both_ends() {
+        assert_eq!(scale(ms(100), 0.5), ms(50));
+        assert_eq!(scale(ms(100), 1.2), ms(120));
+        assert_eq!(scale(ms(100), -0.5), Duration::ZERO);
+        assert_eq!(scale(ms(100), f64::NAN), Duration::ZERO);
+        assert_eq!(scale(Duration::MAX, 2.0), Duration::MAX);
+        assert_eq!(scale(ms(100), f64::INFINITY), Duration::MAX);
     }
 
     #[test]

@@ -201,6 +201,34 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_is_read_exactly_when_a_pattern_names_it() {
+        for (args, stdout, stderr, has_until) in [
+            (&[][..], false, false, false),
+            (&["--until-stdout", "x"][..], true, false, true),
+            (&["--until-stderr", "x"][..], false, true, true),
+            (&["--retry-if-stdout", "x"][..], true, false, false),
+            (&["--retry-if-stderr", "x"][..], false, true, false),
+            (
+                &["--until-stdout", "x", "--retry-if-stdout", "y"][..],
+                true,
+                false,
+                true,
+            ),
+        ] {
+            let s = settings(&[args, &["true"]].concat());
+            assert_eq!(
+                (
+                    s.stdout_rules.any(),
+                    s.stderr_rules.any(),
+                    s.judge.has_until
+                ),
+                (stdout, stderr, has_until),
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_command_is_required_except_for_a_dry_run() {
         let cli = Cli::try_parse_from(["retry"]).unwrap();
         assert!(Settings::resolve(cli).is_err());
