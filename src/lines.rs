@@ -408,6 +408,71 @@ mod tests {
         }
     }
 
+    /// The window is exactly the 64 KiB that the README and `--help` promise: a word is found
+    /// when it lies wholly within a long line's first or last 64 KiB, and not one byte further
+    /// in, however the line arrives; a line of exactly that length is an ordinary line.
+    #[test]
+    fn the_windows_end_exactly_where_documented() {
+        const DOCUMENTED: usize = 64 * 1024;
+        let line = |before: usize, after: usize| {
+            [
+                vec![b'x'; before],
+                b"needle".to_vec(),
+                vec![b'y'; after],
+                b"\n".to_vec(),
+            ]
+            .concat()
+        };
+        let far = 2 * DOCUMENTED;
+        for (before, after, expected) in [
+            (DOCUMENTED - 6, far, true),
+            (DOCUMENTED - 5, far, false),
+            (far, DOCUMENTED - 6, true),
+            (far, DOCUMENTED - 5, false),
+            (DOCUMENTED - 6, 0, true),
+            (0, DOCUMENTED - 6, true),
+        ] {
+            let input = line(before, after);
+            for size in [input.len(), 4096, DOCUMENTED + 1] {
+                assert_eq!(
+                    matches("needle", &input, size),
+                    expected,
+                    "{before} before, {after} after, in pieces of {size}"
+                );
+            }
+        }
+        let exact = [b"a\n".as_slice(), &line(DOCUMENTED - 6, 0), b"b\n"].concat();
+        assert!(matches("needle$", &exact, exact.len()));
+    }
+
+    /// A long line read in one piece, its newline in the next, is judged on its true last
+    /// bytes: the byte before the last window is the line's own, not one from its start.
+    #[test]
+    fn a_long_line_read_before_its_newline_keeps_its_true_end() {
+        let line = [vec![b'-'; WINDOW + 1], vec![b'y'; 3 * WINDOW]].concat();
+        for pattern in ["\\by", "^y", "-y", "y$", "^-+$", "^-"] {
+            let mut m = matcher(&[pattern]);
+            m.feed(&line);
+            m.feed(b"\n");
+            m.finish();
+            let whole = [line.as_slice(), b"\n"].concat();
+            assert_eq!(
+                m.matched(0),
+                matches(pattern, &whole, whole.len()),
+                "{pattern}"
+            );
+        }
+    }
+
+    /// A pattern that can match the newline itself in the multi-line search must still move on
+    /// to the next line, and judge each line on its own.
+    #[test]
+    fn a_candidate_match_on_a_newline_moves_on() {
+        assert!(!matches("\\s", b"abc\ndef\n", 4096));
+        assert!(matches("\\s", b"abc\nd f\n", 4096));
+        assert!(!matches("c\\s*d", b"abc\ndef\n", 4096));
+    }
+
     #[test]
     fn several_patterns() {
         let mut m = matcher(&["one", "two", "three"]);
@@ -430,7 +495,7 @@ mod tests {
     #[test]
     fn bad_patterns_are_one_line() {
         let error = Pattern::new("(unclosed").unwrap_err();
-        assert!(error.starts_with("invalid regex '(unclosed'"), "{error}");
+        assert_eq!(error, "invalid regex '(unclosed': unclosed group");
         assert!(!error.contains('\n'), "{error}");
         let error = Pattern::new("\\w{1000}{1000}").unwrap_err();
         assert!(
@@ -476,10 +541,18 @@ mod tests {
                 line.push(b'\n');
             }
             let mut m = matcher(&["needle"]);
+            let mut fed = 0;
             for piece in line.chunks(size) {
                 m.feed(piece);
+                fed += piece.len();
                 prop_assert!(m.partial.len() <= WINDOW + 1);
                 prop_assert!(m.overflow.len() <= 2 * (WINDOW + 1));
+                if !(ends_with_newline && fed == line.len()) {
+                    // The line's last bytes past its kept start, as many as the tail needs.
+                    let past = fed.saturating_sub(WINDOW + 1);
+                    prop_assert!(m.overflow.len() >= past.min(WINDOW + 1));
+                    prop_assert!(m.overflow.len() <= past);
+                }
             }
             m.finish();
             if before + 6 <= WINDOW || after + 6 <= WINDOW {

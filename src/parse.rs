@@ -106,16 +106,6 @@ impl fmt::Debug for CodeSet {
     }
 }
 
-impl FromIterator<u8> for CodeSet {
-    fn from_iter<I: IntoIterator<Item = u8>>(codes: I) -> Self {
-        let mut set = CodeSet::default();
-        for code in codes {
-            set.insert(code);
-        }
-        set
-    }
-}
-
 /// An exit-code list: comma-separated codes and inclusive ranges, e.g. `1,75-78`.
 pub fn code_set(text: &str) -> Result<CodeSet, String> {
     if text.trim_start().starts_with('-') {
@@ -455,7 +445,9 @@ mod tests {
             let message = duration(bad).unwrap_err();
             assert!(message.contains("exponent notation"), "{bad:?}: {message}");
         }
-        for other in ["1x", "10sec", "e3", "1.5.5", "1me"] {
+        for other in [
+            "1x", "10sec", "e3", "1.5.5", "1me", "1e", "1es", "1xe5", "1e5 s",
+        ] {
             let message = duration(other).err().unwrap_or_default();
             assert!(
                 !message.contains("exponent notation"),
@@ -495,6 +487,24 @@ mod tests {
     }
 
     #[test]
+    fn code_list_messages_name_the_fault() {
+        for (bad, message) in [
+            ("", "empty exit-code list; expected e.g. 1,75-78"),
+            ("1,", "empty item in exit-code list '1,'"),
+            ("1-", "invalid exit code ''; expected 0..255"),
+            ("x", "invalid exit code 'x'; expected 0..255"),
+            ("256", "exit code '256' is outside 0..255"),
+            ("5-3", "reversed range '5-3' in exit-code list"),
+            ("-1", "negative exit code in '-1'; expected 0..255"),
+        ] {
+            assert_eq!(code_set(bad), Err(message.to_string()), "{bad:?}");
+        }
+        assert!(CodeSet::default().is_empty());
+        assert!(!code_set("0").unwrap().is_empty());
+        assert!(!code_set("255").unwrap().is_empty());
+    }
+
+    #[test]
     fn leading_zeros_are_decimal() {
         // Found by the `codes` fuzz target: a sound reading, kept and pinned here.
         assert_eq!(exit_code("055"), Ok(55));
@@ -531,7 +541,9 @@ mod tests {
         assert_eq!(signal("RTMAX"), Ok(max));
         assert_eq!(signal("RTMAX-1"), Ok(max - 1));
         assert_eq!(signal(&max.to_string()), Ok(max));
+        assert_eq!(signal_name(min).as_deref(), Some("SIGRTMIN"));
         assert_eq!(signal_name(min + 2).as_deref(), Some("SIGRTMIN+2"));
+        assert_eq!(signal_name(max + 1), None);
         // Every signal's name reads back as that signal, so reports and flags agree.
         for number in 1..=max {
             if let Some(name) = signal_name(number) {
