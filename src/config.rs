@@ -397,8 +397,8 @@ pub fn clap_reason(error: &clap::Error) -> String {
     let suggested = [ContextKind::SuggestedArg, ContextKind::SuggestedValue]
         .into_iter()
         .find_map(|kind| match error.get(kind)? {
+            // Clap words only subcommand suggestions as a list, and `retry` has none.
             ContextValue::String(suggested) => Some(suggested.clone()),
-            ContextValue::Strings(suggested) => suggested.first().cloned(),
             _ => None,
         });
     if let Some(suggested) = suggested {
@@ -621,6 +621,18 @@ mod tests {
             "cfg.toml:1: unknown key 'retries': the file holds [defaults] and [profile.NAME] tables; put it under [defaults] or [profile.NAME]"
         );
         assert!(error("[default]\n").contains("did you mean 'defaults'?"));
+        assert_eq!(
+            error("colour = 1\n"),
+            "cfg.toml:1: unknown key 'colour': the file holds [defaults] and [profile.NAME] tables"
+        );
+        assert_eq!(
+            error("[defaults]\nbase = [\"1s\"]\n"),
+            "cfg.toml:2: key 'base' in [defaults]: expected a string or a number, found array"
+        );
+        assert_eq!(
+            error("[defaults]\nretry-on-exit = { a = 1 }\n"),
+            "cfg.toml:2: key 'retry-on-exit' in [defaults]: expected a list of exit codes like [1, 75] or \"1,75-78\", found table"
+        );
     }
 
     #[test]
