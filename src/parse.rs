@@ -353,8 +353,8 @@ fn decimal(text: &str, what: &str, expected: &str) -> Result<f64, String> {
 }
 
 /// "did you mean 'X'?" for the closest candidate within a small edit distance: two edits at
-/// most (a quarter of a long word), and never half of the candidate's letters, so that a short
-/// word is not "corrected" into an unrelated one ('FOO' is not 'IO').
+/// most (a quarter of a long word), and never more than half of the candidate's letters, so
+/// that a short word is not "corrected" into an unrelated one ('FOO' is not 'IO').
 pub fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
     let close = |distance: usize, candidate: &str| {
         distance <= 2.max(candidate.len() / 4) && distance * 2 <= candidate.len()
@@ -626,8 +626,21 @@ mod tests {
         assert_eq!(edit_distance("retires", "retries"), 2);
         assert_eq!(edit_distance("base", "base"), 0);
         assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", ""), 3);
+        assert_eq!(edit_distance("abcd", "abc"), 1);
+        assert_eq!(edit_distance("abc", "abcd"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(suggestion("zzzzzz", &["base", "max"]), None);
         assert_eq!(suggestion("FOO", &["IO"]), None);
+        // One edit in two letters is half of them: still close.
+        assert_eq!(suggestion("IP", &["IO"]), Some("did you mean 'IO'?".into()));
+        // A long word takes as many edits as a quarter of its letters, and no more.
+        let long = ["decorrelated"];
+        assert_eq!(
+            suggestion("decorrxxxted", &long),
+            Some("did you mean 'decorrelated'?".into())
+        );
+        assert_eq!(suggestion("decoxxxxated", &long), None);
         assert_eq!(
             suggestion("retires", &["retries", "base"]),
             Some("did you mean 'retries'?".into())
