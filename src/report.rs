@@ -1037,6 +1037,11 @@ mod tests {
         assert_eq!(human(Duration::from_micros(850)), "850µs");
         assert_eq!(human(Duration::from_nanos(1)), "1ns");
         assert_eq!(human(Duration::from_nanos(999)), "999ns");
+        // Each unit from its first whole one.
+        assert_eq!(human(Duration::from_micros(1)), "1µs");
+        assert_eq!(human(ms(1)), "1ms");
+        assert_eq!(human(ms(1000)), "1s");
+        assert_eq!(human(ms(60_000)), "1m");
         assert_eq!(human(ms(250)), "250ms");
         assert_eq!(human(Duration::from_micros(1500)), "1.5ms");
         assert_eq!(human(ms(1500)), "1.5s");
@@ -1126,5 +1131,25 @@ mod tests {
             render(Verbosity::Quiet, cannot),
             "retry: cannot run 'nope': No such file or directory (command not found)\n"
         );
+    }
+
+    /// JSON strings escape what JSON requires (quotes, backslashes, every control character
+    /// below 0x20) and nothing else.
+    #[test]
+    fn json_strings_escape_exactly_the_control_characters() {
+        assert_eq!(
+            quote_json("a\"b\\c\nd\re\tf\u{1}g\u{1f}h"),
+            r#""a\"b\\c\nd\re\tf\u0001g\u001fh""#
+        );
+        assert_eq!(quote_json(" ~\u{7f}é✓"), "\" ~\u{7f}é✓\"");
+        assert_eq!(quote_json(""), "\"\"");
+    }
+
+    #[test]
+    fn os_errors_lose_their_number() {
+        let error = io::Error::from_raw_os_error(libc::EACCES);
+        assert_eq!(plain_error(&error), "Permission denied");
+        let custom = io::Error::other("pipe closed");
+        assert_eq!(plain_error(&custom), "pipe closed");
     }
 }
