@@ -134,8 +134,10 @@ mod tests {
     #[test]
     fn small_data_stays_in_memory() {
         let mut spool = Spool::default();
+        assert!(spool.is_empty());
         spool.append(b"hello ");
         spool.append(b"world");
+        assert!(!spool.is_empty());
         assert!(!spool.spilled());
         let mut out = Vec::new();
         spool.copy_to(&mut out).unwrap();
@@ -144,6 +146,17 @@ mod tests {
         assert_eq!(spool.read_at(6, &mut buffer).unwrap(), 4);
         assert_eq!(&buffer, b"worl");
         assert_eq!(spool.read_at(11, &mut buffer).unwrap(), 0);
+    }
+
+    /// The README's "past 4 MiB": exactly 4 MiB stays in memory, one byte more spills.
+    #[test]
+    fn the_memory_limit_is_four_mebibytes() {
+        let mut spool = Spool::default();
+        spool.append(&vec![b'x'; 4 * 1024 * 1024]);
+        assert!(!spool.spilled());
+        spool.append(b"y");
+        assert!(spool.spilled());
+        assert_eq!(spool.len(), 4 * 1024 * 1024 + 1);
     }
 
     #[test]
