@@ -501,6 +501,8 @@ mod tests {
         time: FakeTime,
         slept: Vec<Duration>,
         interrupt_at: Option<usize>,
+        /// How much later than asked each sleep ends, as a loaded machine's may.
+        oversleep: Duration,
     }
 
     impl Sleep for FakeSleep {
@@ -512,7 +514,7 @@ mod tests {
                 return Err(Interrupted(libc::SIGTERM));
             }
             self.slept.push(d);
-            self.time.advance(d);
+            self.time.advance(d + self.oversleep);
             Ok(())
         }
     }
@@ -632,7 +634,8 @@ mod tests {
         ends: &[(AttemptEnd, Duration)],
         interrupt_at: Option<usize>,
     ) -> Outcome {
-        let flags = args.iter().filter(|a| **a != "--stdin-is-a-pipe");
+        let pretend = ["--stdin-is-a-pipe", "--oversleep-20ms"];
+        let flags = args.iter().filter(|a| !pretend.contains(a));
         let cli = Cli::try_parse_from(
             [
                 "retry", "--jitter", "none", "--base", "100ms", "--max", "10s",
@@ -660,6 +663,11 @@ mod tests {
             time,
             slept: Vec::new(),
             interrupt_at,
+            oversleep: if args.contains(&"--oversleep-20ms") {
+                ms(20)
+            } else {
+                Duration::ZERO
+            },
         };
         let mut reporter = Reporter::new(
             settings.verbosity,
@@ -1074,6 +1082,25 @@ mod tests {
         assert!(
             !out.output.contains("stdin is a pipe"),
             "no retry, no warning"
+        );
+    }
+
+    /// A wait that ends before `--max-time` but a sleep that overshoots it: no attempt starts
+    /// past the deadline, and the run ends with the attempts that did run.
+    #[test]
+    fn a_sleep_that_overshoots_max_time_starts_no_attempt() {
+        let out = run(
+            &["--oversleep-20ms", "--max-time", "110ms"],
+            &[exited(1, 0)],
+        );
+        assert_eq!(out.specs.len(), 1);
+        assert_eq!(out.slept, [ms(100)]);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert!(
+            out.output
+                .contains("giving up after 1 attempt in 120ms: --max-time reached (exit status 1)"),
+            "{}",
+            out.output
         );
     }
 

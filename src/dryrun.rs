@@ -358,6 +358,45 @@ mod tests {
         ] {
             assert_eq!(last_line(args), said, "{args}");
         }
+        // Past 100,000 attempts the count is left out rather than worked out.
+        for args in [
+            &[
+                "--timeout",
+                "1ms",
+                "--max-time",
+                "1h",
+                "--forever",
+                "--base",
+                "0",
+            ][..],
+            &[
+                "--timeout",
+                "1ms",
+                "--max-time",
+                "1h",
+                "--retries",
+                "100000",
+                "--base",
+                "0",
+            ],
+        ] {
+            assert!(!plan_for(args).contains("leaves time"), "{args:?}");
+        }
+        assert!(
+            plan_for(&[
+                "--timeout",
+                "1ms",
+                "--max-time",
+                "1h",
+                "--retries",
+                "99999",
+                "--base",
+                "0"
+            ])
+            .ends_with(
+                "leaves time for all 100000 attempts, even if each runs its full --timeout 1ms\n"
+            )
+        );
         // Only with both limits, and some time left after the splay.
         let text = plan_for(&["--timeout", "10s", "--max-time", "30s", "--splay", "30s"]);
         assert!(!text.contains("leaves time"), "{text}");
@@ -423,6 +462,30 @@ mod tests {
             one.ends_with("--max-time 1s allows at most 1 attempt\n"),
             "{one}"
         );
+    }
+
+    #[test]
+    fn each_row_says_whether_max_time_ends_the_run_there() {
+        let s = Duration::from_secs;
+        let (ends, may) = (
+            "  <- --max-time ends the run instead",
+            "  <- --max-time may end the run here",
+        );
+        for (max_time, least, most, drawn, note) in [
+            (None, 5, 9, None, ""),
+            (Some(10), 5, 9, None, ""),
+            (Some(10), 5, 10, None, may),
+            (Some(10), 9, 12, None, may),
+            (Some(10), 10, 12, None, ends),
+            (Some(10), 5, 12, Some(9), ""),
+            (Some(10), 5, 12, Some(10), ends),
+        ] {
+            assert_eq!(
+                past(max_time.map(s), s(least), s(most), drawn.map(s)),
+                note,
+                "{max_time:?} {least}..{most} drawn {drawn:?}"
+            );
+        }
     }
 
     /// Fine point 21: a drawn splay past `--max-time` leaves no attempt at all.
