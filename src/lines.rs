@@ -24,29 +24,16 @@ pub const WINDOW: usize = 64 * 1024;
 /// boundaries for whole chunks.
 #[derive(Clone, Debug)]
 pub struct Pattern {
-    source: String,
     line: Regex,
     chunk: Regex,
-}
-
-/// Patterns are equal when written the same.
-impl PartialEq for Pattern {
-    fn eq(&self, other: &Pattern) -> bool {
-        self.source == other.source
-    }
 }
 
 impl Pattern {
     pub fn new(pattern: &str) -> Result<Pattern, String> {
         Ok(Pattern {
-            source: pattern.to_string(),
             line: compile(pattern, false)?,
             chunk: compile(pattern, true)?,
         })
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.source
     }
 
     fn matches_line(&self, line: &[u8]) -> bool {
@@ -461,6 +448,25 @@ mod tests {
                 matches(pattern, &whole, whole.len()),
                 "{pattern}"
             );
+        }
+    }
+
+    /// A line just longer than the window, its end short of a second window: the tail is made
+    /// up from the end of the kept start, and it is the line's true last bytes.
+    #[test]
+    fn a_line_just_past_the_window_is_judged_on_its_true_tail() {
+        let line = [vec![b'a'; 11], b"-".to_vec(), vec![b'y'; WINDOW - 1]].concat();
+        assert_eq!(line.len(), WINDOW + 11);
+        let whole = [line.as_slice(), b"\n"].concat();
+        assert!(matches("-y+$", &whole, whole.len()));
+        for size in [line.len(), WINDOW + 1, 4096] {
+            let mut m = matcher(&["-y+$"]);
+            for piece in line.chunks(size) {
+                m.feed(piece);
+            }
+            m.feed(b"\n");
+            m.finish();
+            assert!(m.matched(0), "in pieces of {size}");
         }
     }
 

@@ -1133,6 +1133,26 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_failed_spill_names_what_stays_in_memory() {
+        for (stream, what) in [("stdin", "replayed stdin"), ("stdout", "held stdout")] {
+            let line = render(
+                Verbosity::Normal,
+                Event::SpillFailed {
+                    stream,
+                    error: "cannot write a temporary file: No space left on device",
+                },
+            );
+            assert_eq!(
+                line,
+                format!(
+                    "retry: cannot write a temporary file: No space left on device; keeping \
+                     {what} in memory instead\n"
+                )
+            );
+        }
+    }
+
     /// JSON strings escape what JSON requires (quotes, backslashes, every control character
     /// below 0x20) and nothing else.
     #[test]

@@ -28,7 +28,7 @@ pub enum Verbosity {
 }
 
 /// The patterns that read one output stream.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct OutputRules {
     pub until: Option<Pattern>,
     pub retry_if: Option<Pattern>,
@@ -49,7 +49,7 @@ pub struct Hooks {
     pub on_success: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Settings {
     /// Total attempts; `None` when unlimited.
     pub max_attempts: Option<u64>,
