@@ -75,6 +75,28 @@ fn a_grandchild_ignoring_the_signal_is_killed_after_the_grace() {
     }
 }
 
+/// A stopped attempt cannot act on the terminating signal until it is continued: without the
+/// SIGCONT that follows the signal, it would sit out the whole grace and die by SIGKILL
+/// without cleaning up.
+#[test]
+fn a_stopped_attempt_is_continued_to_act_on_the_terminating_signal() {
+    let start = Instant::now();
+    retry()
+        .args(["-r", "0", "--timeout", "100ms", "--kill-after", "5s"])
+        .args(sh(
+            "trap 'echo cleaned up; exit 3' TERM; kill -STOP $$; sleep 30",
+        ))
+        .assert()
+        .code(124)
+        .stdout("cleaned up\n");
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(100), "{took:?}");
+    assert!(
+        took < Duration::from_secs(4),
+        "it waited for SIGKILL: {took:?}"
+    );
+}
+
 /// Under a parent that adopts orphans and never collects them, as PID 1 of many containers does:
 /// the attempt's shell dies first, so its background child is re-parented when it dies too.
 const CARELESS_REAPER: &str = "import ctypes, subprocess, sys
