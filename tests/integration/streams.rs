@@ -621,6 +621,24 @@ fn a_closed_stdout_ends_the_attempt_with_sigpipe_quietly() {
     assert_quiet_141_with_closed_stdout(&["--until-stdout", "never", "--base", "0", "yes"]);
 }
 
+/// Under `--hold-stdout` the attempt writes into `retry`, which meets the closed pipe only
+/// when it lets the held output go: it ends as the attempt would have, quietly with 141, and
+/// a failed run's `--fail-exit` does not replace that.
+#[test]
+fn held_output_meeting_a_closed_stdout_ends_retry_quietly() {
+    assert_quiet_141_with_closed_stdout(&["--hold-stdout", "-r", "0", "echo", "held"]);
+    assert_quiet_141_with_closed_stdout(&[
+        "--hold-stdout",
+        "-r",
+        "0",
+        "--fail-exit",
+        "1",
+        "sh",
+        "-c",
+        "echo held; exit 3",
+    ]);
+}
+
 /// Runs `retry ARGS` with stdout on /dev/full (every write fails with ENOSPC) and returns its
 /// status and stderr.
 fn with_stdout_on_a_full_disk(args: &[&str]) -> (i32, String) {
@@ -665,6 +683,30 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
     assert_eq!(lost.len(), 1, "{stderr}");
     assert_eq!(lost[0]["stream"], "stdout");
     assert_eq!(lost[0]["error"], "No space left on device");
+    // Said once for the run, however many attempts lose their output.
+    let (status, stderr) = with_stdout_on_a_full_disk(&[
+        "--until-stdout",
+        "never",
+        "-r",
+        "2",
+        "--base",
+        "0",
+        "--log-format",
+        "json",
+        "echo",
+        "out",
+    ]);
+    assert_eq!(status, 1, "{stderr}");
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .collect();
+    let count = |kind: &str| events.iter().filter(|event| event["event"] == kind).count();
+    assert_eq!(
+        (count("attempt"), count("write-failed")),
+        (3, 1),
+        "{stderr}"
+    );
 }
 
 /// `retry`'s own output (`--dry-run`, `--help`) that cannot be written is an error of its
