@@ -75,6 +75,22 @@ fn a_grandchild_ignoring_the_signal_is_killed_after_the_grace() {
     }
 }
 
+/// What is left of a terminated attempt's group (here a grandchild that ignores the signal) is
+/// watched through the grace at growing intervals: a wait, not a spin on the CPU.
+#[test]
+fn the_grace_for_the_rest_of_the_group_costs_no_cpu() {
+    let r = retry().args(["-r", "0", "--timeout", "50ms", "--kill-after", "2s"]);
+    let command = family(&r, "trap '' TERM;");
+    let r = r.args(command);
+    let mut child = r.spawn();
+    let (status, cpu) = wait_with_cpu_time(&mut child);
+    assert_eq!(shell_status(status), 124);
+    assert!(cpu < Duration::from_millis(300), "{cpu:?} of CPU in 2s");
+    for pid in pids(&r, 2) {
+        assert!(gone_soon(pid), "process {pid} survived the grace");
+    }
+}
+
 /// A stopped attempt cannot act on the terminating signal until it is continued: without the
 /// SIGCONT that follows the signal, it would sit out the whole grace and die by SIGKILL
 /// without cleaning up.

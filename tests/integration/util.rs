@@ -297,6 +297,34 @@ pub fn wait_bounded(child: &mut Child) -> ExitStatus {
     }
 }
 
+/// Waits for `child` as `wait_bounded` does, and returns with its status the CPU time that it
+/// (and the children it collected) used.
+pub fn wait_with_cpu_time(child: &mut Child) -> (ExitStatus, Duration) {
+    let start = Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value; wait4(2) with WNOHANG on our own child
+        // returns at once.
+        let (ended, usage) = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            let ended = libc::wait4(child.id() as i32, &mut status, libc::WNOHANG, &mut usage);
+            (ended, usage)
+        };
+        if ended > 0 {
+            let time = |t: libc::timeval| {
+                Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+            };
+            let status = std::os::unix::process::ExitStatusExt::from_raw(status);
+            return (status, time(usage.ru_utime) + time(usage.ru_stime));
+        }
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            panic!("retry did not exit within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Waits for `child` (see `wait_bounded`), asserts that it ended within `limit` of `since`,
 /// and returns its status as a shell sees it.
 pub fn status_within(child: &mut Child, since: Instant, limit: Duration) -> i32 {
