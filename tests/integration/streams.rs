@@ -651,6 +651,14 @@ fn with_stdout_on_a_full_disk(args: &[&str]) -> (i32, String) {
     (status, stderr_of(&mut child))
 }
 
+/// The JSON events among the lines of `stderr`.
+fn json_events(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
 /// Output that cannot be passed on for a reason other than a reader gone (a full disk) is
 /// still judged: the line was printed. `retry` says once that the output is lost.
 #[test]
@@ -662,45 +670,33 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
         stderr,
         "retry: cannot write to stdout: No space left on device; the command's output to it is lost\n"
     );
-    let (status, stderr) = with_stdout_on_a_full_disk(&[
-        "--hold-stdout",
-        "-r",
-        "2",
-        "--base",
-        "0",
-        "--log-format",
-        "json",
-        "sh",
-        "-c",
-        "echo out; exit 1",
-    ]);
+    // Three attempts, reported in JSON: under --hold-stdout only the last writes to stdout.
+    let three_in_json = ["-r", "2", "--base", "0", "--log-format", "json"];
+    let (status, stderr) = with_stdout_on_a_full_disk(
+        &[
+            &three_in_json[..],
+            &["--hold-stdout", "sh", "-c", "echo out; exit 1"],
+        ]
+        .concat(),
+    );
     assert_eq!(status, 1, "{stderr}");
-    let lost: Vec<serde_json::Value> = stderr
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+    let lost: Vec<serde_json::Value> = json_events(&stderr)
+        .into_iter()
         .filter(|event| event["event"] == "write-failed")
         .collect();
     assert_eq!(lost.len(), 1, "{stderr}");
     assert_eq!(lost[0]["stream"], "stdout");
     assert_eq!(lost[0]["error"], "No space left on device");
     // Said once for the run, however many attempts lose their output.
-    let (status, stderr) = with_stdout_on_a_full_disk(&[
-        "--until-stdout",
-        "never",
-        "-r",
-        "2",
-        "--base",
-        "0",
-        "--log-format",
-        "json",
-        "echo",
-        "out",
-    ]);
+    let (status, stderr) = with_stdout_on_a_full_disk(
+        &[
+            &three_in_json[..],
+            &["--until-stdout", "never", "echo", "out"],
+        ]
+        .concat(),
+    );
     assert_eq!(status, 1, "{stderr}");
-    let events: Vec<serde_json::Value> = stderr
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .collect();
+    let events = json_events(&stderr);
     let count = |kind: &str| events.iter().filter(|event| event["event"] == kind).count();
     assert_eq!(
         (count("attempt"), count("write-failed")),
