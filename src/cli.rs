@@ -12,10 +12,8 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{ArgAction, Parser, ValueHint};
 
 use crate::backoff::{Backoff, Jitter};
-use crate::input::StdinMode;
 use crate::lines::Pattern;
 use crate::parse::{self, CodeSet};
-use crate::report::LogFormat;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -26,6 +24,29 @@ Examples:
   retry --until-stdout Running --max-time 5m -- kubectl get pod web
   retry --dry-run --base 500ms --seed 7
 ";
+
+/// What each attempt reads as stdin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StdinMode {
+    /// Rewind a regular file before each attempt; pass anything else through untouched
+    Auto,
+    /// Capture stdin and give every attempt the same bytes from the start
+    Replay,
+    /// Pass stdin through untouched, never rewinding
+    Inherit,
+    /// Every attempt reads /dev/null
+    Null,
+}
+
+/// How `retry` writes its own messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people, prefixed `retry:`
+    #[default]
+    Text,
+    /// One JSON object per line per event, for log pipelines
+    Json,
+}
 
 /// Run a command until it succeeds, with backoff and jitter between attempts.
 ///

@@ -382,7 +382,7 @@ pub fn clap_reason(error: &clap::Error) -> String {
         if let Some(ContextValue::String(word)) = error.get(kind)
             && word.chars().any(char::is_control)
         {
-            rendered = rendered.replace(word.as_str(), &crate::report::one_line(word));
+            rendered = rendered.replace(word.as_str(), &crate::text::one_line(word));
         }
     }
     let first = rendered.lines().next().unwrap_or("invalid value");

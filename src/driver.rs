@@ -12,7 +12,7 @@ use crate::backoff::Delays;
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
 use crate::predicate::{Matches, Verdict};
 use crate::report::{Event, GiveUp, Reporter};
-use crate::settings::Settings;
+use crate::settings::{HookKind, Settings};
 
 /// What the executor needs to know to run one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,24 +33,6 @@ pub struct AttemptReport {
     pub matches: Matches,
     /// Why the command could not be started, when it could not.
     pub start_error: Option<String>,
-}
-
-/// Which hook runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HookKind {
-    Retry,
-    Failure,
-    Success,
-}
-
-impl HookKind {
-    pub fn flag(self) -> &'static str {
-        match self {
-            HookKind::Retry => "--on-retry",
-            HookKind::Failure => "--on-failure",
-            HookKind::Success => "--on-success",
-        }
-    }
 }
 
 /// One run of a hook: `sh -c command` with the facts of the attempt that just ended.
@@ -417,12 +399,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         next_delay: Option<Duration>,
     ) -> Result<(), Interrupted> {
         let settings = self.settings;
-        let command = match kind {
-            HookKind::Retry => &settings.hooks.on_retry,
-            HookKind::Failure => &settings.hooks.on_failure,
-            HookKind::Success => &settings.hooks.on_success,
-        };
-        let Some(command) = command else {
+        let Some(command) = settings.hooks.command(kind) else {
             return Ok(());
         };
         let end = self.executor.run_hook(&HookSpec {
@@ -461,8 +438,9 @@ fn attempt_deadline(
 mod tests {
     use super::*;
     use crate::cli::Cli;
+    use crate::cli::LogFormat;
     use crate::outcome::Limit;
-    use crate::report::{LogFormat, Terminal};
+    use crate::report::Terminal;
     use clap::Parser;
     use rand::SeedableRng;
     use rand::rngs::StdRng;

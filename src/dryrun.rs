@@ -11,8 +11,8 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::backoff::{Backoff, Delays, Jitter};
-use crate::report::human;
 use crate::settings::Settings;
+use crate::text::human;
 
 /// Rows shown before the table is cut short.
 const MAX_ROWS: u64 = 100;
@@ -36,7 +36,7 @@ pub fn plan(settings: &Settings) -> String {
     let command = if settings.command.is_empty() {
         "(no command given)".to_string()
     } else {
-        crate::report::shell_words(&settings.command)
+        crate::text::shell_words(&settings.command)
     };
     let _ = writeln!(out, "dry run: {command}");
     let jitter = match (schedule.backoff, schedule.jitter) {

@@ -18,21 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
+use crate::cli::StdinMode;
 use crate::plumbing;
-use crate::report::plain_error;
 use crate::spool::Spool;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum StdinMode {
-    /// Rewind a regular file before each attempt; pass anything else through untouched
-    Auto,
-    /// Capture stdin and give every attempt the same bytes from the start
-    Replay,
-    /// Pass stdin through untouched, never rewinding
-    Inherit,
-    /// Every attempt reads /dev/null
-    Null,
-}
+use crate::text::plain_error;
 
 /// What `retry`'s own stdin is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

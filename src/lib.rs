@@ -21,6 +21,7 @@ pub mod runner;
 pub mod settings;
 pub mod signals;
 pub mod spool;
+pub mod text;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -210,7 +211,7 @@ fn with_config_file(
     let (bytes, metadata) = read_config(&path).map_err(|error| {
         anyhow!(
             "cannot read config file {name}: {}",
-            report::plain_error(&error)
+            text::plain_error(&error)
         )
     })?;
     let file = ConfigFile::parse(&name, &ConfigFile::text(&name, bytes)?)?;
@@ -339,7 +340,7 @@ fn clap_exit(error: &clap::Error, args: &[OsString]) -> Exit {
 }
 
 fn misuse(message: &str) -> Exit {
-    let _ = writeln!(io::stderr(), "retry: {}", report::one_line(message));
+    let _ = writeln!(io::stderr(), "retry: {}", text::one_line(message));
     Exit::Status(MISUSE)
 }
 
@@ -354,7 +355,7 @@ fn print_stdout(text: &str) -> Exit {
         }
         Err(error) => misuse(&format!(
             "cannot write to stdout: {}",
-            report::plain_error(&error)
+            text::plain_error(&error)
         )),
     }
 }

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use crate::lines::LineMatcher;
 use crate::predicate::Matches;
-use crate::report::plain_error;
 use crate::settings::OutputRules;
 use crate::signals::Events;
 use crate::spool::Spool;
+use crate::text::plain_error;
 
 /// Bytes read from a pipe at a time, and the pipe capacity asked for: fewer, larger transfers
 /// mean fewer context switches between the attempt and this thread, but a read must stay small

@@ -8,11 +8,12 @@ use std::io::{self, IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
-use crate::driver::HookKind;
+use crate::cli::LogFormat;
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::predicate::Permanent;
-use crate::settings::Verbosity;
+use crate::settings::{HookKind, Verbosity};
+use crate::text::{human, one_line, quote, shell_words};
 
 /// Why a run gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,16 +118,6 @@ pub enum Event<'a> {
     Interrupted {
         signal: i32,
     },
-}
-
-/// How `retry` writes its own messages.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Lines for people, prefixed `retry:`
-    #[default]
-    Text,
-    /// One JSON object per line per event, for log pipelines
-    Json,
 }
 
 /// What the terminal (if stderr is one) allows.
@@ -715,28 +706,12 @@ fn of(attempt: u64, max_attempts: Option<u64>) -> String {
     }
 }
 
-/// The text of an OS error without its number: "Permission denied", not "Permission denied
-/// (os error 13)".
-pub fn plain_error(error: &io::Error) -> String {
-    let text = error.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
-}
-
-/// `word` in single quotes, for a message.
-pub fn quote(word: &OsStr) -> String {
-    format!("'{}'", word.to_string_lossy())
-}
-
 /// Shell builtins and keywords that are no program of their own, for the hint below.
 const SHELL_ONLY: [&str; 20] = [
     ".", "[[", "alias", "bg", "builtin", "cd", "declare", "eval", "exec", "export", "fg", "jobs",
     "local", "read", "set", "shopt", "source", "ulimit", "umask", "unset",
 ];
 
-/// What to try when COMMAND was not found because it is shell syntax, not a program.
 /// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
 pub fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
     let line = format!("cannot run {}: {error} ({end})", quote(command));
@@ -746,6 +721,7 @@ pub fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
     }
 }
 
+/// What to try when COMMAND was not found because it is shell syntax, not a program.
 fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
     if end != AttemptEnd::NotFound {
         return None;
@@ -759,122 +735,6 @@ fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
     SHELL_ONLY
         .contains(&name)
         .then(|| format!("'{name}' is part of the shell, not a program: use sh -c '...'"))
-}
-
-/// The command as a shell would take it back, word by word: bare where that is safe, else in
-/// single quotes, or in `$'...'` with escapes when it holds control characters (so it stays on
-/// one line) or bytes that are not UTF-8 (`\xff`, as bash writes them).
-pub fn shell_words(command: &[OsString]) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let words: Vec<String> = command
-        .iter()
-        .map(|word| shell_word(word.as_bytes()))
-        .collect();
-    words.join(" ")
-}
-
-fn shell_word(word: &[u8]) -> String {
-    let Ok(text) = std::str::from_utf8(word) else {
-        return ansi_c_quoted(word);
-    };
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
-    if !text.is_empty() && text.chars().all(safe) {
-        return text.to_string();
-    }
-    if !text.chars().any(char::is_control) {
-        return format!("'{}'", text.replace('\'', r"'\''"));
-    }
-    ansi_c_quoted(word)
-}
-
-/// `$'...'`: every byte of `word` back, on one line of printable text.
-fn ansi_c_quoted(word: &[u8]) -> String {
-    let mut quoted = String::from("$'");
-    for chunk in word.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\'' | '\\' => {
-                    quoted.push('\\');
-                    quoted.push(c);
-                }
-                '\n' => quoted.push_str(r"\n"),
-                '\t' => quoted.push_str(r"\t"),
-                '\r' => quoted.push_str(r"\r"),
-                c if c.is_control() && u32::from(c) < 0x80 => {
-                    quoted.push_str(&format!(r"\x{:02x}", u32::from(c)));
-                }
-                c if c.is_control() => quoted.push_str(&format!(r"\u{:04x}", u32::from(c))),
-                c => quoted.push(c),
-            }
-        }
-        for byte in chunk.invalid() {
-            quoted.push_str(&format!(r"\x{byte:02x}"));
-        }
-    }
-    quoted.push('\'');
-    quoted
-}
-
-/// `text` with its control characters escaped (`\n`, `\r`, `\u{1b}`): every message `retry`
-/// writes passes through here, so that a name or value it quotes can neither break the
-/// message's one line nor drive the terminal.
-pub fn one_line(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_string();
-    }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
-/// A short human form: `0s`, `40ns`, `850µs`, `250ms`, `1.5s`, `1m30s`, `2h`, `3d4h`.
-pub fn human(d: Duration) -> String {
-    if d.is_zero() {
-        return "0s".into();
-    }
-    // A wait that is not zero never reads as zero.
-    if d < Duration::from_micros(1) {
-        return format!("{}ns", d.as_nanos());
-    }
-    if d < Duration::from_millis(1) {
-        return format!("{}µs", d.as_micros());
-    }
-    if d < Duration::from_secs(1) {
-        return format!("{}ms", trim_decimals(d.as_secs_f64() * 1000.0, 1));
-    }
-    if d < Duration::from_secs(60) {
-        return format!("{}s", trim_decimals(d.as_secs_f64(), 3));
-    }
-    let total = d.as_secs();
-    let (days, hours, minutes, seconds) = (
-        total / 86_400,
-        total / 3600 % 24,
-        total / 60 % 60,
-        total % 60,
-    );
-    let mut out = String::new();
-    for (value, unit) in [(days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")] {
-        if value > 0 {
-            out += &format!("{value}{unit}");
-        }
-    }
-    out
-}
-
-/// `value` with at most `places` decimals and no trailing zeros (truncated, so a wait never
-/// reads longer than it is).
-fn trim_decimals(value: f64, places: i32) -> String {
-    let scale = 10f64.powi(places);
-    let truncated = (value * scale).floor() / scale;
-    let text = format!("{truncated:.*}", places as usize);
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    text.to_string()
 }
 
 #[cfg(test)]
@@ -912,91 +772,8 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    /// Splits `line` back into words as bash does for the three forms `shell_words` writes:
-    /// bare, `'...'` and `$'...'`, with `\'` between them. `\xHH` is a byte, `\uHHHH` a
-    /// character.
-    fn read_back(line: &str) -> Vec<Vec<u8>> {
-        fn push(word: &mut Vec<u8>, c: char) {
-            word.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-        }
-        let mut words = Vec::new();
-        let mut chars = line.chars().peekable();
-        while chars.peek().is_some() {
-            let mut word = Vec::new();
-            while let Some(c) = chars.next_if(|&c| c != ' ') {
-                match c {
-                    '\'' => {
-                        for c in chars.by_ref().take_while(|&c| c != '\'') {
-                            push(&mut word, c);
-                        }
-                    }
-                    '\\' => push(&mut word, chars.next().expect("escaped")),
-                    '$' if chars.next_if_eq(&'\'').is_some() => loop {
-                        match chars.next().expect("closed") {
-                            '\'' => break,
-                            '\\' => match chars.next().expect("escape") {
-                                'n' => word.push(b'\n'),
-                                't' => word.push(b'\t'),
-                                'r' => word.push(b'\r'),
-                                'x' => {
-                                    let hex: String = chars.by_ref().take(2).collect();
-                                    word.push(u8::from_str_radix(&hex, 16).unwrap());
-                                }
-                                'u' => {
-                                    let hex: String = chars.by_ref().take(4).collect();
-                                    let code = u32::from_str_radix(&hex, 16).unwrap();
-                                    push(&mut word, char::from_u32(code).unwrap());
-                                }
-                                other => push(&mut word, other),
-                            },
-                            c => push(&mut word, c),
-                        }
-                    },
-                    c => push(&mut word, c),
-                }
-            }
-            chars.next_if_eq(&' ');
-            words.push(word);
-        }
-        words
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn shell_words_read_back_whole(words in proptest::collection::vec("(?s).*", 1..5)) {
-            let command: Vec<OsString> = words.iter().map(OsString::from).collect();
-            let line = shell_words(&command);
-            proptest::prop_assert!(!line.chars().any(char::is_control));
-            let words: Vec<Vec<u8>> = words.into_iter().map(String::into_bytes).collect();
-            proptest::prop_assert_eq!(read_back(&line), words);
-        }
-
-        #[test]
-        fn shell_words_read_back_any_bytes(
-            words in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..16), 1..5)
-        ) {
-            use std::os::unix::ffi::OsStringExt;
-            let command: Vec<OsString> = words.iter().cloned().map(OsString::from_vec).collect();
-            let line = shell_words(&command);
-            proptest::prop_assert!(!line.chars().any(char::is_control));
-            proptest::prop_assert_eq!(read_back(&line), words);
-        }
-
-        #[test]
-        fn one_line_leaves_no_control_character(text in ".*") {
-            let line = one_line(&text);
-            proptest::prop_assert!(!line.chars().any(char::is_control));
-            if !text.chars().any(char::is_control) {
-                proptest::prop_assert_eq!(line, text);
-            }
-        }
-    }
-
     #[test]
-    fn control_characters_are_escaped_to_keep_one_line() {
-        assert_eq!(one_line("curl"), "curl");
-        assert_eq!(one_line("a\rb\n\x1b[0m\tc"), "a\\rb\\n\\u{1b}[0m\\tc");
-        assert_eq!(one_line("naïve ✓"), "naïve ✓");
+    fn a_command_with_control_characters_stays_on_one_line() {
         let command = [OsString::from("sh\n"), OsString::from("-c")];
         let line = render(
             Verbosity::Verbose,
@@ -1007,49 +784,6 @@ mod tests {
             },
         );
         assert_eq!(line, "retry: running $'sh\\n' -c (1 attempt, seed 7)\n");
-    }
-
-    #[test]
-    fn shell_words_read_back_as_the_same_words() {
-        let words =
-            |list: &[&str]| shell_words(&list.iter().map(OsString::from).collect::<Vec<_>>());
-        assert_eq!(
-            words(&["curl", "-fsS", "https://x.test/a?b=1"]),
-            "curl -fsS 'https://x.test/a?b=1'"
-        );
-        assert_eq!(words(&["sh", "-c", "echo a b"]), "sh -c 'echo a b'");
-        assert_eq!(words(&["echo", ""]), "echo ''");
-        assert_eq!(words(&["echo", "it's"]), r"echo 'it'\''s'");
-        assert_eq!(words(&["printf", "a\tb\n"]), r"printf $'a\tb\n'");
-        assert_eq!(words(&["x", "\u{1b}[31m'\\"]), r"x $'\x1b[31m\'\\'");
-        assert_eq!(words(&["x", "\u{85}"]), r"x $'\u0085'");
-        let not_utf8 = {
-            use std::os::unix::ffi::OsStringExt;
-            OsString::from_vec(b"caf\xe9 ok".to_vec())
-        };
-        assert_eq!(shell_words(&[not_utf8]), r"$'caf\xe9 ok'");
-        assert_eq!(words(&["caf\u{e9}"]), "'caf\u{e9}'");
-    }
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human(Duration::ZERO), "0s");
-        assert_eq!(human(Duration::from_micros(850)), "850µs");
-        assert_eq!(human(Duration::from_nanos(1)), "1ns");
-        assert_eq!(human(Duration::from_nanos(999)), "999ns");
-        // Each unit from its first whole one.
-        assert_eq!(human(Duration::from_micros(1)), "1µs");
-        assert_eq!(human(ms(1)), "1ms");
-        assert_eq!(human(ms(1000)), "1s");
-        assert_eq!(human(ms(60_000)), "1m");
-        assert_eq!(human(ms(250)), "250ms");
-        assert_eq!(human(Duration::from_micros(1500)), "1.5ms");
-        assert_eq!(human(ms(1500)), "1.5s");
-        assert_eq!(human(ms(12_345)), "12.345s");
-        assert_eq!(human(ms(90_000)), "1m30s");
-        assert_eq!(human(ms(7_200_000)), "2h");
-        assert_eq!(human(Duration::from_secs(86_400 * 3 + 3600 * 4)), "3d4h");
-        assert_eq!(human(Duration::MAX), "213503982334601d7h15s");
     }
 
     #[test]
@@ -1163,13 +897,5 @@ mod tests {
         );
         assert_eq!(quote_json(" ~\u{7f}é✓"), "\" ~\u{7f}é✓\"");
         assert_eq!(quote_json(""), "\"\"");
-    }
-
-    #[test]
-    fn os_errors_lose_their_number() {
-        let error = io::Error::from_raw_os_error(libc::EACCES);
-        assert_eq!(plain_error(&error), "Permission denied");
-        let custom = io::Error::other("pipe closed");
-        assert_eq!(plain_error(&custom), "pipe closed");
     }
 }

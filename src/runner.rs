@@ -594,7 +594,7 @@ impl Runner<'_> {
             }
             Err(error) => {
                 let stream = if final_attempt { "stdout" } else { "stderr" };
-                let error = crate::report::plain_error(&error);
+                let error = crate::text::plain_error(&error);
                 self.say_once(
                     reporter,
                     Report::WriteFailed {
@@ -821,7 +821,7 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
             let crlf = interpreter.as_os_str().as_bytes().ends_with(b"\r");
             format!(
                 "its interpreter {} was not found{}",
-                crate::report::quote(interpreter.as_os_str()),
+                crate::text::quote(interpreter.as_os_str()),
                 if crlf {
                     "; the file has Windows line endings (CRLF)"
                 } else {
@@ -833,7 +833,7 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
         (AttemptEnd::NotExecutable, _) if locate(program).is_some_and(|path| path.is_dir()) => {
             "it is a directory".to_string()
         }
-        _ => crate::report::plain_error(error),
+        _ => crate::text::plain_error(error),
     };
     AttemptReport {
         end,

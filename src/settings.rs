@@ -7,11 +7,9 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
-use crate::cli::Cli;
-use crate::input::StdinMode;
+use crate::cli::{Cli, LogFormat, StdinMode};
 use crate::lines::Pattern;
 use crate::predicate::Judge;
-use crate::report::LogFormat;
 
 pub const DEFAULT_RETRIES: u64 = 5;
 pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
@@ -47,6 +45,35 @@ pub struct Hooks {
     pub on_retry: Option<String>,
     pub on_failure: Option<String>,
     pub on_success: Option<String>,
+}
+
+impl Hooks {
+    /// The command of the hook of `kind`, if one is set.
+    pub fn command(&self, kind: HookKind) -> Option<&str> {
+        match kind {
+            HookKind::Retry => self.on_retry.as_deref(),
+            HookKind::Failure => self.on_failure.as_deref(),
+            HookKind::Success => self.on_success.as_deref(),
+        }
+    }
+}
+
+/// Which hook runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookKind {
+    Retry,
+    Failure,
+    Success,
+}
+
+impl HookKind {
+    pub fn flag(self) -> &'static str {
+        match self {
+            HookKind::Retry => "--on-retry",
+            HookKind::Failure => "--on-failure",
+            HookKind::Success => "--on-success",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

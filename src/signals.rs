@@ -51,7 +51,7 @@ use signal_hook::consts::{
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 
-use crate::report::plain_error;
+use crate::text::plain_error;
 
 /// Words for an error in setting up: what failed, and why.
 fn failed(what: &'static str) -> impl Fn(io::Error) -> anyhow::Error {

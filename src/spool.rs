@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 
-use crate::report::plain_error;
+use crate::text::plain_error;
 
 /// Bytes kept in memory before spilling to a file.
 pub const MEMORY_LIMIT: usize = 4 * 1024 * 1024;

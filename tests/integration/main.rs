@@ -11,6 +11,7 @@ mod fidelity;
 mod generated;
 mod hooks;
 mod input;
+mod layout;
 mod limits;
 mod messages;
 mod processes;
