@@ -10,8 +10,8 @@ use rand::Rng;
 
 use crate::backoff::Delays;
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
-use crate::predicate::{Matches, Verdict};
-use crate::report::{Event, GiveUp, Reporter};
+use crate::predicate::{Matches, Permanent, Verdict};
+use crate::report::{Event, GiveUp, Reporter, Telling};
 use crate::settings::{HookKind, Settings};
 
 /// What the executor needs to know to run one attempt.
@@ -64,6 +64,25 @@ pub enum Unreleased {
     Interrupted(Interrupted),
 }
 
+/// Whose held stdout is passed on, which says where it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputOf {
+    /// The run's final attempt: to stdout, the one copy a pipeline downstream receives.
+    FinalAttempt,
+    /// An attempt that a later one replaces: to stderr.
+    EarlierAttempt,
+}
+
+impl OutputOf {
+    fn of(final_attempt: bool) -> OutputOf {
+        if final_attempt {
+            OutputOf::FinalAttempt
+        } else {
+            OutputOf::EarlierAttempt
+        }
+    }
+}
+
 pub trait Execute {
     /// Runs one attempt to its end. `reporter` is for what must be said while it runs.
     fn run(
@@ -75,7 +94,7 @@ pub trait Execute {
     /// final attempt, else to stderr.
     fn release_output(
         &mut self,
-        final_attempt: bool,
+        output_of: OutputOf,
         reporter: &mut Reporter,
     ) -> Result<(), Unreleased>;
     /// The run ends at `deadline` (`--max-time`): past it, and past the grace an attempt
@@ -132,6 +151,24 @@ pub fn drive<E: Execute, S: Sleep, R: Rng>(
     }
 }
 
+/// Where the run stands between attempts.
+#[derive(Default)]
+struct Progress {
+    last: Option<AttemptEnd>,
+    /// Successes in a row, for `--consecutive`.
+    streak: u64,
+    /// The retry the schedule is at: 1 for the wait before the second attempt.
+    retry_number: u64,
+    said_cannot_start: bool,
+    warned_stdin: bool,
+}
+
+/// What follows an attempt.
+enum Next {
+    Wait(Duration),
+    End(RunEnd),
+}
+
 struct Run<'a, E, S, R> {
     settings: &'a Settings,
     start: Instant,
@@ -148,8 +185,8 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
     }
 
     /// Passes on the last attempt's held output; `false` when the reader downstream has gone.
-    fn release(&mut self, final_attempt: bool) -> Result<bool, Interrupted> {
-        match self.executor.release_output(final_attempt, self.reporter) {
+    fn release(&mut self, output_of: OutputOf) -> Result<bool, Interrupted> {
+        match self.executor.release_output(output_of, self.reporter) {
             Ok(()) => Ok(true),
             Err(Unreleased::BrokenPipe) => Ok(false),
             Err(Unreleased::Interrupted(interrupted)) => Err(interrupted),
@@ -178,162 +215,236 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
     }
 
     fn drive(&mut self) -> Result<RunEnd, Interrupted> {
-        let settings = self.settings;
-        let max_attempts = settings.max_attempts;
-
-        if !settings.splay.is_zero() {
-            let wait = self.delays.splay(settings.splay);
-            if self.wait_crosses_deadline(wait) {
-                // Fine point 21: no time is left for a first attempt.
-                return self.give_up(GiveUp::MaxTimeAhead { wait }, 0, None, false);
-            }
-            self.reporter.emit(&Event::Splay { wait });
-            self.clock.sleep(wait)?;
+        if let Some(end) = self.splay()? {
+            return Ok(end);
         }
-
-        let mut last: Option<AttemptEnd> = None;
-        let mut streak = 0;
-        let mut retry_number = 0u64;
-        let mut reported_cannot_start = false;
-        let mut warned_stdin = false;
+        let mut progress = Progress::default();
         for attempt in 1u64.. {
-            let now = self.clock.now();
-            if self.past_deadline(now) {
-                return self.give_up(GiveUp::MaxTime, attempt - 1, last, false);
+            if self.past_deadline(self.clock.now()) {
+                let last = progress.last;
+                return self.give_up(GiveUp::MaxTime, attempt - 1, last, Telling::Always);
             }
-            let spec = AttemptSpec {
-                number: attempt,
-                max_attempts,
-                last_status: last.map(AttemptEnd::status),
-                deadline: attempt_deadline(now, settings.timeout, self.deadline),
+            let report = self.attempt(attempt, &mut progress)?;
+            let next = match self.settings.judge.judge(report.end, report.matches) {
+                Verdict::BrokenPipe => Next::End(RunEnd::BrokenPipe),
+                Verdict::Stop(rule) => self.stop(rule, attempt, &report)?,
+                Verdict::Succeed => self.after_success(attempt, &report, &mut progress)?,
+                Verdict::Retry => self.after_failure(attempt, &report, &mut progress)?,
             };
-            self.reporter.emit(&Event::AttemptStart {
-                attempt,
-                max_attempts,
-            });
-            let report = self.executor.run(&spec, self.reporter)?;
-            let end = report.end;
-            last = Some(end);
-            if let (Some(error), true, false) = (
-                &report.start_error,
-                end.could_not_start(),
-                reported_cannot_start,
-            ) {
-                reported_cannot_start = true;
-                self.reporter.emit(&Event::CannotStart {
-                    command: &settings.command[0],
-                    end,
-                    error,
-                });
+            match next {
+                Next::Wait(wait) => self.wait(wait)?,
+                Next::End(end) => return Ok(end),
             }
-            let is_last = max_attempts.is_some_and(|max| attempt >= max);
-            let why = if report.start_error.is_some() {
-                report.start_error.as_deref()
-            } else if report.matches.retry_if {
-                Some("a --retry-if line matched")
-            } else if settings.judge.has_until && !report.matches.until {
-                Some("no --until line matched")
-            } else {
-                None
-            };
-            let failed = |next| Event::AttemptFailed {
-                attempt,
-                max_attempts,
-                end,
-                why,
-                ran: report.ran,
-                next,
-            };
-
-            let wait = match settings.judge.judge(end, report.matches) {
-                Verdict::BrokenPipe => return Ok(RunEnd::BrokenPipe),
-                Verdict::Stop(rule) => {
-                    if !self.release(true)? {
-                        return Ok(RunEnd::BrokenPipe);
-                    }
-                    // A command that cannot start was already said in a line of its own; a
-                    // log still gets the attempt's end and the run's.
-                    let said = end.could_not_start();
-                    self.reporter.emit_unless_said(&failed(None), said);
-                    return self.give_up(GiveUp::Permanent(rule), attempt, last, said);
-                }
-                Verdict::Succeed => {
-                    streak += 1;
-                    if streak >= settings.consecutive {
-                        if !self.release(true)? {
-                            return Ok(RunEnd::BrokenPipe);
-                        }
-                        self.reporter.emit(&Event::Success {
-                            attempt,
-                            max_attempts,
-                            end,
-                            ran: report.ran,
-                            total: self.clock.now() - self.start,
-                        });
-                        self.hook(HookKind::Success, attempt, end.status(), None)?;
-                        return Ok(RunEnd::Succeeded);
-                    }
-                    // Fine point 19: after a success the schedule starts over at d(1).
-                    retry_number = 1;
-                    self.delays.restart();
-                    let wait = self.delays.delay(retry_number);
-                    let streak_event = |next| Event::StreakContinues {
-                        attempt,
-                        max_attempts,
-                        end,
-                        ran: report.ran,
-                        streak,
-                        needed: settings.consecutive,
-                        next,
-                    };
-                    let final_attempt = is_last || self.wait_crosses_deadline(wait);
-                    if !self.release(final_attempt)? {
-                        return Ok(RunEnd::BrokenPipe);
-                    }
-                    if final_attempt {
-                        self.reporter.emit(&streak_event(None));
-                        let reason = if is_last {
-                            GiveUp::Exhausted
-                        } else {
-                            self.max_time_end(wait)
-                        };
-                        return self.give_up(reason, attempt, last, false);
-                    }
-                    self.reporter.emit(&streak_event(Some(wait)));
-                    wait
-                }
-                Verdict::Retry => {
-                    streak = 0;
-                    retry_number = retry_number.saturating_add(1);
-                    let wait = self.delays.delay(retry_number);
-                    let final_attempt = is_last || self.wait_crosses_deadline(wait);
-                    if !self.release(final_attempt)? {
-                        return Ok(RunEnd::BrokenPipe);
-                    }
-                    if is_last {
-                        self.reporter.emit(&failed(None));
-                        return self.give_up(GiveUp::Exhausted, attempt, last, false);
-                    }
-                    if final_attempt {
-                        self.reporter.emit(&failed(None));
-                        return self.give_up(self.max_time_end(wait), attempt, last, false);
-                    }
-                    self.reporter.emit(&failed(Some(wait)));
-                    if !warned_stdin && self.executor.stdin_shared() {
-                        warned_stdin = true;
-                        self.reporter.emit(&Event::StdinShared);
-                    }
-                    self.hook(HookKind::Retry, attempt, end.status(), Some(wait))?;
-                    if self.wait_crosses_deadline(wait) {
-                        // The hook used up the time the wait had.
-                        return self.give_up(self.max_time_end(wait), attempt, last, false);
-                    }
-                    wait
-                }
-            };
-            self.wait(wait)?;
         }
         unreachable!("attempt numbers are unbounded")
+    }
+
+    /// The random wait before the first attempt (`--splay`); the run's end when no time is
+    /// left for a first attempt after it.
+    fn splay(&mut self) -> Result<Option<RunEnd>, Interrupted> {
+        let splay = self.settings.splay;
+        if splay.is_zero() {
+            return Ok(None);
+        }
+        let wait = self.delays.splay(splay);
+        if self.wait_crosses_deadline(wait) {
+            let reason = GiveUp::MaxTimeAhead { wait };
+            return self.give_up(reason, 0, None, Telling::Always).map(Some);
+        }
+        self.reporter.emit(&Event::Splay { wait });
+        self.clock.sleep(wait)?;
+        Ok(None)
+    }
+
+    /// Runs attempt number `attempt` and says what must be said of its start.
+    fn attempt(
+        &mut self,
+        attempt: u64,
+        progress: &mut Progress,
+    ) -> Result<AttemptReport, Interrupted> {
+        let settings = self.settings;
+        let spec = AttemptSpec {
+            number: attempt,
+            max_attempts: settings.max_attempts,
+            last_status: progress.last.map(AttemptEnd::status),
+            deadline: attempt_deadline(self.clock.now(), settings.timeout, self.deadline),
+        };
+        self.reporter.emit(&Event::AttemptStart {
+            attempt,
+            max_attempts: settings.max_attempts,
+        });
+        let report = self.executor.run(&spec, self.reporter)?;
+        progress.last = Some(report.end);
+        if let Some(error) = &report.start_error
+            && report.end.could_not_start()
+            && !progress.said_cannot_start
+        {
+            progress.said_cannot_start = true;
+            self.reporter.emit(&Event::CannotStart {
+                command: &settings.command[0],
+                end: report.end,
+                error,
+            });
+        }
+        Ok(report)
+    }
+
+    /// A permanent failure: the run ends at once.
+    fn stop(
+        &mut self,
+        rule: Permanent,
+        attempt: u64,
+        report: &AttemptReport,
+    ) -> Result<Next, Interrupted> {
+        if !self.release(OutputOf::FinalAttempt)? {
+            return Ok(Next::End(RunEnd::BrokenPipe));
+        }
+        // A command that cannot start was already said in a line of its own; a log still gets
+        // the attempt's end and the run's.
+        let telling = if report.end.could_not_start() {
+            Telling::LogOnly
+        } else {
+            Telling::Always
+        };
+        let event = self.failure(attempt, report, None);
+        self.reporter.tell(&event, telling);
+        let reason = GiveUp::Permanent(rule);
+        self.give_up(reason, attempt, Some(report.end), telling)
+            .map(Next::End)
+    }
+
+    /// A success: the run's end, or with `--consecutive`, the wait before the streak goes on.
+    fn after_success(
+        &mut self,
+        attempt: u64,
+        report: &AttemptReport,
+        progress: &mut Progress,
+    ) -> Result<Next, Interrupted> {
+        let settings = self.settings;
+        let end = report.end;
+        progress.streak += 1;
+        if progress.streak >= settings.consecutive {
+            if !self.release(OutputOf::FinalAttempt)? {
+                return Ok(Next::End(RunEnd::BrokenPipe));
+            }
+            self.reporter.emit(&Event::Success {
+                attempt,
+                max_attempts: settings.max_attempts,
+                end,
+                ran: report.ran,
+                total: self.clock.now() - self.start,
+            });
+            self.hook(HookKind::Success, attempt, end.status(), None)?;
+            return Ok(Next::End(RunEnd::Succeeded));
+        }
+        // After a success the schedule starts over at d(1).
+        progress.retry_number = 1;
+        self.delays.restart();
+        let wait = self.delays.delay(progress.retry_number);
+        let streak_event = |next| Event::StreakContinues {
+            attempt,
+            max_attempts: settings.max_attempts,
+            end,
+            ran: report.ran,
+            streak: progress.streak,
+            needed: settings.consecutive,
+            next,
+        };
+        let is_last = self.is_last(attempt);
+        let final_attempt = is_last || self.wait_crosses_deadline(wait);
+        if !self.release(OutputOf::of(final_attempt))? {
+            return Ok(Next::End(RunEnd::BrokenPipe));
+        }
+        if final_attempt {
+            self.reporter.emit(&streak_event(None));
+            let reason = if is_last {
+                GiveUp::Exhausted
+            } else {
+                self.max_time_end(wait)
+            };
+            return self
+                .give_up(reason, attempt, Some(end), Telling::Always)
+                .map(Next::End);
+        }
+        self.reporter.emit(&streak_event(Some(wait)));
+        Ok(Next::Wait(wait))
+    }
+
+    /// A retryable failure: the wait before the next attempt, or the run's end when no attempt
+    /// or no time is left.
+    fn after_failure(
+        &mut self,
+        attempt: u64,
+        report: &AttemptReport,
+        progress: &mut Progress,
+    ) -> Result<Next, Interrupted> {
+        let end = report.end;
+        progress.streak = 0;
+        progress.retry_number = progress.retry_number.saturating_add(1);
+        let wait = self.delays.delay(progress.retry_number);
+        let is_last = self.is_last(attempt);
+        let final_attempt = is_last || self.wait_crosses_deadline(wait);
+        if !self.release(OutputOf::of(final_attempt))? {
+            return Ok(Next::End(RunEnd::BrokenPipe));
+        }
+        if final_attempt {
+            let event = self.failure(attempt, report, None);
+            self.reporter.emit(&event);
+            let reason = if is_last {
+                GiveUp::Exhausted
+            } else {
+                self.max_time_end(wait)
+            };
+            return self
+                .give_up(reason, attempt, Some(end), Telling::Always)
+                .map(Next::End);
+        }
+        let event = self.failure(attempt, report, Some(wait));
+        self.reporter.emit(&event);
+        if !progress.warned_stdin && self.executor.stdin_shared() {
+            progress.warned_stdin = true;
+            self.reporter.emit(&Event::StdinShared);
+        }
+        self.hook(HookKind::Retry, attempt, end.status(), Some(wait))?;
+        if self.wait_crosses_deadline(wait) {
+            // The hook used up the time the wait had.
+            let reason = self.max_time_end(wait);
+            return self
+                .give_up(reason, attempt, Some(end), Telling::Always)
+                .map(Next::End);
+        }
+        Ok(Next::Wait(wait))
+    }
+
+    /// Whether attempt number `attempt` is the last the limit allows.
+    fn is_last(&self, attempt: u64) -> bool {
+        self.settings.max_attempts.is_some_and(|max| attempt >= max)
+    }
+
+    /// The event of a failed attempt, with the wait that follows it, if one does.
+    fn failure<'r>(
+        &self,
+        attempt: u64,
+        report: &'r AttemptReport,
+        next: Option<Duration>,
+    ) -> Event<'r> {
+        let why = if report.start_error.is_some() {
+            report.start_error.as_deref()
+        } else if report.matches.retry_if {
+            Some("a --retry-if line matched")
+        } else if self.settings.judge.has_until && !report.matches.until {
+            Some("no --until line matched")
+        } else {
+            None
+        };
+        Event::AttemptFailed {
+            attempt,
+            max_attempts: self.settings.max_attempts,
+            end: report.end,
+            why,
+            ran: report.ran,
+            next,
+        }
     }
 
     /// Waits before the next attempt; on a terminal, a long wait counts down once a second.
@@ -367,14 +478,13 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         Ok(())
     }
 
-    /// Ends a failed run: the give-up event (`said`: its text went without saying, see
-    /// `Reporter::emit_unless_said`), then `--on-failure`.
+    /// Ends a failed run: the give-up event, then `--on-failure`.
     fn give_up(
         &mut self,
         reason: GiveUp,
         attempts: u64,
         last: Option<AttemptEnd>,
-        said: bool,
+        telling: Telling,
     ) -> Result<RunEnd, Interrupted> {
         let end = RunEnd::Failed { last };
         let status = end.exit_status(None);
@@ -384,7 +494,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             total: self.clock.now() - self.start,
             status,
         };
-        self.reporter.emit_unless_said(&event, said);
+        self.reporter.tell(&event, telling);
         let last_status = last.map_or(status, AttemptEnd::status);
         self.hook(HookKind::Failure, attempts, last_status, None)?;
         Ok(end)
@@ -542,10 +652,10 @@ mod tests {
 
         fn release_output(
             &mut self,
-            final_attempt: bool,
+            output_of: OutputOf,
             _: &mut Reporter,
         ) -> Result<(), Unreleased> {
-            self.released.push(final_attempt);
+            self.released.push(output_of == OutputOf::FinalAttempt);
             Ok(())
         }
 

@@ -21,6 +21,7 @@ pub mod runner;
 pub mod settings;
 pub mod signals;
 pub mod spool;
+pub mod stdio;
 pub mod text;
 
 use std::ffi::OsString;
@@ -40,7 +41,6 @@ use crate::backoff::Delays;
 use crate::cli::Cli;
 use crate::clock::RealClock;
 use crate::config::ConfigFile;
-use crate::input::Input;
 use crate::outcome::{MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
 use crate::predicate::{Matches, Verdict};
@@ -101,20 +101,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Box::new(signals::Stderr::new(Rc::clone(&events))),
     );
     runner::adopt_orphans();
-    let mut runner = Runner {
-        events: &events,
-        command: &settings.command,
-        stdout_rules: &settings.stdout_rules,
-        stderr_rules: &settings.stderr_rules,
-        input: Input::new(settings.stdin),
-        hold_stdout: settings.hold_stdout,
-        held: None,
-        foreground: settings.foreground,
-        kill_signal: settings.kill_signal,
-        kill_after: settings.kill_after,
-        warned: Vec::new(),
-        leftovers: Vec::new(),
-    };
+    let mut runner = Runner::new(&settings, &events);
     let mut clock = RealClock::new(&events);
     match driver::drive(
         &settings,
@@ -125,7 +112,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         &mut reporter,
     ) {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
-        end => match plumbing::hand_over(runner.leftovers, &events) {
+        end => match runner.hand_over() {
             Ok(()) => Exit::Status(end.exit_status(settings.fail_exit)),
             Err(signal) => Exit::Signal(signal),
         },

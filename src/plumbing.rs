@@ -22,6 +22,7 @@ use crate::predicate::Matches;
 use crate::settings::OutputRules;
 use crate::signals::Events;
 use crate::spool::Spool;
+use crate::stdio::Stream;
 use crate::text::plain_error;
 
 /// Bytes read from a pipe at a time, and the pipe capacity asked for: fewer, larger transfers
@@ -171,7 +172,7 @@ fn await_input(source: RawFd, stop: RawFd) -> bool {
 /// A stream being copied and matched.
 pub struct Watch {
     /// Which of `retry`'s streams the copy writes to, for messages.
-    stream: &'static str,
+    stream: Stream,
     /// The pipe's read end, as the copy holds it (see `Leftover`).
     source: RawFd,
     /// Where the copy's bytes go once `retry` has ended (see `hand_over`).
@@ -203,7 +204,7 @@ struct Flow {
 pub struct Drained {
     pub matches: Matches,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
-    pub write_errors: Vec<(&'static str, String)>,
+    pub write_errors: Vec<(Stream, String)>,
     /// The copies still running: a background process holds their pipe open.
     pub leftovers: Vec<Leftover>,
 }
@@ -223,7 +224,7 @@ pub struct Leftover {
 pub fn watch(
     mut source: impl Read + AsRawFd + Send + 'static,
     mut sink: Sink,
-    stream: &'static str,
+    stream: Stream,
     rules: &OutputRules,
 ) -> io::Result<Watch> {
     let (done, finished) = io::pipe()?;
@@ -232,8 +233,8 @@ pub fn watch(
     // A copy that outlives `retry` passes on to the same stream; held output, which has no
     // attempt of its own by then, to stderr, so that stdout still carries one attempt's output.
     let after_end = match &sink {
-        Sink::Stream(_) if stream == "stdout" => Some(libc::STDOUT_FILENO),
-        Sink::Stream(_) | Sink::Hold(_) => Some(libc::STDERR_FILENO),
+        Sink::Stream(_) => Some(stream.fd()),
+        Sink::Hold(_) => Some(Stream::Stderr.fd()),
         Sink::Discard => None,
     };
     let flow = Arc::new(Flow::default());
@@ -315,6 +316,15 @@ pub fn watch(
     })
 }
 
+/// How long `retry` waits for a reader downstream to take an attempt's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReaderWait {
+    /// As long as the run's limits allow, so that the output goes on whole.
+    Whole,
+    /// Only while the reader keeps taking it: `retry` is shutting down.
+    WhileFlowing,
+}
+
 /// Waits for the watched streams to reach their end after the attempt has ended, and says
 /// what matched and what could not be written; returns instead the shutdown signal that
 /// `retry` receives meanwhile.
@@ -323,17 +333,17 @@ pub fn watch(
 /// on whole. A source that has gone quiet is not: a background process may hold the pipe open,
 /// so the wait ends after `DRAIN_IDLE` without output, or after `DRAIN_MAX` spent copying (the
 /// waits on the reader not counted) from one that keeps writing, and in any case at `until`
-/// (the run's time limit and its grace, past which nothing may hold the run). `interrupted`:
-/// `retry` is shutting down, and waits for the reader too only while it keeps taking output.
+/// (the run's time limit and its grace, past which nothing may hold the run); or, when `retry`
+/// is shutting down, only while the reader keeps taking output.
 pub fn finish(
     watches: Vec<Watch>,
     events: &Events,
-    interrupted: bool,
+    reader_wait: ReaderWait,
     until: Option<Instant>,
 ) -> Result<Drained, i32> {
     let mut drained = Drained::default();
     for watch in watches {
-        let drain = if interrupted {
+        let drain = if reader_wait == ReaderWait::WhileFlowing {
             let give_up = Some(Instant::now() + DRAIN_MAX);
             wait_while_flowing(events, watch.done.as_fd(), &watch.flow.written, give_up)?;
             // An interrupted run leaves nothing behind to be handed over.

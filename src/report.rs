@@ -13,6 +13,7 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::predicate::Permanent;
 use crate::settings::{HookKind, Verbosity};
+use crate::stdio::Stream;
 use crate::text::{human, one_line, quote, shell_words};
 
 /// Why a run gave up.
@@ -86,7 +87,7 @@ pub enum Event<'a> {
     /// Held stdout (`"stdout"`) or replayed stdin (`"stdin"`) outgrew memory and no temporary
     /// file would take it: it stays in memory. Said once for each.
     SpillFailed {
-        stream: &'static str,
+        stream: Stream,
         error: &'a str,
     },
     /// Reading stdin for `--stdin replay` failed before its end: the attempts get only what
@@ -97,7 +98,7 @@ pub enum Event<'a> {
     /// Writing an attempt's output to `retry`'s `stream` failed (not for a reader gone): what
     /// follows is lost. Said once for each stream.
     WriteFailed {
-        stream: &'static str,
+        stream: Stream,
         error: &'a str,
     },
     /// The attempt was stopped by SIGTTIN or SIGTTOU: it used the terminal from its own
@@ -145,6 +146,15 @@ impl Terminal {
 /// Waits longer than this show a countdown on a terminal.
 pub const COUNTDOWN_AFTER: Duration = Duration::from_secs(2);
 
+/// Whether an event is said in every format, or only in a JSON log, where every attempt and
+/// every run has its end: a text line may go without saying when another said it (the line
+/// saying that a command cannot be started says that its run ends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Telling {
+    Always,
+    LogOnly,
+}
+
 pub struct Reporter {
     verbosity: Verbosity,
     format: LogFormat,
@@ -170,11 +180,9 @@ impl Reporter {
         }
     }
 
-    /// `emit`, but when `said` (another line already said it, as the line saying that a
-    /// command cannot be started says that its run ends), only to a JSON log, where every
-    /// attempt and every run has its end.
-    pub fn emit_unless_said(&mut self, event: &Event<'_>, said: bool) {
-        if !said || self.format == LogFormat::Json {
+    /// `emit`, or with `Telling::LogOnly`, only to a JSON log.
+    pub fn tell(&mut self, event: &Event<'_>, telling: Telling) {
+        if telling == Telling::Always || self.format == LogFormat::Json {
             self.emit(event);
         }
     }
@@ -440,7 +448,7 @@ fn json(event: &Event<'_>) -> String {
         Event::SpillFailed { stream, error } => object(
             "spill-failed",
             vec![
-                ("stream", Json::Text(stream.into())),
+                ("stream", Json::Text(stream.name().into())),
                 ("error", Json::Text(error.into())),
             ],
         ),
@@ -454,7 +462,7 @@ fn json(event: &Event<'_>) -> String {
         Event::WriteFailed { stream, error } => object(
             "write-failed",
             vec![
-                ("stream", Json::Text(stream.into())),
+                ("stream", Json::Text(stream.name().into())),
                 ("error", Json::Text(error.into())),
             ],
         ),
@@ -654,7 +662,7 @@ fn text(event: &Event<'_>) -> String {
                 .to_string()
         }
         Event::SpillFailed { stream, error } => {
-            let what = if stream == "stdin" {
+            let what = if stream == Stream::Stdin {
                 "replayed stdin"
             } else {
                 "held stdout"
@@ -869,7 +877,10 @@ mod tests {
 
     #[test]
     fn a_failed_spill_names_what_stays_in_memory() {
-        for (stream, what) in [("stdin", "replayed stdin"), ("stdout", "held stdout")] {
+        for (stream, what) in [
+            (Stream::Stdin, "replayed stdin"),
+            (Stream::Stdout, "held stdout"),
+        ] {
             let line = render(
                 Verbosity::Normal,
                 Event::SpillFailed {

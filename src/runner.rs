@@ -19,32 +19,63 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::driver::{AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, Unreleased};
+use crate::driver::{
+    AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, OutputOf, Unreleased,
+};
 use crate::input::{Feeder, Input};
 use crate::interpreter;
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing::{self, Held, Leftover, OwnStream, Sink, Watch};
+use crate::plumbing::{self, Held, Leftover, OwnStream, ReaderWait, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
-use crate::settings::OutputRules;
+use crate::settings::{OutputRules, Settings};
 use crate::signals::{self, Event, Events};
+use crate::stdio::Stream;
 
 pub struct Runner<'a> {
-    pub events: &'a Events,
-    pub command: &'a [OsString],
-    pub stdout_rules: &'a OutputRules,
-    pub stderr_rules: &'a OutputRules,
-    pub input: Input,
-    pub hold_stdout: bool,
+    events: &'a Events,
+    command: &'a [OsString],
+    stdout_rules: &'a OutputRules,
+    stderr_rules: &'a OutputRules,
+    input: Input,
+    hold_stdout: bool,
     /// The last attempt's stdout under `--hold-stdout`, until it is released.
-    pub held: Option<Arc<Mutex<Held>>>,
-    pub foreground: bool,
-    pub kill_signal: i32,
-    pub kill_after: Duration,
+    held: Option<Arc<Mutex<Held>>>,
+    foreground: bool,
+    kill_signal: i32,
+    kill_after: Duration,
     /// The warnings said already (see `say_once`): what failed, and for which stream.
-    pub warned: Vec<(&'static str, &'static str)>,
+    warned: Vec<(&'static str, Stream)>,
     /// Copies of earlier attempts' output still running (see `plumbing::hand_over`).
-    pub leftovers: Vec<Leftover>,
+    leftovers: Vec<Leftover>,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner for the attempts and hooks of a run with `settings`, whose shutdown signals
+    /// arrive through `events`.
+    pub fn new(settings: &'a Settings, events: &'a Events) -> Runner<'a> {
+        Runner {
+            events,
+            command: &settings.command,
+            stdout_rules: &settings.stdout_rules,
+            stderr_rules: &settings.stderr_rules,
+            input: Input::new(settings.stdin),
+            hold_stdout: settings.hold_stdout,
+            held: None,
+            foreground: settings.foreground,
+            kill_signal: settings.kill_signal,
+            kill_after: settings.kill_after,
+            warned: Vec::new(),
+            leftovers: Vec::new(),
+        }
+    }
+
+    /// Once the run has ended: gives the copies of output that outlived their attempts to a
+    /// process of their own (see `plumbing::hand_over`). `Err` holds a shutdown signal
+    /// received meanwhile.
+    pub fn hand_over(self) -> Result<(), i32> {
+        plumbing::hand_over(self.leftovers, self.events)
+    }
 }
 
 /// Where a signal meant for the attempt goes.
@@ -135,6 +166,13 @@ enum Notice {
     Relayed(i32),
 }
 
+/// What a supervised child is, which says whether signals meant for the command reach it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Supervisee {
+    Attempt,
+    Hook,
+}
+
 /// Where the attempt is in being stopped by `retry`.
 #[derive(Clone, Copy, PartialEq)]
 enum Phase {
@@ -200,7 +238,7 @@ impl Execute for Runner<'_> {
             spec.deadline,
             started,
             &mut notify,
-            true,
+            Supervisee::Attempt,
         );
         // The run's time limit, with the grace, bounds the wait for the attempt's output: a
         // reader that has stalled must not hold the run past it. An attempt's own `--timeout`
@@ -212,8 +250,11 @@ impl Execute for Runner<'_> {
                 .checked_add(self.kill_after)
                 .map_or(at, |grace| at.max(grace))
         });
-        let interrupted = supervised.interrupted.is_some();
-        let drained = plumbing::finish(watches, self.events, interrupted, until);
+        let reader_wait = match supervised.interrupted {
+            Some(_) => ReaderWait::WhileFlowing,
+            None => ReaderWait::Whole,
+        };
+        let drained = plumbing::finish(watches, self.events, reader_wait, until);
         // After the drain, whose wait lets the ends of children go by.
         reap_orphans(None);
         if let Some(feeder) = feeder {
@@ -222,7 +263,13 @@ impl Execute for Runner<'_> {
         self.say_stream_failures(reporter);
         if let Ok(drained) = &drained {
             for (stream, error) in &drained.write_errors {
-                self.say_once(reporter, Report::WriteFailed { stream, error });
+                self.say_once(
+                    reporter,
+                    Report::WriteFailed {
+                        stream: *stream,
+                        error,
+                    },
+                );
             }
         }
         let matches = match (supervised.interrupted, drained) {
@@ -233,7 +280,8 @@ impl Execute for Runner<'_> {
             (Some(signal), _) | (None, Err(signal)) => {
                 // An interrupted run has no final attempt, but its held output is not dropped
                 // while the reader takes it.
-                let _ = self.release_held(false, true, reporter);
+                let _ =
+                    self.release_held(OutputOf::EarlierAttempt, ReaderWait::WhileFlowing, reporter);
                 return Err(Interrupted(signal));
             }
         };
@@ -247,10 +295,10 @@ impl Execute for Runner<'_> {
 
     fn release_output(
         &mut self,
-        final_attempt: bool,
+        output_of: OutputOf,
         reporter: &mut Reporter,
     ) -> Result<(), Unreleased> {
-        self.release_held(final_attempt, false, reporter)
+        self.release_held(output_of, ReaderWait::Whole, reporter)
     }
 
     fn end_by(&mut self, deadline: Instant) {
@@ -295,8 +343,14 @@ impl Execute for Runner<'_> {
         let deadline = hook.deadline.map(|at| (at, Limit::Run));
         // A hook's stdin is /dev/null: only one that opens the terminal itself can be stopped
         // for it, and its deadline (if any) still applies.
-        // SIGUSR1 and SIGUSR2 are meant for the command, not for a hook.
-        let supervised = self.supervise(&mut child, target, deadline, started, &mut |_| {}, false);
+        let supervised = self.supervise(
+            &mut child,
+            target,
+            deadline,
+            started,
+            &mut |_| {},
+            Supervisee::Hook,
+        );
         reap_orphans(None);
         match supervised.interrupted {
             Some(signal) => Err(Interrupted(signal)),
@@ -326,8 +380,9 @@ impl Runner<'_> {
 
     /// Waits for `child` to end, terminating it (and its group) at `deadline` or when `retry`
     /// is asked to stop. `notify` hears of each time the child is stopped for using the
-    /// terminal from a background process group, and of each signal relayed. With `relay`,
-    /// SIGUSR1 and SIGUSR2 sent to `retry` are handed to the child.
+    /// terminal from a background process group, and of each signal relayed.
+    /// SIGUSR1 and SIGUSR2 sent to `retry` are handed to an attempt (they are meant for the
+    /// command, not for a hook).
     fn supervise(
         &self,
         child: &mut Child,
@@ -335,7 +390,7 @@ impl Runner<'_> {
         deadline: Option<(Instant, Limit)>,
         started: Instant,
         notify: &mut dyn FnMut(Notice),
-        relay: bool,
+        supervisee: Supervisee,
     ) -> Supervised {
         let mut phase = Phase::Running;
         let mut timed_out = None;
@@ -358,7 +413,7 @@ impl Runner<'_> {
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
                 Some(Event::Resize) => target.pass_resize(),
-                Some(Event::Relay(signal)) if relay => {
+                Some(Event::Relay(signal)) if supervisee == Supervisee::Attempt => {
                     target.relay(signal);
                     notify(Notice::Relayed(signal));
                 }
@@ -472,13 +527,23 @@ impl Runner<'_> {
             } else {
                 Sink::Stream(OwnStream::on(io::stdout().as_fd())?)
             };
-            watches.push(plumbing::watch(source, sink, "stdout", self.stdout_rules)?);
+            watches.push(plumbing::watch(
+                source,
+                sink,
+                Stream::Stdout,
+                self.stdout_rules,
+            )?);
             command.stdout(attempt_end);
         }
         if self.stderr_rules.any() {
             let (source, attempt_end) = io::pipe()?;
             let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd())?);
-            watches.push(plumbing::watch(source, sink, "stderr", self.stderr_rules)?);
+            watches.push(plumbing::watch(
+                source,
+                sink,
+                Stream::Stderr,
+                self.stderr_rules,
+            )?);
             command.stderr(attempt_end);
         }
         Ok(watches)
@@ -522,7 +587,10 @@ impl Runner<'_> {
             let held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             held.spill_error().map(str::to_string)
         });
-        for (stream, error) in [("stdout", held), ("stdin", self.input.spill_error())] {
+        for (stream, error) in [
+            (Stream::Stdout, held),
+            (Stream::Stdin, self.input.spill_error()),
+        ] {
             if let Some(error) = error {
                 self.say_once(
                     reporter,
@@ -540,7 +608,7 @@ impl Runner<'_> {
         let key = match warning {
             Report::SpillFailed { stream, .. } => ("spill", stream),
             Report::WriteFailed { stream, .. } => ("write", stream),
-            Report::ReadFailed { .. } => ("read", "stdin"),
+            Report::ReadFailed { .. } => ("read", Stream::Stdin),
             _ => return reporter.emit(&warning),
         };
         if !self.warned.contains(&key) {
@@ -549,14 +617,16 @@ impl Runner<'_> {
         }
     }
 
-    /// Writes the held output out (see `copy_held`). `interrupted`: `retry` is shutting down,
-    /// so the output goes out only while the reader keeps taking it.
+    /// Writes the held output out (see `copy_held`), waiting for the reader as `reader_wait`
+    /// says.
     fn release_held(
         &mut self,
-        final_attempt: bool,
-        interrupted: bool,
+        output_of: OutputOf,
+        reader_wait: ReaderWait,
         reporter: &mut Reporter,
     ) -> Result<(), Unreleased> {
+        let final_attempt = output_of == OutputOf::FinalAttempt;
+        let interrupted = reader_wait == ReaderWait::WhileFlowing;
         let Some(held) = self.held.take() else {
             return Ok(());
         };
@@ -593,7 +663,11 @@ impl Runner<'_> {
                 }
             }
             Err(error) => {
-                let stream = if final_attempt { "stdout" } else { "stderr" };
+                let stream = if final_attempt {
+                    Stream::Stdout
+                } else {
+                    Stream::Stderr
+                };
                 let error = crate::text::plain_error(&error);
                 self.say_once(
                     reporter,
