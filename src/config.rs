@@ -17,6 +17,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::cli::Cli;
 use crate::parse::suggestion;
+use crate::settings::HookKind;
 
 /// Flags that are about this invocation, not about how to retry: they have no key.
 const NOT_KEYS: &[&str] = &["help", "version", "config", "profile", "dry-run"];
@@ -45,6 +46,55 @@ struct Entry {
     key: String,
     /// `["--base", "1s"]`, `["--invert"]`, or nothing for a flag set to false.
     args: Vec<OsString>,
+    /// Where the key is written in the file, as a byte offset.
+    key_offset: usize,
+    /// `FILE:LINE` of the value, for a key that takes one.
+    value_at: Option<String>,
+}
+
+/// What a key's value is, beyond what its flag's parser checks. Named here, key by key, and
+/// never read off the help text, so that a change of wording cannot change what a file may
+/// hold (a test holds this list to the flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueKind {
+    /// A list of exit codes: an array, or a string like `"1,75-78"`.
+    Codes,
+    /// Text only (a pattern, a command): a number there is a slip.
+    Text,
+    /// A string or a number.
+    Scalar,
+}
+
+/// The keys whose value is a list of exit codes.
+const CODE_KEYS: &[&str] = &["retry-on-exit", "stop-on-exit"];
+
+/// The keys whose value is a pattern.
+const PATTERN_KEYS: &[&str] = &[
+    "until-stdout",
+    "until-stderr",
+    "retry-if-stdout",
+    "retry-if-stderr",
+];
+
+impl ValueKind {
+    fn of(key: &str) -> ValueKind {
+        if CODE_KEYS.contains(&key) {
+            ValueKind::Codes
+        } else if PATTERN_KEYS.contains(&key) || is_hook_key(key) {
+            ValueKind::Text
+        } else {
+            ValueKind::Scalar
+        }
+    }
+}
+
+/// Whether `key`'s value is a command that `retry` runs (a hook): a file that sets one must be
+/// the user's own (`hooks_refused`). Named by the hooks themselves, so no change to the help
+/// text can turn that check off.
+fn is_hook_key(key: &str) -> bool {
+    HookKind::ALL
+        .iter()
+        .any(|kind| kind.flag().strip_prefix("--") == Some(key))
 }
 
 /// A validated configuration file.
@@ -70,7 +120,6 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl ConfigFile {
-    /// Parses and validates the whole file, every profile included.
     /// The file's bytes as text. TOML is UTF-8; a stray byte (a file saved as Latin-1) is named
     /// by its line.
     pub fn text(name: &str, bytes: Vec<u8>) -> Result<String, ConfigError> {
@@ -84,6 +133,7 @@ impl ConfigFile {
         })
     }
 
+    /// Parses and validates the whole file, every profile included.
     pub fn parse(name: &str, text: &str) -> Result<ConfigFile, ConfigError> {
         let at = |offset: usize| format!("{name}:{}", line_of(text, offset));
         let document = DeTable::parse(text).map_err(|error| {
@@ -142,12 +192,11 @@ impl ConfigFile {
                 }
             }
         }
-        let hooks = hook_keys(&command);
         file.hooks = file
             .defaults
             .iter()
             .chain(file.profiles.values().flatten())
-            .any(|entry| hooks.contains(&entry.key));
+            .any(|entry| is_hook_key(&entry.key));
         Ok(file)
     }
 
@@ -191,21 +240,6 @@ impl ConfigFile {
     }
 }
 
-/// Whether `arg`'s value is named `name` in `--help` (`CMD`, `CODES`, `REGEX`): what kind of
-/// value a key takes, told in one place.
-fn value_is(arg: &clap::Arg, name: &str) -> bool {
-    arg.get_value_names().is_some_and(|names| names == [name])
-}
-
-/// The keys whose value is a command to run.
-fn hook_keys(command: &clap::Command) -> Vec<String> {
-    command
-        .get_arguments()
-        .filter(|arg| value_is(arg, "CMD"))
-        .filter_map(|arg| arg.get_long().map(str::to_string))
-        .collect()
-}
-
 /// Why a file may not give hooks (`None`: it may), from its mode and owner and the user
 /// running `retry`: a file of commands that someone else can write is someone else's commands. As ssh(1) asks of
 /// its config: a regular file owned by the user or root, and not writable by others (group
@@ -239,8 +273,10 @@ fn replaces(key: &str, other: &str) -> bool {
             .any(|group| group.contains(&key) && group.contains(&other))
 }
 
-/// `command`: `Cli`'s, built once for the whole file (building it for each key cost about a
-/// millisecond per run with a full file).
+/// The entries of one table (`label`), each checked: a known key, one spelling of a setting,
+/// a value of the right type that the flag's own parser accepts. `command` is `Cli`'s, built
+/// once for the whole file (building it for each key cost about a millisecond per run with a
+/// full file).
 fn table_entries(
     command: &mut clap::Command,
     table: &DeTable<'_>,
@@ -249,126 +285,158 @@ fn table_entries(
     at: &dyn Fn(usize) -> String,
 ) -> Result<Vec<Entry>, ConfigError> {
     let mut entries = Vec::new();
-    let mut spans = Vec::new();
-    // The entries that carry a value, and where each value is written.
-    let mut values: Vec<(usize, String)> = Vec::new();
     for (key, value) in table {
         let name = key.get_ref().as_ref();
-        let where_ = at(key.span().start);
-        if !keys.iter().any(|k| k == name) {
-            let hint = if NOT_KEYS.contains(&name) {
-                format!(
-                    ": --{name} is about one invocation, so it is given on the command line only"
-                )
-            } else {
-                suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>())
-                    .map_or(String::new(), |hint| format!("; {hint}"))
-            };
-            return Err(ConfigError(format!(
-                "{where_}: unknown key '{name}' in {label}{hint}"
-            )));
-        }
+        check_known(
+            name,
+            keys,
+            &format!("{}: unknown key '{name}' in {label}", at(key.span().start)),
+        )?;
         let arg = command
             .get_arguments()
             .find(|arg| arg.get_long() == Some(name))
             .expect("every key is a flag");
+        let value_at = at(value.span().start);
+        let context = format!("{value_at}: key '{name}' in {label}");
+        let args = entry_args(arg, name, value.get_ref(), &context)?;
         let takes_value = arg.get_action().takes_values();
-        let list = value_is(arg, "CODES");
-        // A pattern or a command is text: a number there is a slip, not a pattern.
-        let text_only = value_is(arg, "REGEX") || value_is(arg, "CMD");
-        let where_ = at(value.span().start);
-        let wrong_type = |expected: &str| {
-            ConfigError(format!(
-                "{where_}: key '{name}' in {label}: expected {expected}, found {}",
-                value.get_ref().type_str()
-            ))
-        };
-        let text = match value.get_ref() {
-            DeValue::Boolean(set) if !takes_value => {
-                entries.push(Entry {
-                    key: name.to_string(),
-                    args: if *set {
-                        vec![format!("--{name}").into()]
-                    } else {
-                        Vec::new()
-                    },
-                });
-                spans.push((name.to_string(), key.span().start));
-                continue;
-            }
-            _ if !takes_value => return Err(wrong_type("true or false")),
-            DeValue::String(text) => text.to_string(),
-            _ if text_only => return Err(wrong_type("a string")),
-            DeValue::Integer(number) => number.to_string(),
-            DeValue::Float(number) => number.to_string(),
-            DeValue::Array(items) if list => {
-                let mut codes = Vec::new();
-                for item in items.iter() {
-                    match item.get_ref() {
-                        DeValue::Integer(n) => codes.push(n.to_string()),
-                        DeValue::String(s) => codes.push(s.to_string()),
-                        other => {
-                            return Err(ConfigError(format!(
-                                "{where_}: key '{name}' in {label}: expected an array of exit \
-                                 codes, found an array holding a {}",
-                                other.type_str()
-                            )));
-                        }
-                    }
-                }
-                codes.join(",")
-            }
-            _ if list => {
-                return Err(wrong_type(
-                    "a list of exit codes like [1, 75] or \"1,75-78\"",
-                ));
-            }
-            _ => return Err(wrong_type("a string or a number")),
-        };
-        let args: Vec<OsString> = vec![format!("--{name}").into(), text.into()];
-        values.push((entries.len(), where_));
         entries.push(Entry {
             key: name.to_string(),
             args,
+            key_offset: key.span().start,
+            value_at: takes_value.then_some(value_at),
         });
-        spans.push((name.to_string(), key.span().start));
     }
-    // The table comes sorted by key; point at whichever spelling was written last.
-    spans.sort_by_key(|(_, offset)| *offset);
+    check_one_spelling(&entries, label, at)?;
+    check_values(command, &entries, label)?;
+    Ok(entries)
+}
+
+/// Fails for a key that is no setting, with what was likely meant.
+fn check_known(name: &str, keys: &[String], unknown: &str) -> Result<(), ConfigError> {
+    if keys.iter().any(|k| k == name) {
+        return Ok(());
+    }
+    let hint = if NOT_KEYS.contains(&name) {
+        format!(": --{name} is about one invocation, so it is given on the command line only")
+    } else {
+        suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>())
+            .map_or(String::new(), |hint| format!("; {hint}"))
+    };
+    Err(ConfigError(format!("{unknown}{hint}")))
+}
+
+/// The command-line arguments that a key's TOML value stands for, or why its type is wrong
+/// (`context` says where: `FILE:LINE: key 'KEY' in TABLE`).
+fn entry_args(
+    arg: &clap::Arg,
+    name: &str,
+    value: &DeValue<'_>,
+    context: &str,
+) -> Result<Vec<OsString>, ConfigError> {
+    let kind = ValueKind::of(name);
+    let wrong_type = |expected: &str| {
+        ConfigError(format!(
+            "{context}: expected {expected}, found {}",
+            value.type_str()
+        ))
+    };
+    let flag = || OsString::from(format!("--{name}"));
+    if !arg.get_action().takes_values() {
+        return match value {
+            DeValue::Boolean(true) => Ok(vec![flag()]),
+            DeValue::Boolean(false) => Ok(Vec::new()),
+            _ => Err(wrong_type("true or false")),
+        };
+    }
+    let text = match value {
+        DeValue::String(text) => text.to_string(),
+        // A pattern or a command is text: a number there is a slip, not a pattern.
+        _ if kind == ValueKind::Text => return Err(wrong_type("a string")),
+        DeValue::Integer(number) => number.to_string(),
+        DeValue::Float(number) => number.to_string(),
+        DeValue::Array(items) if kind == ValueKind::Codes => {
+            let mut codes = Vec::new();
+            for item in items.iter() {
+                match item.get_ref() {
+                    DeValue::Integer(n) => codes.push(n.to_string()),
+                    DeValue::String(s) => codes.push(s.to_string()),
+                    other => {
+                        return Err(ConfigError(format!(
+                            "{context}: expected an array of exit codes, found an array \
+                             holding a {}",
+                            other.type_str()
+                        )));
+                    }
+                }
+            }
+            codes.join(",")
+        }
+        _ if kind == ValueKind::Codes => {
+            return Err(wrong_type(
+                "a list of exit codes like [1, 75] or \"1,75-78\"",
+            ));
+        }
+        _ => return Err(wrong_type("a string or a number")),
+    };
+    Ok(vec![flag(), text.into()])
+}
+
+/// Fails when one table sets a setting in two spellings (`retries` and `attempts`), pointing
+/// at whichever was written last.
+fn check_one_spelling(
+    entries: &[Entry],
+    label: &str,
+    at: &dyn Fn(usize) -> String,
+) -> Result<(), ConfigError> {
+    // The table comes sorted by key, not in the order written.
+    let mut written: Vec<&Entry> = entries.iter().collect();
+    written.sort_by_key(|entry| entry.key_offset);
     for group in GROUPS {
-        let set: Vec<&(String, usize)> = spans
+        let set: Vec<&&Entry> = written
             .iter()
-            .filter(|(key, _)| group.contains(&key.as_str()))
+            .filter(|entry| group.contains(&entry.key.as_str()))
             .collect();
         if let [first, second, ..] = set.as_slice() {
             return Err(ConfigError(format!(
                 "{}: key '{}' in {label}: cannot be set together with '{}' (one spelling per table)",
-                at(second.1),
-                second.0,
-                first.0
+                at(second.key_offset),
+                second.key,
+                first.key
             )));
         }
     }
-    // Every value checked by its flag's own parser, as on the command line: the whole table in
-    // one parse, and only when that fails, key by key to name the culprit.
+    Ok(())
+}
+
+/// Checks every value by its flag's own parser, as on the command line: the whole table in one
+/// parse, and only when that fails, key by key to name the culprit.
+fn check_values(
+    command: &mut clap::Command,
+    entries: &[Entry],
+    label: &str,
+) -> Result<(), ConfigError> {
     let all = entries.iter().flat_map(|entry| entry.args.iter().cloned());
     if command
         .try_get_matches_from_mut(std::iter::once("retry".into()).chain(all))
-        .is_err()
+        .is_ok()
     {
-        for (index, where_) in &values {
-            let entry = &entries[*index];
-            let line = std::iter::once("retry".into()).chain(entry.args.iter().cloned());
-            if let Err(error) = command.try_get_matches_from_mut(line) {
-                return Err(ConfigError(format!(
-                    "{where_}: key '{}' in {label}: {}",
-                    entry.key,
-                    clap_reason(&error)
-                )));
-            }
+        return Ok(());
+    }
+    for entry in entries {
+        let Some(value_at) = &entry.value_at else {
+            continue;
+        };
+        let line = std::iter::once("retry".into()).chain(entry.args.iter().cloned());
+        if let Err(error) = command.try_get_matches_from_mut(line) {
+            return Err(ConfigError(format!(
+                "{value_at}: key '{}' in {label}: {}",
+                entry.key,
+                clap_reason(&error)
+            )));
         }
     }
-    Ok(entries)
+    Ok(())
 }
 
 /// A clap error in one line: its first line, plus the possible values when clap lists them
@@ -442,6 +510,53 @@ mod tests {
         assert!(!parse("[defaults]\nretries = 2\n[profile.x]\nbase = 1\n").has_hooks());
         assert!(parse("[defaults]\non-retry = \"true\"\n").has_hooks());
         assert!(parse("[profile.unused]\non-success = \"true\"\n").has_hooks());
+        for kind in HookKind::ALL {
+            let key = kind.flag().trim_start_matches("--");
+            assert!(parse(&format!("[defaults]\n{key} = \"true\"\n")).has_hooks());
+        }
+    }
+
+    /// Which keys are hooks is named by the hooks, not read off `--help`: with every hook's
+    /// value placeholder renamed, each is still a hook, and no other key is one.
+    #[test]
+    fn a_changed_placeholder_cannot_turn_the_hook_check_off() {
+        let mut command = Cli::command();
+        for kind in HookKind::ALL {
+            let key = kind.flag().trim_start_matches("--");
+            let id = key.replace('-', "_");
+            command = command.mut_arg(id, |arg| arg.value_name("SCRIPT"));
+        }
+        let hooks: Vec<&str> = keys_of(&command)
+            .iter()
+            .filter(|key| is_hook_key(key))
+            .map(|key| {
+                let arg = command
+                    .get_arguments()
+                    .find(|arg| arg.get_long() == Some(key))
+                    .unwrap();
+                assert_eq!(arg.get_value_names().unwrap(), ["SCRIPT"]);
+                arg.get_long().unwrap()
+            })
+            .collect();
+        assert_eq!(hooks, ["on-retry", "on-failure", "on-success"]);
+    }
+
+    /// The value kinds named in this module match the flags as `--help` shows them, so a new
+    /// flag that takes codes, a pattern or a command cannot be left out of the lists.
+    #[test]
+    fn value_kinds_agree_with_the_flags() {
+        for arg in Cli::command().get_arguments() {
+            let (Some(key), Some(names)) = (arg.get_long(), arg.get_value_names()) else {
+                continue;
+            };
+            let expected = match names[0].as_str() {
+                "CODES" => ValueKind::Codes,
+                "REGEX" | "CMD" => ValueKind::Text,
+                _ => ValueKind::Scalar,
+            };
+            assert_eq!(ValueKind::of(key), expected, "--{key}");
+            assert_eq!(is_hook_key(key), names[0] == "CMD", "--{key}");
+        }
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub enum HookKind {
 }
 
 impl HookKind {
+    pub const ALL: [HookKind; 3] = [HookKind::Retry, HookKind::Failure, HookKind::Success];
+
     pub fn flag(self) -> &'static str {
         match self {
             HookKind::Retry => "--on-retry",

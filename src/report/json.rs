@@ -1,0 +1,357 @@
+//! Events as JSON lines, for `--log-format json`: each event is one or two objects, built as
+//! data (`objects`) and rendered with the time of writing.
+
+use std::time::{Duration, SystemTime};
+
+use crate::outcome::AttemptEnd;
+use crate::parse::signal_name;
+
+use super::{Event, GiveUp};
+
+/// One JSON object: the event's name and its fields, in order.
+type Object = (&'static str, Vec<(&'static str, Json)>);
+
+/// The event as JSON: one object per line (two when an attempt ended and another follows, or
+/// the run succeeded).
+pub(super) fn lines(event: &Event<'_>) -> String {
+    let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    objects(event)
+        .into_iter()
+        .map(|(name, fields)| {
+            let mut out = format!("{{\"event\":\"{name}\",\"time\":\"{time}\"");
+            for (key, value) in fields {
+                out += &format!(",\"{key}\":{}", value.render());
+            }
+            out + "}\n"
+        })
+        .collect()
+}
+
+fn objects(event: &Event<'_>) -> Vec<Object> {
+    match *event {
+        Event::Start {
+            command,
+            max_attempts,
+            seed,
+        } => {
+            let words = command
+                .iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect();
+            vec![(
+                "start",
+                vec![
+                    ("command", Json::List(words)),
+                    ("max_attempts", Json::limit(max_attempts)),
+                    ("seed", Json::Number(seed)),
+                ],
+            )]
+        }
+        Event::Splay { wait } => vec![("splay", vec![("delay_ms", Json::Millis(wait))])],
+        Event::AttemptStart {
+            attempt,
+            max_attempts,
+        } => vec![(
+            "attempt-start",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                ("max_attempts", Json::limit(max_attempts)),
+            ],
+        )],
+        Event::AttemptFailed {
+            attempt,
+            max_attempts,
+            end,
+            why,
+            ran,
+            next,
+        } => {
+            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
+            fields.push(("outcome", Json::text("failure")));
+            fields.push(("reason", why.map_or(Json::Null, Json::text)));
+            with_retry(("attempt", fields), attempt, next)
+        }
+        Event::StreakContinues {
+            attempt,
+            max_attempts,
+            end,
+            ran,
+            streak,
+            needed,
+            next,
+        } => {
+            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
+            fields.push(("outcome", Json::text("success")));
+            fields.push(("reason", Json::Null));
+            fields.push(("streak", Json::Number(streak)));
+            fields.push(("needed", Json::Number(needed)));
+            with_retry(("attempt", fields), attempt, next)
+        }
+        Event::CannotStart {
+            command,
+            end,
+            error,
+        } => vec![(
+            "cannot-start",
+            vec![
+                // `program`, not `command`: `start` has `command` as the whole argument list.
+                (
+                    "program",
+                    Json::Text(command.to_string_lossy().into_owned()),
+                ),
+                ("exit_code", Json::status(end)),
+                ("error", Json::text(error)),
+            ],
+        )],
+        Event::Success {
+            attempt,
+            max_attempts,
+            end,
+            ran,
+            total,
+        } => {
+            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
+            fields.push(("outcome", Json::text("success")));
+            fields.push(("reason", Json::Null));
+            let success = vec![
+                ("attempt", Json::Number(attempt)),
+                ("exit_code", Json::Number(0)),
+                ("duration_ms", Json::Number(total.as_millis() as u64)),
+            ];
+            vec![("attempt", fields), ("success", success)]
+        }
+        Event::GiveUp {
+            reason,
+            attempts,
+            total,
+            status,
+        } => vec![(
+            "give-up",
+            vec![
+                ("attempts", Json::Number(attempts)),
+                ("reason", Json::text(give_up_reason(reason))),
+                ("exit_code", Json::Number(u64::from(status))),
+                ("duration_ms", Json::Number(total.as_millis() as u64)),
+            ],
+        )],
+        Event::StdinShared => vec![(
+            "stdin-warning",
+            vec![("message", Json::Text(super::plain::line(event)))],
+        )],
+        Event::SpillFailed { stream, error } => vec![(
+            "spill-failed",
+            vec![
+                ("stream", Json::text(stream.name())),
+                ("error", Json::text(error)),
+            ],
+        )],
+        Event::ReadFailed { error } => vec![(
+            "read-failed",
+            vec![
+                ("stream", Json::text("stdin")),
+                ("error", Json::text(error)),
+            ],
+        )],
+        Event::WriteFailed { stream, error } => vec![(
+            "write-failed",
+            vec![
+                ("stream", Json::text(stream.name())),
+                ("error", Json::text(error)),
+            ],
+        )],
+        Event::TerminalStop { attempt, signal } => vec![(
+            "terminal-stop",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                ("signal", Json::signal(signal)),
+            ],
+        )],
+        Event::Relayed { attempt, signal } => vec![(
+            "relay",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                ("signal", Json::signal(signal)),
+            ],
+        )],
+        Event::HookFailed { kind, end } => vec![(
+            "hook-failed",
+            vec![
+                ("hook", Json::text(kind.flag().trim_start_matches("--"))),
+                ("exit_code", Json::status(end)),
+                (
+                    "timed_out",
+                    Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
+                ),
+            ],
+        )],
+        Event::Interrupted { signal } => vec![(
+            "interrupted",
+            vec![
+                ("signal", Json::signal(signal)),
+                ("exit_code", Json::Number(128 + signal.clamp(0, 127) as u64)),
+            ],
+        )],
+    }
+}
+
+/// The fields every `attempt` object has.
+fn attempt_fields(
+    attempt: u64,
+    max_attempts: Option<u64>,
+    end: AttemptEnd,
+    ran: Duration,
+) -> Vec<(&'static str, Json)> {
+    let signal = match end {
+        AttemptEnd::Signaled(n) => Json::signal(n),
+        _ => Json::Null,
+    };
+    vec![
+        ("attempt", Json::Number(attempt)),
+        ("max_attempts", Json::limit(max_attempts)),
+        ("exit_code", Json::status(end)),
+        ("signal", signal),
+        (
+            "timed_out",
+            Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
+        ),
+        ("duration_ms", Json::Number(ran.as_millis() as u64)),
+    ]
+}
+
+/// `attempt`'s object, followed by the `retry` object that announces the next attempt when a
+/// wait follows.
+fn with_retry(attempt_object: Object, attempt: u64, next: Option<Duration>) -> Vec<Object> {
+    let mut objects = vec![attempt_object];
+    if let Some(next) = next {
+        objects.push((
+            "retry",
+            vec![
+                ("attempt", Json::Number(attempt + 1)),
+                ("delay_ms", Json::Millis(next)),
+            ],
+        ));
+    }
+    objects
+}
+
+fn give_up_reason(reason: GiveUp) -> &'static str {
+    match reason {
+        GiveUp::Exhausted => "exhausted",
+        GiveUp::Permanent(_) => "permanent",
+        GiveUp::MaxTime | GiveUp::MaxTimeAhead { .. } => "max-time",
+    }
+}
+
+/// The few JSON value shapes the events use.
+enum Json {
+    Null,
+    Bool(bool),
+    Number(u64),
+    /// Milliseconds with microsecond precision.
+    Millis(Duration),
+    Text(String),
+    List(Vec<String>),
+}
+
+impl Json {
+    fn text(text: &str) -> Json {
+        Json::Text(text.to_string())
+    }
+
+    /// An attempt limit: null when there is none.
+    fn limit(max_attempts: Option<u64>) -> Json {
+        max_attempts.map_or(Json::Null, Json::Number)
+    }
+
+    /// An attempt's status, as `retry` reports it.
+    fn status(end: AttemptEnd) -> Json {
+        Json::Number(u64::from(end.status()))
+    }
+
+    /// A signal: its name (`"SIGTERM"`), or its number as text where it has none.
+    fn signal(signal: i32) -> Json {
+        Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string()))
+    }
+
+    fn render(&self) -> String {
+        match self {
+            Json::Null => "null".into(),
+            Json::Bool(b) => b.to_string(),
+            Json::Number(n) => n.to_string(),
+            Json::Millis(d) => {
+                let micros = d.as_micros();
+                format!("{}.{:03}", micros / 1000, micros % 1000)
+            }
+            Json::Text(t) => quote_json(t),
+            Json::List(items) => {
+                let items: Vec<String> = items.iter().map(|i| quote_json(i)).collect();
+                format!("[{}]", items.join(","))
+            }
+        }
+    }
+}
+
+fn quote_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// JSON strings escape what JSON requires (quotes, backslashes, every control character
+    /// below 0x20) and nothing else.
+    #[test]
+    fn json_strings_escape_exactly_the_control_characters() {
+        assert_eq!(
+            quote_json("a\"b\\c\nd\re\tf\u{1}g\u{1f}h"),
+            r#""a\"b\\c\nd\re\tf\u0001g\u001fh""#
+        );
+        assert_eq!(quote_json(" ~\u{7f}é✓"), "\" ~\u{7f}é✓\"");
+        assert_eq!(quote_json(""), "\"\"");
+    }
+
+    #[test]
+    fn a_failed_attempt_with_a_wait_is_two_objects_and_the_last_one_is_one() {
+        let failed = |next| Event::AttemptFailed {
+            attempt: 2,
+            max_attempts: None,
+            end: AttemptEnd::Exited(3),
+            why: Some("a --retry-if line matched"),
+            ran: Duration::from_millis(1500),
+            next,
+        };
+        let names = |event: &Event<'_>| -> Vec<&str> {
+            objects(event).iter().map(|(name, _)| *name).collect()
+        };
+        assert_eq!(
+            names(&failed(Some(Duration::from_millis(250)))),
+            ["attempt", "retry"]
+        );
+        assert_eq!(names(&failed(None)), ["attempt"]);
+        let text = lines(&failed(Some(Duration::from_micros(250_500))));
+        assert!(
+            text.contains(r#""max_attempts":null,"exit_code":3,"signal":null"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""event":"retry""#) && text.contains(r#""delay_ms":250.500}"#),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 2);
+    }
+}

@@ -1,0 +1,461 @@
+//! Every line `retry` prints about a run, and the only place that writes them.
+//!
+//! The driver hands over events; the reporter decides, by verbosity, what to say and how. A
+//! failed write (stderr closed) is ignored: losing a message must never change the run.
+
+mod json;
+mod plain;
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, IsTerminal, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+use crate::cli::LogFormat;
+use crate::outcome::AttemptEnd;
+use crate::predicate::Permanent;
+use crate::settings::{HookKind, Verbosity};
+use crate::stdio::Stream;
+use crate::text::{human, one_line, quote};
+
+/// Why a run gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GiveUp {
+    /// The attempt limit was reached.
+    Exhausted,
+    /// The verdict was a permanent failure, by this rule.
+    Permanent(Permanent),
+    /// `--max-time` was reached.
+    MaxTime,
+    /// The next wait (the splay, before a first attempt) would end past `--max-time`.
+    MaxTimeAhead { wait: Duration },
+}
+
+#[derive(Debug)]
+pub enum Event<'a> {
+    Start {
+        command: &'a [OsString],
+        max_attempts: Option<u64>,
+        seed: u64,
+    },
+    Splay {
+        wait: Duration,
+    },
+    AttemptStart {
+        attempt: u64,
+        max_attempts: Option<u64>,
+    },
+    /// An attempt failed; `next` is the wait before the next one, if there is one.
+    AttemptFailed {
+        attempt: u64,
+        max_attempts: Option<u64>,
+        end: AttemptEnd,
+        /// What the output predicates decided, when they decided the failure, or why the
+        /// attempt could not start.
+        why: Option<&'a str>,
+        ran: Duration,
+        next: Option<Duration>,
+    },
+    /// An attempt succeeded but `--consecutive` wants more in a row.
+    StreakContinues {
+        attempt: u64,
+        max_attempts: Option<u64>,
+        end: AttemptEnd,
+        ran: Duration,
+        streak: u64,
+        needed: u64,
+        next: Option<Duration>,
+    },
+    CannotStart {
+        command: &'a OsString,
+        end: AttemptEnd,
+        error: &'a str,
+    },
+    Success {
+        attempt: u64,
+        max_attempts: Option<u64>,
+        end: AttemptEnd,
+        ran: Duration,
+        total: Duration,
+    },
+    GiveUp {
+        reason: GiveUp,
+        attempts: u64,
+        total: Duration,
+        status: u8,
+    },
+    /// Stdin is a pipe or socket under `--stdin auto`: said once, before the first retry.
+    StdinShared,
+    /// Held stdout (`"stdout"`) or replayed stdin (`"stdin"`) outgrew memory and no temporary
+    /// file would take it: it stays in memory. Said once for each.
+    SpillFailed {
+        stream: Stream,
+        error: &'a str,
+    },
+    /// Reading stdin for `--stdin replay` failed before its end: the attempts get only what
+    /// was read before. Said once.
+    ReadFailed {
+        error: &'a str,
+    },
+    /// Writing an attempt's output to `retry`'s `stream` failed (not for a reader gone): what
+    /// follows is lost. Said once for each stream.
+    WriteFailed {
+        stream: Stream,
+        error: &'a str,
+    },
+    /// The attempt was stopped by SIGTTIN or SIGTTOU: it used the terminal from its own
+    /// process group, and will wait there until it is killed.
+    TerminalStop {
+        attempt: u64,
+        signal: i32,
+    },
+    /// SIGUSR1 or SIGUSR2 sent to `retry` was handed to the running attempt.
+    Relayed {
+        attempt: u64,
+        signal: i32,
+    },
+    HookFailed {
+        kind: HookKind,
+        end: AttemptEnd,
+    },
+    Interrupted {
+        signal: i32,
+    },
+}
+
+/// What the terminal (if stderr is one) allows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Terminal {
+    /// stderr is a terminal and `NO_COLOR` is unset (as the contract says: set to anything,
+    /// even the empty string, it turns colour off).
+    pub color: bool,
+    /// stderr is a terminal and `CI` is unset or empty: long waits show a live countdown.
+    pub countdown: bool,
+}
+
+impl Terminal {
+    /// Looks at stderr and the environment.
+    pub fn detect() -> Terminal {
+        let tty = io::stderr().is_terminal();
+        let ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
+        Terminal {
+            color: tty && std::env::var_os("NO_COLOR").is_none(),
+            countdown: tty && !ci,
+        }
+    }
+}
+
+/// Waits longer than this show a countdown on a terminal.
+pub const COUNTDOWN_AFTER: Duration = Duration::from_secs(2);
+
+/// Whether an event is said in every format, or only in a JSON log, where every attempt and
+/// every run has its end: a text line may go without saying when another said it (the line
+/// saying that a command cannot be started says that its run ends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Telling {
+    Always,
+    LogOnly,
+}
+
+pub struct Reporter {
+    verbosity: Verbosity,
+    format: LogFormat,
+    terminal: Terminal,
+    out: Box<dyn Write>,
+    /// The width of the countdown line on screen (0: none), erased before anything else.
+    countdown_width: usize,
+}
+
+impl Reporter {
+    pub fn new(
+        verbosity: Verbosity,
+        format: LogFormat,
+        terminal: Terminal,
+        out: Box<dyn Write>,
+    ) -> Reporter {
+        Reporter {
+            verbosity,
+            format,
+            terminal,
+            out,
+            countdown_width: 0,
+        }
+    }
+
+    /// `emit`, or with `Telling::LogOnly`, only to a JSON log.
+    pub fn tell(&mut self, event: &Event<'_>, telling: Telling) {
+        if telling == Telling::Always || self.format == LogFormat::Json {
+            self.emit(event);
+        }
+    }
+
+    pub fn emit(&mut self, event: &Event<'_>) {
+        let needed = match (self.format, event) {
+            (_, Event::CannotStart { .. }) => Verbosity::Quiet,
+            // A log pipeline gets every event unless told to be quiet.
+            (LogFormat::Json, _) => Verbosity::Normal,
+            (
+                LogFormat::Text,
+                Event::Start { .. }
+                | Event::Splay { .. }
+                | Event::AttemptStart { .. }
+                | Event::Relayed { .. }
+                | Event::Success { .. },
+            ) => Verbosity::Verbose,
+            (LogFormat::Text, _) => Verbosity::Normal,
+        };
+        if self.verbosity < needed {
+            return;
+        }
+        let lines = match self.format {
+            LogFormat::Text => {
+                let prefix = if self.terminal.color {
+                    format!("{}retry:\x1b[0m ", color_of(event))
+                } else {
+                    "retry: ".to_string()
+                };
+                format!("{prefix}{}\n", one_line(&plain::line(event)))
+            }
+            LogFormat::Json => json::lines(event),
+        };
+        self.write(&lines);
+    }
+
+    /// Whether a wait of `wait` should show a live countdown.
+    pub fn wants_countdown(&self, wait: Duration) -> bool {
+        self.terminal.countdown
+            && self.format == LogFormat::Text
+            && self.verbosity > Verbosity::Quiet
+            && wait > COUNTDOWN_AFTER
+    }
+
+    /// Redraws the countdown line in place. Only `\r` and spaces, no escape sequence, so it is
+    /// the same with `NO_COLOR`.
+    pub fn countdown(&mut self, left: Duration) {
+        let tenths = Duration::from_millis((left.as_millis() as u64 + 50) / 100 * 100);
+        let line = format!("retry: next attempt in {}...", human(tenths));
+        let padding = " ".repeat(self.countdown_width.saturating_sub(line.len()));
+        let _ = write!(self.out, "\r{line}{padding}");
+        let _ = self.out.flush();
+        self.countdown_width = line.len();
+    }
+
+    /// Erases the countdown line, if one is shown.
+    pub fn clear_countdown(&mut self) {
+        if self.countdown_width > 0 {
+            let _ = write!(self.out, "\r{}\r", " ".repeat(self.countdown_width));
+            let _ = self.out.flush();
+            self.countdown_width = 0;
+        }
+    }
+
+    fn write(&mut self, text: &str) {
+        self.clear_countdown();
+        // One write per event, so lines from concurrent writers never interleave mid-line.
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+}
+
+/// The ANSI colour of the `retry:` prefix for an event.
+fn color_of(event: &Event<'_>) -> &'static str {
+    match event {
+        Event::GiveUp { .. } | Event::CannotStart { .. } | Event::Interrupted { .. } => {
+            "\x1b[1;31m"
+        }
+        Event::AttemptFailed { .. }
+        | Event::HookFailed { .. }
+        | Event::StdinShared
+        | Event::SpillFailed { .. }
+        | Event::WriteFailed { .. }
+        | Event::ReadFailed { .. }
+        | Event::TerminalStop { .. } => "\x1b[1;33m",
+        Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
+        _ => "\x1b[1m",
+    }
+}
+
+/// Shell builtins and keywords that are no program of their own, for the hint below.
+const SHELL_ONLY: [&str; 20] = [
+    ".", "[[", "alias", "bg", "builtin", "cd", "declare", "eval", "exec", "export", "fg", "jobs",
+    "local", "read", "set", "shopt", "source", "ulimit", "umask", "unset",
+];
+
+/// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
+pub fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
+    let line = format!("cannot run {}: {error} ({end})", quote(command));
+    match not_found_hint(command, end) {
+        Some(hint) => format!("{line}; {hint}"),
+        None => line,
+    }
+}
+
+/// What to try when COMMAND was not found because it is shell syntax, not a program.
+fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
+    if end != AttemptEnd::NotFound {
+        return None;
+    }
+    let name = command.as_bytes();
+    // `retry 'curl -f url'`: a whole command line given as one word.
+    if name.contains(&b' ') && !name.contains(&b'/') {
+        return Some("for a command line, give its words apart or use sh -c '...'".into());
+    }
+    let name = command.to_str()?;
+    SHELL_ONLY
+        .contains(&name)
+        .then(|| format!("'{name}' is part of the shell, not a program: use sh -c '...'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Limit;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn render(verbosity: Verbosity, event: Event<'_>) -> String {
+        let out = Shared::default();
+        Reporter::new(
+            verbosity,
+            LogFormat::Text,
+            Terminal::default(),
+            Box::new(out.clone()),
+        )
+        .emit(&event);
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_command_with_control_characters_stays_on_one_line() {
+        let command = [OsString::from("sh\n"), OsString::from("-c")];
+        let line = render(
+            Verbosity::Verbose,
+            Event::Start {
+                command: &command,
+                max_attempts: Some(1),
+                seed: 7,
+            },
+        );
+        assert_eq!(line, "retry: running $'sh\\n' -c (1 attempt, seed 7)\n");
+    }
+
+    #[test]
+    fn failed_attempt_line() {
+        let line = render(
+            Verbosity::Normal,
+            Event::AttemptFailed {
+                attempt: 2,
+                max_attempts: Some(6),
+                end: AttemptEnd::Exited(1),
+                why: None,
+                ran: ms(12),
+                next: Some(ms(1500)),
+            },
+        );
+        assert_eq!(
+            line,
+            "retry: attempt 2/6 failed (exit 1) after 12ms; next attempt in 1.5s\n"
+        );
+        let line = render(
+            Verbosity::Normal,
+            Event::AttemptFailed {
+                attempt: 7,
+                max_attempts: None,
+                end: AttemptEnd::TimedOut(Limit::Attempt),
+                why: None,
+                ran: ms(100),
+                next: None,
+            },
+        );
+        assert_eq!(line, "retry: attempt 7 failed (timed out) after 100ms\n");
+    }
+
+    #[test]
+    fn give_up_line() {
+        let line = render(
+            Verbosity::Normal,
+            Event::GiveUp {
+                reason: GiveUp::Exhausted,
+                attempts: 6,
+                total: ms(31_500),
+                status: 1,
+            },
+        );
+        assert_eq!(
+            line,
+            "retry: giving up after 6 attempts in 31.5s: no retries left (exit status 1)\n"
+        );
+    }
+
+    #[test]
+    fn verbosity_filters() {
+        let failed = || Event::AttemptFailed {
+            attempt: 1,
+            max_attempts: Some(2),
+            end: AttemptEnd::Exited(1),
+            why: Some("no --until line matched"),
+            ran: ms(1),
+            next: None,
+        };
+        assert_eq!(render(Verbosity::Quiet, failed()), "");
+        assert_ne!(render(Verbosity::Normal, failed()), "");
+        let start = || Event::AttemptStart {
+            attempt: 1,
+            max_attempts: None,
+        };
+        assert_eq!(render(Verbosity::Normal, start()), "");
+        assert_eq!(
+            render(Verbosity::Verbose, start()),
+            "retry: attempt 1 starting\n"
+        );
+        let name = OsString::from("nope");
+        let cannot = Event::CannotStart {
+            command: &name,
+            end: AttemptEnd::NotFound,
+            error: "No such file or directory",
+        };
+        assert_eq!(
+            render(Verbosity::Quiet, cannot),
+            "retry: cannot run 'nope': No such file or directory (command not found)\n"
+        );
+    }
+
+    #[test]
+    fn a_failed_spill_names_what_stays_in_memory() {
+        for (stream, what) in [
+            (Stream::Stdin, "replayed stdin"),
+            (Stream::Stdout, "held stdout"),
+        ] {
+            let line = render(
+                Verbosity::Normal,
+                Event::SpillFailed {
+                    stream,
+                    error: "cannot write a temporary file: No space left on device",
+                },
+            );
+            assert_eq!(
+                line,
+                format!(
+                    "retry: cannot write a temporary file: No space left on device; keeping \
+                     {what} in memory instead\n"
+                )
+            );
+        }
+    }
+}

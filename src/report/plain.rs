@@ -1,0 +1,180 @@
+//! Events as lines for people (`--log-format text`), without the `retry: ` prefix that the
+//! reporter adds.
+
+use std::time::Duration;
+
+use crate::outcome::AttemptEnd;
+use crate::parse::signal_name;
+use crate::predicate::Permanent;
+use crate::stdio::Stream;
+use crate::text::{human, shell_words};
+
+use super::{Event, GiveUp, cannot_start};
+
+/// The event's text, without the `retry: ` prefix.
+pub(super) fn line(event: &Event<'_>) -> String {
+    match *event {
+        Event::Start {
+            command,
+            max_attempts,
+            seed,
+        } => {
+            let limit = match max_attempts {
+                Some(1) => "1 attempt".to_string(),
+                Some(n) => format!("up to {n} attempts"),
+                None => "no attempt limit".to_string(),
+            };
+            format!("running {} ({limit}, seed {seed})", shell_words(command))
+        }
+        Event::Splay { wait } => format!("splay: first attempt in {}", human(wait)),
+        Event::AttemptStart {
+            attempt,
+            max_attempts,
+        } => format!("attempt {} starting", of(attempt, max_attempts)),
+        Event::AttemptFailed {
+            attempt,
+            max_attempts,
+            end,
+            why,
+            ran,
+            next,
+        } => {
+            let why = why.map_or(String::new(), |why| format!("{}{why}", separator(end)));
+            format!(
+                "attempt {} failed ({end}{why}) after {}{}",
+                of(attempt, max_attempts),
+                human(ran),
+                then(next)
+            )
+        }
+        Event::StreakContinues {
+            attempt,
+            max_attempts,
+            streak,
+            needed,
+            next,
+            ..
+        } => {
+            format!(
+                "attempt {} succeeded ({streak} of {needed} in a row){}",
+                of(attempt, max_attempts),
+                then(next)
+            )
+        }
+        Event::CannotStart {
+            command,
+            end,
+            error,
+        } => cannot_start(command, end, error),
+        Event::Success {
+            attempt,
+            max_attempts,
+            ran,
+            total,
+            ..
+        } => format!(
+            "attempt {} succeeded after {}; done in {}",
+            of(attempt, max_attempts),
+            human(ran),
+            human(total)
+        ),
+        Event::GiveUp {
+            reason,
+            attempts,
+            total,
+            status,
+        } => {
+            let after = match attempts {
+                0 => "before the first attempt".to_string(),
+                1 => format!("after 1 attempt in {}", human(total)),
+                n => format!("after {n} attempts in {}", human(total)),
+            };
+            let why = give_up_why(reason, attempts);
+            format!("giving up {after}: {why} (exit status {status})")
+        }
+        Event::StdinShared => {
+            "stdin is a pipe: later attempts see only what earlier ones left unread; \
+             use --stdin replay to give every attempt the same input"
+                .to_string()
+        }
+        Event::SpillFailed { stream, error } => {
+            let what = if stream == Stream::Stdin {
+                "replayed stdin"
+            } else {
+                "held stdout"
+            };
+            format!("{error}; keeping {what} in memory instead")
+        }
+        Event::WriteFailed { stream, error } => {
+            format!("cannot write to {stream}: {error}; the command's output to it is lost")
+        }
+        Event::ReadFailed { error } => {
+            format!("cannot read stdin: {error}; the attempts get only what was read before")
+        }
+        Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
+        Event::TerminalStop { attempt, signal } => {
+            let name = signal_text(signal);
+            format!(
+                "attempt {attempt} is stopped ({name}): it used the terminal from its own \
+                 process group; use --foreground for commands that read the terminal"
+            )
+        }
+        Event::Relayed { attempt, signal } => {
+            format!("passed {} on to attempt {attempt}", signal_text(signal))
+        }
+        Event::Interrupted { signal } => format!("stopped by {}", signal_text(signal)),
+    }
+}
+
+/// `; next attempt in 1.5s` when a wait follows, else nothing.
+fn then(next: Option<Duration>) -> String {
+    next.map_or(String::new(), |next| {
+        format!("; next attempt in {}", human(next))
+    })
+}
+
+/// `3/6`, or `3` when there is no attempt limit.
+fn of(attempt: u64, max_attempts: Option<u64>) -> String {
+    match max_attempts {
+        Some(max) => format!("{attempt}/{max}"),
+        None => attempt.to_string(),
+    }
+}
+
+/// Why a run gave up, in words.
+fn give_up_why(reason: GiveUp, attempts: u64) -> String {
+    match reason {
+        GiveUp::Exhausted => "no retries left".to_string(),
+        GiveUp::Permanent(Permanent::StopOnExit) => {
+            "permanent failure, by --stop-on-exit".to_string()
+        }
+        GiveUp::Permanent(Permanent::NotInRetryOnExit) => {
+            "permanent failure, not in --retry-on-exit".to_string()
+        }
+        GiveUp::Permanent(Permanent::CannotStart) => {
+            "permanent failure, the command cannot be started".to_string()
+        }
+        GiveUp::MaxTime => "--max-time reached".to_string(),
+        GiveUp::MaxTimeAhead { wait } if attempts == 0 => {
+            format!("the splay of {} would end past --max-time", human(wait))
+        }
+        GiveUp::MaxTimeAhead { wait } => format!(
+            "the next attempt, due in {}, would start past --max-time",
+            human(wait)
+        ),
+    }
+}
+
+/// What joins an attempt's end to why it failed: a start failure's reason is the system's
+/// error, which explains the end itself.
+fn separator(end: AttemptEnd) -> &'static str {
+    match end {
+        AttemptEnd::NotFound | AttemptEnd::NotExecutable | AttemptEnd::SpawnFailed => ": ",
+        _ => "; ",
+    }
+}
+
+/// A signal's name (`SIGTERM`), or `signal N` where it has none.
+fn signal_text(signal: i32) -> String {
+    signal_name(signal).unwrap_or_else(|| format!("signal {signal}"))
+}
