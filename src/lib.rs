@@ -67,6 +67,8 @@ impl Exit {
 
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     prepare_process();
+    #[cfg(debug_assertions)]
+    inject_panic();
     let args: Vec<OsString> = args.into_iter().collect();
     // One parse of the command line serves the settings and, with a config file, which keys
     // the command line sets.
@@ -143,8 +145,27 @@ fn start_note(settings: &Settings) -> String {
 
 /// What `retry` needs of the Rust runtime's start-up, which main.rs skips: SIGPIPE ignored (see
 /// signals.rs), and descriptors 0, 1 and 2 open, so that no file `retry` opens later lands there
-/// and is taken for stdin, stdout or stderr (/dev/null fills a closed one, as std would).
+/// and is taken for stdin, stdout or stderr (/dev/null fills a closed one, as std would). And a
+/// panic, on any thread, ends `retry` with status 125 and one line, as `timeout(1)` does when it
+/// fails itself: never by a signal or a status that would read as the command's own end.
 fn prepare_process() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|text| text.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        let place = info.location().map_or(String::new(), |at| {
+            format!(" at {}:{}", at.file(), at.line())
+        });
+        let _ = writeln!(
+            io::stderr(),
+            "retry: internal error: {}{place}; this is a bug in retry",
+            text::one_line(&what)
+        );
+        std::process::exit(i32::from(MISUSE));
+    }));
     let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
         fd,
         events: 0,
@@ -163,6 +184,20 @@ fn prepare_process() {
                 libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             }
         }
+    }
+}
+
+/// For the tests of the panic hook, in debug builds only: `RETRY_INJECT_PANIC=main` panics
+/// here, `thread` on a thread of its own.
+#[cfg(debug_assertions)]
+fn inject_panic() {
+    match std::env::var("RETRY_INJECT_PANIC").as_deref() {
+        Ok("main") => panic!("injected for a test"),
+        Ok("thread") => {
+            let _ = std::thread::spawn(|| panic!("injected on a thread for a test")).join();
+            unreachable!("the panic hook ends the process");
+        }
+        _ => {}
     }
 }
 

@@ -469,3 +469,15 @@ fn long_help_ends_with_examples_and_short_help_is_short() {
         long.lines().count()
     );
 }
+
+/// The binary is an ordinary position-independent executable (ELF type ET_DYN), so the
+/// platform's address-space randomisation applies to it: the link options of build.rs must
+/// never trade that away.
+#[test]
+fn the_binary_is_position_independent() {
+    let header = std::fs::read(BIN).expect("the binary");
+    assert_eq!(&header[..4], b"\x7fELF");
+    const ET_DYN: u16 = 3;
+    let kind = u16::from_ne_bytes([header[16], header[17]]);
+    assert_eq!(kind, ET_DYN, "ELF type {kind}");
+}

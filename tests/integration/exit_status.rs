@@ -452,3 +452,29 @@ fn the_readmes_exit_status_table_is_what_retry_does() {
         }
     }
 }
+
+/// A bug in `retry` must never read as the command's own end: a panic, on the main thread or
+/// another, ends `retry` with 125 and one line, as `timeout(1)` does when it fails itself. The
+/// panic is injected through a variable that only a debug build reads.
+#[test]
+fn a_panic_in_retry_exits_125_with_one_line() {
+    for place in ["main", "thread"] {
+        let assert = retry()
+            .args(["--", "true"])
+            .command()
+            .env("RETRY_INJECT_PANIC", place)
+            .assert();
+        if cfg!(debug_assertions) {
+            let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+            assert.code(125);
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(
+                stderr.starts_with("retry: internal error: injected")
+                    && stderr.contains("this is a bug in retry"),
+                "{stderr}"
+            );
+        } else {
+            assert.code(0).stderr("");
+        }
+    }
+}
