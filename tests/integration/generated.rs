@@ -11,6 +11,8 @@ use clap_mangen::Man;
 use clap_mangen::roff::{Roff, bold, italic, roman};
 use retry::cli::Cli;
 
+use crate::util::missing;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn completions() -> Vec<(String, Vec<u8>)> {
@@ -462,7 +464,7 @@ fn the_man_page_renders_without_warnings() {
         .env("MAN_KEEP_FORMATTING", "0")
         .output()
     else {
-        eprintln!("man is not installed here: rendering not checked");
+        missing("man", "the rendering of the man page");
         return;
     };
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -643,7 +645,7 @@ fn fish_completes(line: &str) -> Option<Vec<String>> {
 #[test]
 fn fish_completes_the_command_as_that_command_would() {
     if fish_completes("retry --ba").is_none() {
-        eprintln!("fish is not installed here: its completion not checked");
+        missing("fish", "its completion");
         return;
     }
     let complete = |line: &str| fish_completes(line).unwrap();
@@ -723,7 +725,7 @@ zpty -d z
 #[test]
 fn zsh_completes_the_command_as_that_command_would() {
     let Some(stdin) = zsh_completes(&["retry --stdin "]) else {
-        eprintln!("zsh is not installed here: its completion not checked");
+        missing("zsh", "its completion");
         return;
     };
     assert_eq!(stdin[0], ["auto", "inherit", "null", "replay"]);
@@ -795,7 +797,7 @@ fn elvish_completes_the_command_as_that_command_would() {
     // clap's own script threw "no such key: 'retry;curl'" on the first; elvish_completes
     // fails on any exception.
     let Some(extra) = elvish_completes(&["retry curl -", "retry -q -- --bas"]) else {
-        eprintln!("elvish is not installed here: its completion not checked");
+        missing("elvish", "its completion");
         return;
     };
     assert!(

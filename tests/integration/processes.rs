@@ -329,7 +329,8 @@ fn ctrl_z_stops_the_attempt_with_retry_and_continuing_retry_continues_it() {
         state(retry_pid) == Some('T') && held(attempt)
     });
     std::fs::write(r.path("go"), "").unwrap();
-    // Stopped, the attempt cannot see the file; it stays where it was.
+    // Stopped, the attempt cannot see the file; it stays where it was. Not a wait for a state
+    // but a window in which a wrongly running attempt would have gone on.
     std::thread::sleep(Duration::from_millis(100));
     assert!(held(attempt), "{:?}", state(attempt));
     assert!(!r.path("ran").exists());
@@ -398,6 +399,7 @@ fn ctrl_z_is_dropped_when_no_shell_could_continue_retry() {
     let mut child = r.spawn_under(&["setsid"]);
     let attempt = pid_in(&r.path("pid"));
     send(&child, libc::SIGTSTP);
+    // A window in which a stop, were it taken, would show: nothing is to happen.
     std::thread::sleep(Duration::from_millis(100));
     assert_ne!(
         state(child.id() as i32),
@@ -517,6 +519,9 @@ fn a_signal_ends_retry_while_the_output_of_an_ended_attempt_drains() {
 fn sigterm_after_the_attempt_ends_at_once(r: &Retry, child: std::process::Child) {
     let attempt = pid_in(&r.path("pid"));
     eventually("the attempt has ended", || !alive(attempt));
+    // retry waits for a full pipe in poll(2), as it waits for everything else, so no state seen
+    // from outside tells that it has reached that wait: a margin for it. Were the signal to
+    // come before, the test would be weaker, never wrong.
     std::thread::sleep(Duration::from_millis(50));
     sigterm_ends_retry_at_once(child);
 }
@@ -745,7 +750,8 @@ fn a_closed_stderr_does_not_stop_the_run() {
 
 /// As PID 1 of a container, where the kernel drops a signal that has no handler, `docker stop`
 /// (SIGTERM) still ends `retry` at once with 143: during a wait and during an attempt. Needs a
-/// PID namespace (`unshare --pid`: root, or user namespaces); skipped where there is none.
+/// PID namespace (`unshare --pid`: root, or user namespaces); skipped outside CI where there is
+/// none.
 #[test]
 fn as_pid_1_of_a_container_docker_stop_ends_it_at_once() {
     const NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc"];
@@ -756,7 +762,7 @@ fn as_pid_1_of_a_container_docker_stop_ends_it_at_once() {
         .status()
         .is_ok_and(|status| status.success());
     if !usable {
-        eprintln!("skipped: no PID namespace here");
+        missing("a PID namespace (unshare --pid)", "retry as PID 1");
         return;
     }
     for (script, started) in [

@@ -342,7 +342,6 @@ fn a_background_writer_outlives_retry_and_its_output_arrives() {
 /// reader that has not taken it yet.
 fn writer_left_behind(start: &str, second: &str) -> Retry {
     let r = retry().args([
-        "-q",
         "--until-stdout",
         "^ready$",
         "--attempts",
@@ -360,10 +359,10 @@ fn seq(n: u32) -> String {
     (1..=n).map(|n| format!("{n}\n")).collect()
 }
 
-/// Reads `child`'s stdout to its end, after a pause: a reader that comes late.
-fn read_late(child: &mut Child, pause: Duration) -> String {
+/// Reads `child`'s stdout to its end once `ready` holds: a reader that comes late.
+fn read_late(child: &mut Child, ready: impl Fn() -> bool) -> String {
     let mut stdout = child.stdout.take().unwrap();
-    std::thread::sleep(pause);
+    eventually("the moment to start reading", ready);
     let mut text = String::new();
     stdout.read_to_string(&mut text).unwrap();
     text
@@ -383,8 +382,10 @@ fn assert_whole(text: &str, expected: &str) {
 /// is lost or reordered, however late the reader comes.
 #[test]
 fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
-    let mut child = writer_left_behind("0.3", "0.6").spawn_with(Stdio::piped(), Stdio::null());
-    let text = read_late(&mut child, Duration::from_millis(1200));
+    let mut child = writer_left_behind("0.3", "0.6").spawn_with(Stdio::piped(), Stdio::piped());
+    // The run has ended: what is left waits for this reader.
+    wait_for_stderr(&mut child, "giving up");
+    let text = read_late(&mut child, || true);
     assert_eq!(shell_status(wait_bounded(&mut child)), 1);
     assert_whole(&text, &seq(200_000));
 }
@@ -393,8 +394,8 @@ fn a_background_writers_output_is_whole_when_the_reader_comes_late() {
 /// SIGTERM ends it at once, by that signal.
 #[test]
 fn sigterm_ends_the_wait_for_a_late_reader_at_the_end() {
-    let mut child = writer_left_behind("0.2", "0.8").spawn_with(Stdio::piped(), Stdio::null());
-    std::thread::sleep(Duration::from_millis(1400));
+    let mut child = writer_left_behind("0.2", "0.8").spawn_with(Stdio::piped(), Stdio::piped());
+    wait_for_stderr(&mut child, "giving up");
     assert!(
         child.try_wait().unwrap().is_none(),
         "retry waits for the reader"
@@ -504,8 +505,7 @@ fn a_slow_reader_loses_nothing_blocking_or_not() {
             set_non_blocking(&writer);
         }
         let mut child = r.spawn_with(writer, Stdio::null());
-        // The pipe (64 KiB) fills while nothing reads.
-        std::thread::sleep(Duration::from_millis(200));
+        eventually("the pipe fills while nothing reads", || pipe_full(&reader));
         let mut received = Vec::new();
         reader.read_to_end(&mut received).unwrap();
         assert_eq!(received.len(), SIZE, "{flag}, non-blocking {non_blocking}");
@@ -532,7 +532,9 @@ fn a_reader_slower_than_the_timeout_gets_all_and_the_verdict_sees_all() {
         "100000",
     ]);
     let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
-    let text = read_late(&mut child, Duration::from_millis(800));
+    let retry_pid = child.id() as i32;
+    // The reader comes once the timeout has ended the command.
+    let text = read_late(&mut child, || children(retry_pid).is_empty());
     assert_whole(&text, &seq(100_000));
     assert_eq!(
         shell_status(wait_bounded(&mut child)),
@@ -608,8 +610,11 @@ fn held_output_reaches_a_slow_reader_whole_within_the_grace() {
             "/dev/zero",
         ]);
     let (mut reader, writer) = std::io::pipe().unwrap();
+    let started = Instant::now();
     let mut child = r.spawn_with(writer, Stdio::null());
-    std::thread::sleep(Duration::from_millis(300));
+    eventually("the pipe fills while nothing reads", || pipe_full(&reader));
+    // The reader starts once the deadline has passed.
+    std::thread::sleep(Duration::from_millis(150).saturating_sub(started.elapsed()));
     let mut received = Vec::new();
     reader.read_to_end(&mut received).unwrap();
     assert_eq!(received.len(), SIZE);

@@ -16,6 +16,18 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
 /// Every wait on a process ends within this, so a broken build fails instead of hanging.
 pub const BOUND: Duration = Duration::from_secs(20);
 
+/// Says that a test cannot check `what` for want of `tool`. In CI (`CI` set and not empty),
+/// where `.ci/run` installs every such tool, that fails the test; elsewhere the test is skipped
+/// with this reason printed.
+pub fn missing(tool: &str, what: &str) {
+    let in_ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
+    assert!(
+        !in_ci,
+        "{tool} is needed to check {what}, and CI must have it"
+    );
+    eprintln!("skipped: {tool} is not here, so {what} is not checked");
+}
+
 pub struct Retry {
     pub dir: TempDir,
     args: Vec<String>,
@@ -375,6 +387,36 @@ pub fn eventually(what: &str, condition: impl Fn() -> bool) {
         assert!(start.elapsed() < BOUND, "never: {what}");
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Whether the pipe whose read end is `reader` is full: whoever writes to it now waits.
+pub fn pipe_full(reader: &impl std::os::fd::AsRawFd) -> bool {
+    let fd = reader.as_raw_fd();
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD stores an int through a valid pointer; F_GETPIPE_SZ only reads the pipe.
+    let (read, capacity) = unsafe {
+        (
+            libc::ioctl(fd, libc::FIONREAD, &mut queued),
+            libc::fcntl(fd, libc::F_GETPIPE_SZ),
+        )
+    };
+    read == 0 && capacity > 0 && queued >= capacity
+}
+
+/// The children of process `pid`, from /proc/PID/task/TID/children.
+pub fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
 }
 
 /// Waits up to one second for a process to be gone; returns whether it went.
