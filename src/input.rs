@@ -53,14 +53,14 @@ fn inspect() -> Kind {
 }
 
 /// Gives each attempt its stdin.
-pub struct Input {
+pub(crate) struct Input {
     mode: StdinMode,
     kind: Kind,
     replay: Option<Arc<Replay>>,
 }
 
 impl Input {
-    pub fn new(mode: StdinMode) -> Input {
+    pub(crate) fn new(mode: StdinMode) -> Input {
         Input {
             mode,
             kind: inspect(),
@@ -69,26 +69,26 @@ impl Input {
     }
 
     /// Whether later attempts see only what earlier ones left unread (the `auto` warning).
-    pub fn shared_stream(&self) -> bool {
+    pub(crate) fn shared_stream(&self) -> bool {
         self.mode == StdinMode::Auto && self.kind == Kind::Stream
     }
 
     /// Why replayed stdin stays in memory past the spool's bound, if it does.
-    pub fn spill_error(&self) -> Option<String> {
+    pub(crate) fn spill_error(&self) -> Option<String> {
         let replay = self.replay.as_ref()?;
         replay.lock().spool.spill_error().map(str::to_string)
     }
 
     /// Why reading stdin for the replay stopped before its end, if it did: the attempts then
     /// get only what was read before.
-    pub fn read_error(&self) -> Option<String> {
+    pub(crate) fn read_error(&self) -> Option<String> {
         self.replay.as_ref()?.lock().read_error.clone()
     }
 
     /// The stdin for attempt `number`, and a feeder to stop when the attempt ends. Fails when a
     /// replay cannot be set up (no descriptor or thread to spare): an attempt must not read
     /// less than the whole input.
-    pub fn for_attempt(&mut self, number: u64) -> io::Result<(Stdio, Option<Feeder>)> {
+    pub(crate) fn for_attempt(&mut self, number: u64) -> io::Result<(Stdio, Option<Feeder>)> {
         Ok(match self.mode {
             StdinMode::Inherit => (Stdio::inherit(), None),
             StdinMode::Null => (Stdio::null(), None),
@@ -186,7 +186,7 @@ impl Replay {
 }
 
 /// Feeds one attempt's stdin pipe from the start of the replay.
-pub struct Feeder {
+pub(crate) struct Feeder {
     replay: Arc<Replay>,
     stop: Arc<AtomicBool>,
 }
@@ -234,7 +234,7 @@ impl Feeder {
     }
 
     /// Stops feeding once the attempt has ended; the pipe closes with the thread.
-    pub fn stop(self) {
+    pub(crate) fn stop(self) {
         self.stop.store(true, Ordering::Release);
         // Take the lock so the feeder is either before its check or already waiting.
         drop(self.replay.lock());

@@ -18,7 +18,7 @@ use regex_automata::{Input, MatchKind};
 
 /// How much of a long line is matched at each end: the longest prefix kept while a line is
 /// still incomplete, and the most of its end kept past that.
-pub const WINDOW: usize = 64 * 1024;
+pub(crate) const WINDOW: usize = 64 * 1024;
 
 /// One pattern, compiled twice: as written for single lines, and with `^`/`$` at line
 /// boundaries for whole chunks.
@@ -137,7 +137,7 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 
 /// The patterns that read one stream, and whether each has matched a line yet.
 #[derive(Debug)]
-pub struct LineMatcher {
+pub(crate) struct LineMatcher {
     patterns: Vec<Pattern>,
     matched: Vec<bool>,
     /// The start of the current, incomplete line: at most `WINDOW + 1` bytes of it, the last
@@ -149,7 +149,7 @@ pub struct LineMatcher {
 }
 
 impl LineMatcher {
-    pub fn new(patterns: Vec<Pattern>) -> LineMatcher {
+    pub(crate) fn new(patterns: Vec<Pattern>) -> LineMatcher {
         let matched = vec![false; patterns.len()];
         LineMatcher {
             patterns,
@@ -160,7 +160,7 @@ impl LineMatcher {
     }
 
     /// Whether pattern `index` (in the order given) matched a line.
-    pub fn matched(&self, index: usize) -> bool {
+    pub(crate) fn matched(&self, index: usize) -> bool {
         self.matched[index]
     }
 
@@ -169,7 +169,7 @@ impl LineMatcher {
     }
 
     /// Matches the lines that `chunk` completes; keeps its unfinished tail for later.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         if self.done() {
             return;
         }
@@ -198,7 +198,7 @@ impl LineMatcher {
     }
 
     /// Matches the last line if it had no `\n`.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if !self.partial.is_empty() && !self.done() {
             self.check_partial();
         }

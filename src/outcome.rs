@@ -6,13 +6,13 @@ use std::fmt;
 use crate::parse::signal_name;
 
 /// Status for an attempt `retry` terminated for `--timeout` or `--max-time`, as `timeout(1)`.
-pub const TIMED_OUT: u8 = 124;
+pub(crate) const TIMED_OUT: u8 = 124;
 /// Status for misuse of `retry` itself: a bad flag, value or configuration.
-pub const MISUSE: u8 = 125;
+pub(crate) const MISUSE: u8 = 125;
 /// Status for a command that was found but could not be executed.
-pub const NOT_EXECUTABLE: u8 = 126;
+pub(crate) const NOT_EXECUTABLE: u8 = 126;
 /// Status for a command that was not found.
-pub const NOT_FOUND: u8 = 127;
+pub(crate) const NOT_FOUND: u8 = 127;
 
 /// Which limit made `retry` terminate an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -42,10 +42,10 @@ const DRAIN_MAX: Duration = Duration::from_secs(2);
 /// at once, and no lock of std's handle is held), written whole even when a parent left the
 /// stream non-blocking: O_NONBLOCK belongs to the open pipe, shared with everyone who holds it
 /// (a Node.js parent sets it), and a full pipe must mean a wait, not lost output.
-pub struct OwnStream(File);
+pub(crate) struct OwnStream(File);
 
 impl OwnStream {
-    pub fn on(fd: BorrowedFd<'_>) -> io::Result<OwnStream> {
+    pub(crate) fn on(fd: BorrowedFd<'_>) -> io::Result<OwnStream> {
         Ok(OwnStream(File::from(fd.try_clone_to_owned()?)))
     }
 }
@@ -70,7 +70,7 @@ impl Write for OwnStream {
 /// Waits, on this thread and with no time limit, until `fd` is ready for `events` (or hung up):
 /// for a descriptor that a parent left non-blocking. An error or EINTR returns at once, and the
 /// caller tries again.
-pub fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
+pub(crate) fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
     let mut ready = libc::pollfd {
         fd: fd.as_raw_fd(),
         events,
@@ -83,7 +83,7 @@ pub fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
 }
 
 /// Where a watched stream's bytes go.
-pub enum Sink {
+pub(crate) enum Sink {
     /// On at once to one of `retry`'s own streams.
     Stream(OwnStream),
     /// Into a spool, until the driver says whether this attempt's output is the final one
@@ -117,7 +117,7 @@ impl Sink {
 
 /// An attempt's held stdout.
 #[derive(Default)]
-pub struct Held {
+pub(crate) struct Held {
     spool: Spool,
     /// The spool has been written out: what comes later is not held.
     written_out: bool,
@@ -126,7 +126,7 @@ pub struct Held {
 impl Held {
     /// Writes out what is held to `out`, if it could be had, and holds no more: later output
     /// is passed on at once.
-    pub fn write_out(&mut self, out: io::Result<impl Write>) -> io::Result<()> {
+    pub(crate) fn write_out(&mut self, out: io::Result<impl Write>) -> io::Result<()> {
         let written = out.and_then(|mut out| self.spool.copy_to(&mut out));
         self.spool = Spool::default();
         self.written_out = true;
@@ -134,7 +134,7 @@ impl Held {
     }
 
     /// Why held bytes past the memory bound stay in memory, if they do.
-    pub fn spill_error(&self) -> Option<&str> {
+    pub(crate) fn spill_error(&self) -> Option<&str> {
         self.spool.spill_error()
     }
 }
@@ -170,7 +170,7 @@ fn await_input(source: RawFd, stop: RawFd) -> bool {
 }
 
 /// A stream being copied and matched.
-pub struct Watch {
+pub(crate) struct Watch {
     /// Which of `retry`'s streams the copy writes to, for messages.
     stream: Stream,
     /// The pipe's read end, as the copy holds it (see `Leftover`).
@@ -201,7 +201,7 @@ struct Flow {
 
 /// What the copies of an ended attempt saw.
 #[derive(Debug, Default)]
-pub struct Drained {
+pub(crate) struct Drained {
     pub matches: Matches,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
     pub write_errors: Vec<(Stream, String)>,
@@ -213,7 +213,7 @@ pub struct Drained {
 /// started with `&`) still holds the pipe open. It goes on passing output on, unjudged, and
 /// when `retry` ends, `hand_over` gives it to a process of its own.
 #[derive(Debug)]
-pub struct Leftover {
+pub(crate) struct Leftover {
     source: RawFd,
     done: PipeReader,
     after_end: Option<RawFd>,
@@ -221,7 +221,7 @@ pub struct Leftover {
 
 /// Starts copying `source` to `sink` (`retry`'s `stream`), matching `rules` on the way. Fails
 /// when no thread, or no pipe to say when it ends, can be had.
-pub fn watch(
+pub(crate) fn watch(
     mut source: impl Read + AsRawFd + Send + 'static,
     mut sink: Sink,
     stream: Stream,
@@ -318,7 +318,7 @@ pub fn watch(
 
 /// How long `retry` waits for a reader downstream to take an attempt's output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReaderWait {
+pub(crate) enum ReaderWait {
     /// As long as the run's limits allow, so that the output goes on whole.
     Whole,
     /// Only while the reader keeps taking it: `retry` is shutting down.
@@ -335,7 +335,7 @@ pub enum ReaderWait {
 /// waits on the reader not counted) from one that keeps writing, and in any case at `until`
 /// (the run's time limit and its grace, past which nothing may hold the run); or, when `retry`
 /// is shutting down, only while the reader keeps taking output.
-pub fn finish(
+pub(crate) fn finish(
     watches: Vec<Watch>,
     events: &Events,
     reader_wait: ReaderWait,
@@ -372,7 +372,7 @@ pub fn finish(
 }
 
 /// Why writing stopped when the reader downstream held the output past the time it had.
-pub const READER_TOO_SLOW: &str = "the reader downstream did not take it in time";
+pub(crate) const READER_TOO_SLOW: &str = "the reader downstream did not take it in time";
 
 /// How the wait for a watched stream's end ended.
 #[derive(PartialEq)]
@@ -422,7 +422,7 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
 /// Waits for a copy to end (`done` hangs up: `true`) as long as it moves: returns `false` once
 /// `moved` (its count of bytes) has stood still for `DRAIN_IDLE`, or `give_up` has passed. A
 /// shutdown signal meanwhile is returned instead.
-pub fn wait_while_flowing(
+pub(crate) fn wait_while_flowing(
     events: &Events,
     done: BorrowedFd<'_>,
     moved: &AtomicU64,
@@ -458,7 +458,7 @@ pub fn wait_while_flowing(
 /// an attempt, a reader downstream that takes its time is waited for, up to the run's limit
 /// (`events.readers_until()`), past which the rest of what a copy was writing is lost. A
 /// shutdown signal meanwhile is returned, and nothing is handed over.
-pub fn hand_over(leftovers: Vec<Leftover>, events: &Events) -> Result<(), i32> {
+pub(crate) fn hand_over(leftovers: Vec<Leftover>, events: &Events) -> Result<(), i32> {
     let mut sources = Vec::new();
     let mut targets = Vec::new();
     let mut copies = Vec::new();

@@ -32,7 +32,7 @@ use crate::settings::{OutputRules, Settings};
 use crate::signals::{self, Event, Events};
 use crate::stdio::Stream;
 
-pub struct Runner<'a> {
+pub(crate) struct Runner<'a> {
     events: &'a Events,
     command: &'a [OsString],
     stdout_rules: &'a OutputRules,
@@ -53,7 +53,7 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// A runner for the attempts and hooks of a run with `settings`, whose shutdown signals
     /// arrive through `events`.
-    pub fn new(settings: &'a Settings, events: &'a Events) -> Runner<'a> {
+    pub(crate) fn new(settings: &'a Settings, events: &'a Events) -> Runner<'a> {
         Runner {
             events,
             command: &settings.command,
@@ -73,7 +73,7 @@ impl<'a> Runner<'a> {
     /// Once the run has ended: gives the copies of output that outlived their attempts to a
     /// process of their own (see `plumbing::hand_over`). `Err` holds a shutdown signal
     /// received meanwhile.
-    pub fn hand_over(self) -> Result<(), i32> {
+    pub(crate) fn hand_over(self) -> Result<(), i32> {
         plumbing::hand_over(self.leftovers, self.events)
     }
 }
@@ -774,7 +774,7 @@ impl Write for Counted<'_> {
 /// So a terminated attempt's group is seen to be clear as soon as its last member dies, even
 /// where init collects late or never (PID 1 of a container that is not an init), instead of
 /// after the whole `--kill-after` grace.
-pub fn adopt_orphans() {
+pub(crate) fn adopt_orphans() {
     // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes plain integers. Should it fail, only
     // the grace may be spent waiting on a zombie.
     unsafe {
@@ -786,7 +786,7 @@ pub fn adopt_orphans() {
 /// runs for days may orphan many). `running` is the attempt or hook still to be collected by
 /// its `Child`, if any: it is left alone, and so, until its own end is collected, are the
 /// orphans that the kernel lists after it.
-pub fn reap_orphans(running: Option<&Child>) {
+pub(crate) fn reap_orphans(running: Option<&Child>) {
     let running = running.map(|child| child.id() as libc::pid_t);
     loop {
         // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) with WNOWAIT | WNOHANG only
@@ -920,7 +920,7 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
 /// Why `program` could not be started, seen without starting it, as execvp(3) would look for
 /// it: for `--dry-run`. Only the plain cases, each said as a run would say it: not found, not
 /// executable (a directory, a file without the execute bit), a missing interpreter.
-pub fn start_problem(program: &OsStr) -> Option<(AttemptEnd, String)> {
+pub(crate) fn start_problem(program: &OsStr) -> Option<(AttemptEnd, String)> {
     let errno = if program.as_bytes().contains(&b'/') {
         let path = Path::new(program);
         if !path.exists() {

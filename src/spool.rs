@@ -15,10 +15,10 @@ use std::os::unix::fs::FileExt;
 use crate::text::plain_error;
 
 /// Bytes kept in memory before spilling to a file.
-pub const MEMORY_LIMIT: usize = 4 * 1024 * 1024;
+pub(crate) const MEMORY_LIMIT: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Default)]
-pub struct Spool {
+pub(crate) struct Spool {
     /// The first bytes, once they outgrew memory.
     file: Option<File>,
     /// How many bytes the file holds.
@@ -30,15 +30,11 @@ pub struct Spool {
 }
 
 impl Spool {
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.in_file + self.memory.len() as u64
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn append(&mut self, bytes: &[u8]) {
+    pub(crate) fn append(&mut self, bytes: &[u8]) {
         if self.spill_error.is_none()
             && self.file.is_none()
             && self.memory.len() + bytes.len() > MEMORY_LIMIT
@@ -67,7 +63,7 @@ impl Spool {
     }
 
     /// Copies bytes from `offset` into `buffer`; returns how many (0 at the end).
-    pub fn read_at(&self, offset: u64, buffer: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn read_at(&self, offset: u64, buffer: &mut [u8]) -> io::Result<usize> {
         if offset < self.in_file {
             let wanted = buffer.len().min((self.in_file - offset) as usize);
             if let Some(file) = &self.file {
@@ -82,7 +78,7 @@ impl Spool {
     }
 
     /// Writes everything held to `out`.
-    pub fn copy_to(&self, out: &mut impl Write) -> io::Result<()> {
+    pub(crate) fn copy_to(&self, out: &mut impl Write) -> io::Result<()> {
         let mut buffer = vec![0u8; 128 * 1024];
         let mut offset = 0;
         loop {
@@ -96,7 +92,7 @@ impl Spool {
     }
 
     /// Why bytes past `MEMORY_LIMIT` stay in memory, if they do.
-    pub fn spill_error(&self) -> Option<&str> {
+    pub(crate) fn spill_error(&self) -> Option<&str> {
         self.spill_error.as_deref()
     }
 
@@ -134,10 +130,10 @@ mod tests {
     #[test]
     fn small_data_stays_in_memory() {
         let mut spool = Spool::default();
-        assert!(spool.is_empty());
+        assert_eq!(spool.len(), 0);
         spool.append(b"hello ");
         spool.append(b"world");
-        assert!(!spool.is_empty());
+        assert_eq!(spool.len(), 11);
         assert!(!spool.spilled());
         let mut out = Vec::new();
         spool.copy_to(&mut out).unwrap();

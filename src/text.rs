@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// The text of an OS error without its number: "Permission denied", not "Permission denied
 /// (os error 13)".
-pub fn plain_error(error: &io::Error) -> String {
+pub(crate) fn plain_error(error: &io::Error) -> String {
     let text = error.to_string();
     match text.find(" (os error") {
         Some(at) => text[..at].to_string(),
@@ -18,14 +18,14 @@ pub fn plain_error(error: &io::Error) -> String {
 }
 
 /// `word` in single quotes, for a message.
-pub fn quote(word: &OsStr) -> String {
+pub(crate) fn quote(word: &OsStr) -> String {
     format!("'{}'", word.to_string_lossy())
 }
 
 /// The command as a shell would take it back, word by word: bare where that is safe, else in
 /// single quotes, or in `$'...'` with escapes when it holds control characters (so it stays on
 /// one line) or bytes that are not UTF-8 (`\xff`, as bash writes them).
-pub fn shell_words(command: &[OsString]) -> String {
+pub(crate) fn shell_words(command: &[OsString]) -> String {
     use std::os::unix::ffi::OsStrExt;
     let words: Vec<String> = command
         .iter()
@@ -79,7 +79,7 @@ fn ansi_c_quoted(word: &[u8]) -> String {
 /// `text` with its control characters escaped (`\n`, `\r`, `\u{1b}`): every message `retry`
 /// writes passes through here, so that a name or value it quotes can neither break the
 /// message's one line nor drive the terminal.
-pub fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     if !text.chars().any(char::is_control) {
         return text.to_string();
     }
@@ -95,7 +95,7 @@ pub fn one_line(text: &str) -> String {
 }
 
 /// A short human form: `0s`, `40ns`, `850µs`, `250ms`, `1.5s`, `1m30s`, `2h`, `3d4h`.
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     if d.is_zero() {
         return "0s".into();
     }

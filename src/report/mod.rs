@@ -146,7 +146,7 @@ impl Terminal {
 }
 
 /// Waits longer than this show a countdown on a terminal.
-pub const COUNTDOWN_AFTER: Duration = Duration::from_secs(2);
+pub(crate) const COUNTDOWN_AFTER: Duration = Duration::from_secs(2);
 
 /// Whether an event is said in every format, or only in a JSON log, where every attempt and
 /// every run has its end: a text line may go without saying when another said it (the line
@@ -282,7 +282,7 @@ const SHELL_ONLY: [&str; 20] = [
 ];
 
 /// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
-pub fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
+pub(crate) fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
     let line = format!("cannot run {}: {error} ({end})", quote(command));
     match not_found_hint(command, end) {
         Some(hint) => format!("{line}; {hint}"),

@@ -1,4 +1,6 @@
 //! End-to-end tests against the real `retry` binary, one module per concern.
+// The test binary is its own crate: `pub` in its modules is how they share helpers.
+#![allow(unreachable_pub)]
 
 mod util;
 
