@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(spool.read_at(11, &mut buffer).unwrap(), 0);
     }
 
-    /// The README's "past 4 MiB": exactly 4 MiB stays in memory, one byte more spills.
+    /// The reference's "past 4 MiB" (docs/reference.md): exactly 4 MiB stays in memory, one byte more spills.
     #[test]
     fn the_memory_limit_is_four_mebibytes() {
         let mut spool = Spool::default();

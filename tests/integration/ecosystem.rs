@@ -219,7 +219,7 @@ fn a_failed_spill_is_an_event() {
 
 #[test]
 fn a_key_has_one_type_in_every_event() {
-    // The README's promise: field types never change from one event to the next (null stands in
+    // The reference's promise (docs/reference.md): field types never change from one event to the next (null stands in
     // where a value is absent). Runs that produce every event but `interrupted`, `stdin-warning`
     // and `terminal-stop`, whose fields (`signal`, `exit_code`, `message`, `attempt`) others
     // share.

@@ -255,17 +255,8 @@ complete -F _retry_command -o bashdefault -o default retry
     )
 }
 
-fn section(out: &mut Vec<u8>, title: &str, body: impl FnOnce(&mut Roff)) {
-    let mut roff = Roff::new();
-    roff.control("SH", [title]);
-    body(&mut roff);
-    roff.to_writer(out).unwrap();
-}
-
-fn tagged(roff: &mut Roff, tag: &str, text: &str) {
-    roff.control("TP", []).text([bold(tag)]).text([roman(text)]);
-}
-
+/// The man page: the sections generated from the command-line definition, then the
+/// hand-written ones of `man/sections.toml`.
 fn man_page() -> Vec<u8> {
     let man = Man::new(Cli::command()).manual("User Commands");
     let mut out = Vec::new();
@@ -274,161 +265,38 @@ fn man_page() -> Vec<u8> {
     man.render_synopsis_section(&mut out).unwrap();
     man.render_description_section(&mut out).unwrap();
     man.render_options_section(&mut out).unwrap();
-    section(&mut out, "EXIT STATUS", |roff| {
-        for (status, meaning) in [
-            (
-                "0",
-                "The run succeeded (also for --help, --version and --dry-run).",
-            ),
-            (
-                "1..255",
-                "Retries or --max-time ran out, or a failure was permanent: the last attempt's status; 1 when that attempt exited 0 but was judged a failure.",
-            ),
-            (
-                "124",
-                "retry terminated the last attempt for --timeout or --max-time.",
-            ),
-            (
-                "125",
-                "retry was misused: a bad flag or value, a bad config file, an unknown profile.",
-            ),
-            (
-                "126",
-                "COMMAND was found but could not be executed. (An executable text file with no #! line is run by /bin/sh, as execvp(3) does.) Also the status of an attempt that the system could not start at that moment (no process, memory or descriptor to spare, or the file being written), which is retried like any failure.",
-            ),
-            (
-                "127",
-                "COMMAND was not found, or the interpreter it names was not (its #! line, or the loader of a binary built for another system).",
-            ),
-            (
-                "128+N",
-                "The last attempt was killed by signal N, or retry itself received SIGINT, SIGTERM, SIGHUP or SIGQUIT (then it ends by that signal). 141: an attempt died of SIGPIPE, its reader having gone.",
-            ),
-        ] {
-            tagged(roff, status, meaning);
+    let source = std::fs::read_to_string(Path::new(ROOT).join("man/sections.toml")).unwrap();
+    let table: toml::Table = source.parse().expect("man/sections.toml is TOML");
+    let pairs = |section: &toml::Table, key: &str| -> Vec<(String, String)> {
+        section.get(key).map_or_else(Vec::new, |list| {
+            let list = list.as_array().expect("a list");
+            list.iter()
+                .map(|pair| match pair.as_array().map(Vec::as_slice) {
+                    Some([first, second]) => (
+                        first.as_str().unwrap().to_string(),
+                        second.as_str().unwrap().to_string(),
+                    ),
+                    _ => panic!("{key}: a pair of strings, not {pair}"),
+                })
+                .collect()
+        })
+    };
+    for section in table["section"].as_array().expect("[[section]] tables") {
+        let section = section.as_table().unwrap();
+        let mut roff = Roff::new();
+        roff.control("SH", [section["title"].as_str().unwrap()]);
+        for (tag, text) in pairs(section, "items") {
+            roff.control("TP", []).text([bold(tag)]).text([roman(text)]);
         }
-        roff.control("PP", []).text([roman(
-            "--fail-exit N replaces the status of a failed run, never 125, 141 nor 128+N for a signal to retry.",
-        )]);
-    });
-    section(&mut out, "SIGNALS", |roff| {
-        for (signal, meaning) in [
-            (
-                "SIGINT, SIGTERM, SIGHUP, SIGQUIT",
-                "Passed on to the attempt's process group (with SIGCONT); no further attempt starts; SIGKILL follows after --kill-after, or at once on a second such signal; then retry ends by the same signal (128+N). During a wait, or while held output (--hold-stdout) or its own message waits for a reader that does not read, retry ends at once. Ctrl-C always ends retry, not just the attempt. With --foreground the terminal's own Ctrl-C (or Ctrl-\\) reaches the attempt already, so retry does not pass on a second copy.",
-            ),
-            (
-                "SIGTSTP",
-                "Ctrl-Z: passed on to the attempt's process group, and retry stops with it; continuing retry (fg, bg) continues the attempt. Time stopped counts toward --timeout and --max-time. Ignored when no shell could continue retry (an orphaned process group).",
-            ),
-            (
-                "SIGTTIN, SIGTTOU",
-                "An attempt stopped for using the terminal from its own process group is reported in one line naming --foreground.",
-            ),
-            (
-                "SIGWINCH",
-                "The terminal's size changed: passed on to the attempt's process group, which the terminal does not tell (with --foreground it does).",
-            ),
-            (
-                "SIGUSR1, SIGUSR2",
-                "For the command itself (reopen a log, dump state): handed to the running attempt alone, not its group, as if sent to it; retry carries on (--verbose says so). Dropped during a wait or a hook. Other signals keep their default action.",
-            ),
-            (
-                "ignored signals",
-                "A signal the parent set to be ignored (SIGHUP under nohup) stays ignored by retry and its attempts, as without retry. SIGINT, SIGQUIT, SIGTERM and SIGCHLD excepted: they are handled whatever, as timeout(1) handles them.",
-            ),
-            (
-                "SIGCHLD",
-                "How retry hears that an attempt has ended; unblocked should the parent have left it blocked (a signal mask survives exec). Other signals the parent blocked stay blocked, as with timeout(1).",
-            ),
-            (
-                "SIGPIPE",
-                "Ignored by retry: writing to a closed pipe ends it quietly with 141. An attempt killed by SIGPIPE ends the run quietly with 141.",
-            ),
-        ] {
-            tagged(roff, signal, meaning);
-        }
-        roff.control("PP", []).text([roman(
-            "A timeout sends --kill-signal (then SIGCONT) to the attempt's process group, and SIGKILL to whatever is left after --kill-after. retry adopts its attempts' orphans (a child subreaper) and collects each as it dies. A process that leaves the group on purpose (setsid, a daemon) is out of reach, as with timeout(1).",
-        )]);
-    });
-    section(&mut out, "ENVIRONMENT", |roff| {
-        for (name, meaning) in [
-            (
-                "RETRY_CONFIG",
-                "The configuration file, when --config is not given; empty counts as unset.",
-            ),
-            (
-                "RETRY_PROFILE",
-                "The profile, when --profile is not given; empty counts as unset.",
-            ),
-            (
-                "XDG_CONFIG_HOME",
-                "Where the default configuration file is looked for (default ~/.config). A relative value, or a relative HOME, is ignored.",
-            ),
-            ("NO_COLOR", "When set, even to the empty string, no colour."),
-            (
-                "CI",
-                "When set and not empty, no countdown during long waits.",
-            ),
-            (
-                "TMPDIR",
-                "Where spill files for --stdin replay and --hold-stdout are made (they are unlinked at once); /tmp when unset. When none can be made or written, the data stays in memory, and retry says so once.",
-            ),
-            (
-                "RETRY_ATTEMPT",
-                "Given to each attempt and hook: the attempt number, from 1.",
-            ),
-            (
-                "RETRY_MAX_ATTEMPTS",
-                "Given to each attempt and hook: the attempt limit, 0 when unlimited.",
-            ),
-            (
-                "RETRY_LAST_EXIT",
-                "Given from the second attempt on, and to hooks: the previous attempt's status as retry reports it. Unset on the first attempt, even when inherited from an outer retry.",
-            ),
-            (
-                "RETRY_NEXT_DELAY_MS",
-                "Given to --on-retry: the coming wait in milliseconds. Unset for attempts and other hooks.",
-            ),
-        ] {
-            tagged(roff, name, meaning);
-        }
-    });
-    section(&mut out, "FILES", |roff| {
-        tagged(
-            roff,
-            "$XDG_CONFIG_HOME/retry/config.toml",
-            "Settings in [defaults] and [profile.NAME] tables whose keys are the long flag names; read if it exists, and never from the current directory. Precedence: flag, then profile, then [defaults], then the built-in default. A file that sets a hook (on-retry, on-failure, on-success) must belong to the user or root and not be writable by others, else retry exits 125.",
-        );
-    });
-    section(&mut out, "EXAMPLES", |roff| {
-        for (what, example) in [
-            (
-                "Retry a health check with exponential backoff:",
-                "retry --base 1s --max 64s -- curl -fsS https://example.com/health",
-            ),
-            (
-                "Bound the whole run and each attempt:",
-                "retry --forever --max-time 5m --timeout 10s -- pg_isready -h db",
-            ),
-            (
-                "Wait for a line of output:",
-                "retry --until-stdout Running -- kubectl get pod web",
-            ),
-            (
-                "Give every attempt the same input:",
-                "produce | retry --stdin replay -- curl -d @- https://example.com/",
-            ),
-            (
-                "See the schedule first:",
-                "retry --dry-run --base 500ms --seed 7",
-            ),
-        ] {
+        for (what, example) in pairs(section, "examples") {
             roff.control("PP", []).text([roman(what)]);
             roff.control("IP", []).text([italic(example)]);
         }
-    });
+        if let Some(after) = section.get("after") {
+            roff.control("PP", []).text([roman(after.as_str().unwrap())]);
+        }
+        roff.to_writer(&mut out).unwrap();
+    }
     man.render_version_section(&mut out).unwrap();
     out
 }

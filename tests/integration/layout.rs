@@ -155,3 +155,42 @@ fn the_cycle_check_finds_a_cycle_and_reads_groups() {
         None
     );
 }
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn read(path: &str) -> String {
+    fs::read_to_string(Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The README is what a user reads in two minutes, and its test command is the one CI runs.
+#[test]
+fn the_readme_is_short_and_ci_runs_its_test_command() {
+    let readme = read("README.md");
+    assert!(readme.len() < 12 * 1024, "README.md is {} bytes", readme.len());
+    assert!(readme.contains("\n    cargo test\n"), "the test command");
+    assert!(readme.contains("\n    cargo run --release -- "), "the run command");
+    let ci = read(".ci/run");
+    assert!(
+        ci.lines().any(|line| line.trim() == "cargo test"),
+        ".ci/run runs the README's test command"
+    );
+}
+
+/// The documents say the rules themselves, never where they came from outside the repository.
+#[test]
+fn no_document_points_outside_the_repository() {
+    let documents = [
+        "README.md",
+        "CONTRIBUTING.md",
+        "docs/guide.md",
+        "docs/reference.md",
+        "man/sections.toml",
+        "config.example.toml",
+    ];
+    for path in documents {
+        let text = read(path).to_lowercase();
+        for phrase in ["fine point", "the contract", "contract.md"] {
+            assert!(!text.contains(phrase), "{path} mentions {phrase:?}");
+        }
+    }
+}
