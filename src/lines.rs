@@ -31,8 +31,8 @@ pub struct Pattern {
 impl Pattern {
     pub fn new(pattern: &str) -> Result<Pattern, String> {
         Ok(Pattern {
-            line: compile(pattern, false)?,
-            chunk: compile(pattern, true)?,
+            line: compile(pattern, Anchors::Line)?,
+            chunk: compile(pattern, Anchors::EveryLine)?,
         })
     }
 
@@ -93,7 +93,16 @@ impl Pattern {
 /// A pattern compiled as `regex::bytes::Regex` compiles it (the same syntax, the same limits),
 /// on the engine beneath that crate, which can match a window of a line while its look-around
 /// (`^`, `$`, `\b`) sees the bytes just outside.
-fn compile(pattern: &str, multi_line: bool) -> Result<Regex, String> {
+/// What `^` and `$` match: the ends of the one line searched, or the ends of every line in a
+/// chunk of several (with `\r\n` as a line end).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Anchors {
+    Line,
+    EveryLine,
+}
+
+fn compile(pattern: &str, anchors: Anchors) -> Result<Regex, String> {
+    let multi_line = anchors == Anchors::EveryLine;
     meta::Builder::new()
         .configure(
             meta::Config::new()

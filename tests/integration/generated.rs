@@ -293,7 +293,8 @@ fn man_page() -> Vec<u8> {
             roff.control("IP", []).text([italic(example)]);
         }
         if let Some(after) = section.get("after") {
-            roff.control("PP", []).text([roman(after.as_str().unwrap())]);
+            roff.control("PP", [])
+                .text([roman(after.as_str().unwrap())]);
         }
         roff.to_writer(&mut out).unwrap();
     }

@@ -166,9 +166,16 @@ fn read(path: &str) -> String {
 #[test]
 fn the_readme_is_short_and_ci_runs_its_test_command() {
     let readme = read("README.md");
-    assert!(readme.len() < 12 * 1024, "README.md is {} bytes", readme.len());
+    assert!(
+        readme.len() < 12 * 1024,
+        "README.md is {} bytes",
+        readme.len()
+    );
     assert!(readme.contains("\n    cargo test\n"), "the test command");
-    assert!(readme.contains("\n    cargo run --release -- "), "the run command");
+    assert!(
+        readme.contains("\n    cargo run --release -- "),
+        "the run command"
+    );
     let ci = read(".ci/run");
     assert!(
         ci.lines().any(|line| line.trim() == "cargo test"),
