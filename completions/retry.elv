@@ -42,6 +42,11 @@ var retry-options~ = {|@words|
             cand --until-stderr 'The attempt succeeds exactly when a line of its stderr matches REGEX'
             cand --retry-if-stdout 'An attempt whose stdout has a line matching REGEX fails (retryably), even if it exited 0'
             cand --retry-if-stderr 'An attempt whose stderr has a line matching REGEX fails (retryably), even if it exited 0'
+            cand --stop-if-stdout 'An attempt whose stdout has a line matching REGEX fails for good: the run ends at once'
+            cand --stop-if-stderr 'An attempt whose stderr has a line matching REGEX fails for good: the run ends at once'
+            cand --retry-after-stdout 'A hint in the command''s own format on stdout: the first group of REGEX (else the match)'
+            cand --retry-after-stderr 'A hint in the command''s own format on stderr: the first group of REGEX (else the match)'
+            cand --retry-after-max 'The longest wait a hint may ask for; a longer hint is cut to it [default: 5m]'
             cand --consecutive 'Succeed only after N successful attempts in a row [default: 1]'
             cand --fail-exit 'Exit with N instead of the failed run''s status (e.g. 1 for Docker''s HEALTHCHECK)'
             cand --on-retry 'Run CMD through `sh -c` before each retry''s wait'
@@ -52,6 +57,8 @@ var retry-options~ = {|@words|
             cand --stdin 'What each attempt reads on stdin [default: auto]'
             cand --log-format 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]'
             cand --forever 'Retry without an attempt limit (usually with --max-time)'
+            cand --http 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
+            cand --honor-retry-after 'A Retry-After header printed by a failed attempt sets the least wait before the next'
             cand --invert 'Swap success and failure: retry until COMMAND fails'
             cand --hold-stdout 'Hold each attempt''s stdout until it ends: only the final attempt''s goes to stdout, the others'' to stderr'
             cand --foreground 'Keep the attempt in retry''s own process group, for commands that read the terminal'
@@ -74,7 +81,7 @@ use re
 # COMMAND and its arguments complete as that command would: after `--`, or from the first word
 # that is not an option or an option's value.
 set edit:completion:arg-completer[retry] = {|@words|
-    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format']
+    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format']
     var i = 1
     var last = (- (count $words) 1)
     while (< $i $last) {

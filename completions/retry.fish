@@ -30,6 +30,11 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -l until-stdout -d 'T
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l until-stderr -d 'The attempt succeeds exactly when a line of its stderr matches REGEX' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l retry-if-stdout -d 'An attempt whose stdout has a line matching REGEX fails (retryably), even if it exited 0' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l retry-if-stderr -d 'An attempt whose stderr has a line matching REGEX fails (retryably), even if it exited 0' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l stop-if-stdout -d 'An attempt whose stdout has a line matching REGEX fails for good: the run ends at once' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l stop-if-stderr -d 'An attempt whose stderr has a line matching REGEX fails for good: the run ends at once' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l retry-after-stdout -d 'A hint in the command\'s own format on stdout: the first group of REGEX (else the match)' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l retry-after-stderr -d 'A hint in the command\'s own format on stderr: the first group of REGEX (else the match)' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l retry-after-max -d 'The longest wait a hint may ask for; a longer hint is cut to it [default: 5m]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l consecutive -d 'Succeed only after N successful attempts in a row [default: 1]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l fail-exit -d 'Exit with N instead of the failed run\'s status (e.g. 1 for Docker\'s HEALTHCHECK)' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l on-retry -d 'Run CMD through `sh -c` before each retry\'s wait' -r -f -a "(__fish_complete_command)"
@@ -44,6 +49,8 @@ null\t'Every attempt reads /dev/null'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l log-format -d 'Format of retry\'s own messages: text, or json (one object per line per event) [default: text]' -r -f -a "text\t'Lines for people, prefixed `retry:`'
 json\t'One JSON object per line per event, for log pipelines'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l forever -d 'Retry without an attempt limit (usually with --max-time)'
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l http -d 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l honor-retry-after -d 'A Retry-After header printed by a failed attempt sets the least wait before the next'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l invert -d 'Swap success and failure: retry until COMMAND fails'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l hold-stdout -d 'Hold each attempt\'s stdout until it ends: only the final attempt\'s goes to stdout, the others\' to stderr'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l foreground -d 'Keep the attempt in retry\'s own process group, for commands that read the terminal'
@@ -67,7 +74,7 @@ function __fish_retry_command
             case --
                 set -e words[1]
                 break
-            case -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format
+            case -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format
                 set -e words[1..2]
                 continue
             case '-*'
@@ -83,7 +90,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
+        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
             return 1
         end
     end

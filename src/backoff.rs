@@ -136,9 +136,10 @@ impl<R: Rng> Delays<R> {
         &self.schedule
     }
 
-    /// A uniform wait in [0, splay], drawn from the same generator as the delays.
-    pub fn splay(&mut self, splay: Duration) -> Duration {
-        self.uniform(Duration::ZERO, splay)
+    /// A uniform wait in [0, limit], drawn from the same generator as the delays: the splay
+    /// before a first attempt, or the spread added to a hinted wait.
+    pub fn up_to(&mut self, limit: Duration) -> Duration {
+        self.uniform(Duration::ZERO, limit)
     }
 
     /// The wait before retry `n` (1-based).
@@ -554,9 +555,9 @@ mod tests {
         let s = schedule(Backoff::Exponential, Jitter::Equal);
         let mut d = Delays::new(s, StdRng::seed_from_u64(4));
         for _ in 0..1000 {
-            assert!(d.splay(ms(700)) <= ms(700));
+            assert!(d.up_to(ms(700)) <= ms(700));
         }
-        assert_eq!(d.splay(Duration::ZERO), Duration::ZERO);
+        assert_eq!(d.up_to(Duration::ZERO), Duration::ZERO);
     }
 
     #[test]

@@ -213,6 +213,53 @@ pub struct Cli {
     #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
     pub retry_if_stderr: Option<Pattern>,
 
+    /// An attempt whose stdout has a line matching REGEX fails for good: the run ends at once
+    ///
+    /// Checked first, with --stop-on-exit: a match ends the run whatever the exit code (1 if
+    /// the attempt exited 0), e.g. --stop-if-stderr 'Permission denied'.
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
+    pub stop_if_stdout: Option<Pattern>,
+
+    /// An attempt whose stderr has a line matching REGEX fails for good: the run ends at once
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "Success and failure")]
+    pub stop_if_stderr: Option<Pattern>,
+
+    /// Judge each attempt by the last HTTP status line it printed, and honour Retry-After
+    ///
+    /// For an HTTP client that prints the response's head: curl -i, -D - or -v, wget -S,
+    /// http --print=hb. A status line reads HTTP/, a version, a space and three digits, after
+    /// an optional "< " or blanks; interim 1xx lines are skipped, and the last one (after
+    /// redirects) counts. 408, 429, 500, 502, 503 and 504 make the attempt a retryable failure
+    /// whatever its exit code; any other 4xx or 5xx a permanent one; 2xx, 3xx or no status line
+    /// (no connection) leave it to the exit code. Reads both stdout and stderr.
+    #[arg(long, help_heading = "HTTP responses and server hints")]
+    pub http: bool,
+
+    /// A Retry-After header printed by a failed attempt sets the least wait before the next
+    ///
+    /// The value is delay-seconds or an HTTP-date, read from a header line on stdout or stderr
+    /// (curl -D /dev/stderr, -i or -v). The wait is then the larger of the schedule's delay and
+    /// the hint plus a random spread of up to a tenth of it (at least up to 1s); --max does
+    /// not cut it, --retry-after-max does. Implied by --http.
+    #[arg(long, help_heading = "HTTP responses and server hints")]
+    pub honor_retry_after: bool,
+
+    /// A hint in the command's own format on stdout: the first group of REGEX (else the match)
+    ///
+    /// The last matching line of a failed attempt sets the least wait before the next, as
+    /// Retry-After does: seconds, decimal seconds (1.5) or a duration (1m30s), e.g.
+    /// --retry-after-stderr 'retry in ([0-9.]+)s'. A value that is none of these is ignored.
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "HTTP responses and server hints")]
+    pub retry_after_stdout: Option<Pattern>,
+
+    /// A hint in the command's own format on stderr: the first group of REGEX (else the match)
+    #[arg(long, value_name = "REGEX", value_hint = ValueHint::Other, value_parser = Pattern::new, help_heading = "HTTP responses and server hints")]
+    pub retry_after_stderr: Option<Pattern>,
+
+    /// The longest wait a hint may ask for; a longer hint is cut to it [default: 5m]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "HTTP responses and server hints")]
+    pub retry_after_max: Option<Duration>,
+
     /// Swap success and failure: retry until COMMAND fails
     #[arg(long, help_heading = "Success and failure")]
     pub invert: bool,

@@ -74,6 +74,10 @@ const PATTERN_KEYS: &[&str] = &[
     "until-stderr",
     "retry-if-stdout",
     "retry-if-stderr",
+    "stop-if-stdout",
+    "stop-if-stderr",
+    "retry-after-stdout",
+    "retry-after-stderr",
 ];
 
 impl ValueKind {

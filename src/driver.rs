@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use crate::backoff::Delays;
+use crate::http::{self, HintSource, StatusClass};
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
 use crate::predicate::{Matches, Permanent, Verdict};
-use crate::report::{Event, GiveUp, Reporter, Telling};
+use crate::report::{Event, GiveUp, HintUse, Reporter, Telling, Why};
 use crate::settings::{HookKind, Settings};
 
 /// What the executor needs to know to run one attempt.
@@ -33,6 +34,17 @@ pub struct AttemptReport {
     pub matches: Matches,
     /// Why the command could not be started, when it could not.
     pub start_error: Option<String>,
+    /// The wait the attempt's output asked for (`Retry-After`, `--retry-after-*`), if any.
+    pub hint: Option<AskedWait>,
+    /// A hint value that was none of the accepted forms, for `--verbose`.
+    pub ignored_hint: Option<String>,
+}
+
+/// A wait an attempt asked for, as read when it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AskedWait {
+    pub wait: Duration,
+    pub source: HintSource,
 }
 
 /// One run of a hook: `sh -c command` with the facts of the attempt that just ended.
@@ -246,7 +258,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         if splay.is_zero() {
             return Ok(None);
         }
-        let wait = self.delays.splay(splay);
+        let wait = self.delays.up_to(splay);
         if self.wait_crosses_deadline(wait) {
             let reason = GiveUp::MaxTimeAhead { wait };
             return self.give_up(reason, 0, None, Telling::Always).map(Some);
@@ -306,7 +318,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         } else {
             Telling::Always
         };
-        let event = self.failure(attempt, report, None);
+        let event = self.failure(attempt, report, None, None);
         self.reporter.tell(&event, telling);
         let reason = GiveUp::Permanent(rule);
         self.give_up(reason, attempt, Some(report.end), telling)
@@ -381,14 +393,18 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         let end = report.end;
         progress.streak = 0;
         progress.retry_number = progress.retry_number.saturating_add(1);
-        let wait = self.delays.delay(progress.retry_number);
+        let delay = self.delays.delay(progress.retry_number);
+        if let Some(value) = &report.ignored_hint {
+            self.reporter.emit(&Event::HintIgnored { attempt, value });
+        }
+        let (wait, hint) = self.hinted(delay, report.hint);
         let is_last = self.is_last(attempt);
         let final_attempt = is_last || self.wait_crosses_deadline(wait);
         if !self.release(OutputOf::of(final_attempt))? {
             return Ok(Next::End(RunEnd::BrokenPipe));
         }
         if final_attempt {
-            let event = self.failure(attempt, report, None);
+            let event = self.failure(attempt, report, None, None);
             self.reporter.emit(&event);
             let reason = if is_last {
                 GiveUp::Exhausted
@@ -399,7 +415,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 .give_up(reason, attempt, Some(end), Telling::Always)
                 .map(Next::End);
         }
-        let event = self.failure(attempt, report, Some(wait));
+        let event = self.failure(attempt, report, Some(wait), hint);
         self.reporter.emit(&event);
         if !progress.warned_stdin && self.executor.stdin_shared() {
             progress.warned_stdin = true;
@@ -416,24 +432,52 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
         Ok(Next::Wait(wait))
     }
 
+    /// The wait after a retryable failure whose schedule says `delay`: longer when the attempt
+    /// asked for more (`hint`), by the hint (cut to `--retry-after-max`) and a random spread of
+    /// up to a tenth of it, so that a fleet told the same time does not come back together.
+    fn hinted(&mut self, delay: Duration, hint: Option<AskedWait>) -> (Duration, Option<HintUse>) {
+        let Some(asked) = hint else {
+            return (delay, None);
+        };
+        let most = self.settings.retry_after_max;
+        let spread = self.delays.up_to(http::spread_limit(asked.wait, most));
+        let wait = http::hinted_wait(delay, asked.wait, most, spread);
+        let used = HintUse {
+            asked: asked.wait,
+            source: asked.source,
+            lengthened: wait > delay,
+        };
+        (wait, Some(used))
+    }
+
     /// Whether attempt number `attempt` is the last the limit allows.
     fn is_last(&self, attempt: u64) -> bool {
         self.settings.max_attempts.is_some_and(|max| attempt >= max)
     }
 
-    /// The event of a failed attempt, with the wait that follows it, if one does.
+    /// The event of a failed attempt, with the wait that follows it, if one does, and the hint
+    /// that wait heeded.
     fn failure<'r>(
         &self,
         attempt: u64,
         report: &'r AttemptReport,
         next: Option<Duration>,
+        hint: Option<HintUse>,
     ) -> Event<'r> {
-        let why = if report.start_error.is_some() {
-            report.start_error.as_deref()
-        } else if report.matches.retry_if {
-            Some("a --retry-if line matched")
-        } else if self.settings.judge.has_until && !report.matches.until {
-            Some("no --until line matched")
+        let judge = &self.settings.judge;
+        let matches = &report.matches;
+        let status = matches.status.filter(|_| judge.http);
+        let why = if let Some(error) = &report.start_error {
+            Some(Why::CannotStart(error))
+        } else if matches.stop_if {
+            Some(Why::StopIf)
+        } else if let Some(status) = status.filter(|&s| StatusClass::of(s) != StatusClass::Neutral)
+        {
+            Some(Why::HttpStatus(status))
+        } else if matches.retry_if {
+            Some(Why::RetryIf)
+        } else if judge.has_until && !matches.until {
+            Some(Why::NoUntil)
         } else {
             None
         };
@@ -444,6 +488,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             why,
             ran: report.ran,
             next,
+            hint,
         }
     }
 
@@ -620,6 +665,8 @@ mod tests {
         /// What the reporter had written, and how much of it when `end_by` was told.
         said: Lines,
         said_before_end_by: Option<usize>,
+        /// The hint each attempt gives, by attempt (none past the end).
+        hints: Vec<Option<AskedWait>>,
     }
 
     impl Execute for Script {
@@ -647,6 +694,8 @@ mod tests {
                     AttemptEnd::SpawnFailed => Some("no processes left".to_string()),
                     _ => end.could_not_start().then(|| "not found".to_string()),
                 },
+                hint: self.hints.get(self.specs.len() - 1).copied().flatten(),
+                ignored_hint: None,
             })
         }
 
@@ -722,6 +771,16 @@ mod tests {
         ends: &[(AttemptEnd, Duration)],
         interrupt_at: Option<usize>,
     ) -> Outcome {
+        run_with_hints(args, ends, &[], interrupt_at)
+    }
+
+    /// `run_with`, where attempt n gives the hint `hints[n - 1]`.
+    fn run_with_hints(
+        args: &[&str],
+        ends: &[(AttemptEnd, Duration)],
+        hints: &[Option<AskedWait>],
+        interrupt_at: Option<usize>,
+    ) -> Outcome {
         let pretend = ["--stdin-is-a-pipe", "--oversleep-20ms"];
         let flags = args.iter().filter(|a| !pretend.contains(a));
         let cli = Cli::try_parse_from(
@@ -746,6 +805,7 @@ mod tests {
             ends_in: None,
             said: lines.clone(),
             said_before_end_by: None,
+            hints: hints.to_vec(),
         };
         let mut clock = FakeSleep {
             time,
@@ -1303,5 +1363,136 @@ mod tests {
             &[exited(1, 0)],
         );
         assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+    }
+
+    fn retry_after(secs: u64) -> Option<AskedWait> {
+        Some(AskedWait {
+            wait: Duration::from_secs(secs),
+            source: HintSource::RetryAfter,
+        })
+    }
+
+    /// A hint lengthens the wait to at least the hint, spread by up to a tenth of it (at least
+    /// up to a second); `--max` does not cut it.
+    #[test]
+    fn a_hint_lengthens_the_wait_past_max() {
+        let fail = [exited(1, 0)];
+        let out = run_with_hints(&["-r", "1", "--max", "1s"], &fail, &[retry_after(5)], None);
+        assert_eq!(out.slept.len(), 1);
+        assert!(
+            out.slept[0] >= ms(5000) && out.slept[0] <= ms(6000),
+            "{:?}",
+            out.slept
+        );
+        assert!(
+            out.output.contains(", as Retry-After asked"),
+            "{}",
+            out.output
+        );
+    }
+
+    /// A hint shorter than the schedule's delay changes nothing, and the line says nothing of it.
+    #[test]
+    fn a_hint_never_shortens_the_wait() {
+        let fail = [exited(1, 0)];
+        let hint = Some(AskedWait {
+            wait: ms(10),
+            source: HintSource::Command,
+        });
+        let args = ["-r", "1", "--base", "5s", "--max", "5s"];
+        let out = run_with_hints(&args, &fail, &[hint], None);
+        assert!(out.slept[0] >= ms(5000), "{:?}", out.slept);
+        assert!(out.slept[0] <= ms(5000) + ms(1010), "{:?}", out.slept);
+        let plain = run_with(&args, &fail, None);
+        assert_eq!(plain.slept, [ms(5000)]);
+    }
+
+    #[test]
+    fn retry_after_max_cuts_the_hint_before_the_spread() {
+        let fail = [exited(1, 0)];
+        let args = ["-r", "1", "--retry-after-max", "2s"];
+        let out = run_with_hints(&args, &fail, &[retry_after(3600)], None);
+        assert!(
+            out.slept[0] >= ms(2000) && out.slept[0] <= ms(3000),
+            "{:?}",
+            out.slept
+        );
+    }
+
+    /// Only the attempt that just failed is read: an earlier attempt's hint does not carry
+    /// over, and a successful attempt's hint is no reason to wait.
+    #[test]
+    fn only_the_attempt_that_just_failed_is_heard() {
+        let ends = [exited(1, 0), exited(1, 0), exited(0, 0)];
+        let out = run_with_hints(
+            &["-r", "5"],
+            &ends,
+            &[retry_after(60), None, retry_after(60)],
+            None,
+        );
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.slept.len(), 2);
+        assert!(out.slept[0] >= ms(60_000), "{:?}", out.slept);
+        assert_eq!(out.slept[1], ms(200), "the schedule's own second delay");
+    }
+
+    /// With `--max-time`, a hinted wait that would end past the deadline ends the run at once.
+    #[test]
+    fn a_hint_past_max_time_ends_the_run_at_once() {
+        let fail = [exited(7, 0)];
+        let out = run_with_hints(
+            &["-r", "3", "--max-time", "10s"],
+            &fail,
+            &[retry_after(30)],
+            None,
+        );
+        assert_eq!(
+            out.end,
+            RunEnd::Failed {
+                last: Some(AttemptEnd::Exited(7))
+            }
+        );
+        assert!(out.slept.is_empty(), "{:?}", out.slept);
+        assert!(
+            out.output.contains("would start past --max-time"),
+            "{}",
+            out.output
+        );
+    }
+
+    /// The spread is drawn from the seeded generator: the same seed, the same wait.
+    #[test]
+    fn the_spread_is_reproducible_with_a_seed() {
+        let fail = [exited(1, 0)];
+        let run = |seed: &str| {
+            run_with_hints(
+                &["-r", "1", "--seed", seed],
+                &fail,
+                &[retry_after(30)],
+                None,
+            )
+            .slept
+        };
+        assert_eq!(run("7"), run("7"));
+        let waits: std::collections::BTreeSet<Vec<Duration>> =
+            (0..8).map(|seed| run(&seed.to_string())).collect();
+        assert!(waits.len() > 1, "the spread varies with the seed");
+    }
+
+    /// `--on-retry` hears of the wait as it will be, hint included.
+    #[test]
+    fn the_on_retry_hook_gets_the_hinted_wait() {
+        let fail = [exited(1, 0)];
+        let out = run_with_hints(
+            &["-r", "1", "--on-retry", "true"],
+            &fail,
+            &[retry_after(5)],
+            None,
+        );
+        assert_eq!(out.hooks.len(), 1);
+        let said = &out.hooks[0];
+        assert!(out.slept[0] >= ms(5000));
+        let next = format!("next={:?}", Some(out.slept[0]));
+        assert!(said.contains(&next), "{said} vs {next}");
     }
 }

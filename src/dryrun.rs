@@ -209,7 +209,7 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
     let mut drawn_elapsed = Some(Duration::ZERO);
 
     if !settings.splay.is_zero() {
-        let drawn = draws.as_mut().map(|d| d.splay(settings.splay));
+        let drawn = draws.as_mut().map(|d| d.up_to(settings.splay));
         elapsed_most = settings.splay;
         drawn_elapsed = drawn;
         rows.push(Row {

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod driver;
 pub mod dryrun;
+mod http;
 mod input;
 pub mod interpreter;
 mod lines;

@@ -11,6 +11,8 @@
 //!
 //! Pure: bytes in, match flags out. Nothing here reads a pipe or writes a stream.
 
+use std::ops::ControlFlow;
+
 use memchr::{memchr, memrchr};
 use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;
@@ -63,15 +65,26 @@ impl Pattern {
 
     /// Whether any complete line of `region` (which ends with `\n`) matches.
     fn matches_region(&self, region: &[u8]) -> bool {
+        let mut matched = false;
+        self.each_matching_line(region, &mut |_| {
+            matched = true;
+            ControlFlow::Break(())
+        });
+        matched
+    }
+
+    /// Hands each complete line of `region` that matches to `each` (without its `\r`, and a
+    /// line longer than `WINDOW` cut to its first `WINDOW` bytes), in order, until it breaks.
+    fn each_matching_line(&self, region: &[u8], each: &mut dyn FnMut(&[u8]) -> ControlFlow<()>) {
         let mut from = 0;
         while from < region.len() {
             let Some(found) = self.chunk.find(Input::new(region).range(from..)) else {
-                return false;
+                return;
             };
             let start = found.start();
             if start >= region.len() {
                 // An empty match after the final `\n`: no line starts there.
-                return false;
+                return;
             }
             let line_start = memrchr(b'\n', &region[..start]).map_or(0, |i| i + 1);
             let line_end = memchr(b'\n', &region[start..]).map_or(region.len(), |i| start + i);
@@ -81,12 +94,21 @@ impl Pattern {
             } else {
                 self.matches_line(line)
             };
-            if matched {
-                return true;
+            if matched && each(strip_cr(&line[..line.len().min(WINDOW)])).is_break() {
+                return;
             }
             from = line_end + 1;
         }
-        false
+    }
+
+    /// The first capture group of the pattern in `line`, else its whole match.
+    pub(crate) fn capture<'l>(&self, line: &'l [u8]) -> Option<&'l [u8]> {
+        let mut captures = self.line.create_captures();
+        self.line.captures(Input::new(line), &mut captures);
+        let span = captures
+            .get_group(1)
+            .or_else(|| captures.get_match().map(|found| found.span()))?;
+        line.get(span.range())
     }
 }
 
@@ -144,11 +166,13 @@ fn strip_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// The patterns that read one stream, and whether each has matched a line yet.
+/// The patterns that read one stream, and whether each has matched a line yet; and the
+/// collectors, patterns whose every matching line is handed over (the last of which counts).
 #[derive(Debug)]
 pub(crate) struct LineMatcher {
     patterns: Vec<Pattern>,
     matched: Vec<bool>,
+    collectors: Vec<Pattern>,
     /// The start of the current, incomplete line: at most `WINDOW + 1` bytes of it, the last
     /// only there to tell the pattern that the first `WINDOW` are not the whole line.
     partial: Vec<u8>,
@@ -158,11 +182,12 @@ pub(crate) struct LineMatcher {
 }
 
 impl LineMatcher {
-    pub(crate) fn new(patterns: Vec<Pattern>) -> LineMatcher {
+    pub(crate) fn new(patterns: Vec<Pattern>, collectors: Vec<Pattern>) -> LineMatcher {
         let matched = vec![false; patterns.len()];
         LineMatcher {
             patterns,
             matched,
+            collectors,
             partial: Vec::new(),
             overflow: Vec::new(),
         }
@@ -173,12 +198,14 @@ impl LineMatcher {
         self.matched[index]
     }
 
+    /// Whether nothing is left to look for.
     fn done(&self) -> bool {
-        self.matched.iter().all(|&m| m)
+        self.matched.iter().all(|&m| m) && self.collectors.is_empty()
     }
 
-    /// Matches the lines that `chunk` completes; keeps its unfinished tail for later.
-    pub(crate) fn feed(&mut self, chunk: &[u8]) {
+    /// Matches the lines that `chunk` completes; keeps its unfinished tail for later. Each line
+    /// that a collector matches goes to `collected`, with the collector's index.
+    pub(crate) fn feed(&mut self, chunk: &[u8], collected: &mut dyn FnMut(usize, &[u8])) {
         if self.done() {
             return;
         }
@@ -187,7 +214,7 @@ impl LineMatcher {
             match memchr(b'\n', rest) {
                 Some(end) => {
                     self.keep(&rest[..end]);
-                    self.check_partial();
+                    self.check_partial(collected);
                     rest = &rest[end + 1..];
                 }
                 None => {
@@ -200,6 +227,12 @@ impl LineMatcher {
             Some(last) => {
                 let region = &rest[..=last];
                 self.check(|pattern| pattern.matches_region(region));
+                for (index, collector) in self.collectors.iter().enumerate() {
+                    collector.each_matching_line(region, &mut |line| {
+                        collected(index, line);
+                        ControlFlow::Continue(())
+                    });
+                }
                 self.keep(&rest[last + 1..]);
             }
             None => self.keep(rest),
@@ -207,9 +240,9 @@ impl LineMatcher {
     }
 
     /// Matches the last line if it had no `\n`.
-    pub(crate) fn finish(&mut self) {
+    pub(crate) fn finish(&mut self, collected: &mut dyn FnMut(usize, &[u8])) {
         if !self.partial.is_empty() && !self.done() {
-            self.check_partial();
+            self.check_partial(collected);
         }
     }
 
@@ -229,9 +262,17 @@ impl LineMatcher {
     }
 
     /// Matches the line kept so far, and empties it: its start, and its end if it was long.
-    fn check_partial(&mut self) {
+    /// Collectors see its start only.
+    fn check_partial(&mut self, collected: &mut dyn FnMut(usize, &[u8])) {
         let line = std::mem::take(&mut self.partial);
         let overflow = std::mem::take(&mut self.overflow);
+        for (index, collector) in self.collectors.iter().enumerate() {
+            if line.len() <= WINDOW && collector.matches_line(&line) {
+                collected(index, strip_cr(&line));
+            } else if line.len() > WINDOW && collector.matches_head(&line) {
+                collected(index, &line[..WINDOW]);
+            }
+        }
         if line.len() <= WINDOW {
             self.check(|pattern| pattern.matches_line(&line));
         } else {
@@ -266,16 +307,19 @@ mod tests {
     use proptest::prelude::*;
 
     fn matcher(patterns: &[&str]) -> LineMatcher {
-        LineMatcher::new(patterns.iter().map(|p| Pattern::new(p).unwrap()).collect())
+        LineMatcher::new(
+            patterns.iter().map(|p| Pattern::new(p).unwrap()).collect(),
+            Vec::new(),
+        )
     }
 
     /// Feeds `input` in pieces of `size` bytes and says whether pattern 0 matched.
     fn matches(pattern: &str, input: &[u8], size: usize) -> bool {
         let mut m = matcher(&[pattern]);
         for piece in input.chunks(size.max(1)) {
-            m.feed(piece);
+            m.feed(piece, &mut |_, _| {});
         }
-        m.finish();
+        m.finish(&mut |_, _| {});
         m.matched(0)
     }
 
@@ -355,11 +399,11 @@ mod tests {
             "needle", "^x+$", "^x+", "y+done$", "^y+done", "\\bdone", "^x+\\b",
         ]);
         for piece in long(b"needle", b"done\r\n").chunks(1000) {
-            m.feed(piece);
+            m.feed(piece, &mut |_, _| {});
             assert!(m.partial.len() <= WINDOW + 1);
             assert!(m.overflow.len() <= 2 * (WINDOW + 1));
         }
-        m.finish();
+        m.finish(&mut |_, _| {});
         assert!(!m.matched(0), "between the windows");
         assert!(!m.matched(1), "the first window does not end the line");
         assert!(m.matched(2), "the first window starts it");
@@ -448,9 +492,9 @@ mod tests {
         let line = [vec![b'-'; WINDOW + 1], vec![b'y'; 3 * WINDOW]].concat();
         for pattern in ["\\by", "^y", "-y", "y$", "^-+$", "^-"] {
             let mut m = matcher(&[pattern]);
-            m.feed(&line);
-            m.feed(b"\n");
-            m.finish();
+            m.feed(&line, &mut |_, _| {});
+            m.feed(b"\n", &mut |_, _| {});
+            m.finish(&mut |_, _| {});
             let whole = [line.as_slice(), b"\n"].concat();
             assert_eq!(
                 m.matched(0),
@@ -471,10 +515,10 @@ mod tests {
         for size in [line.len(), WINDOW + 1, 4096] {
             let mut m = matcher(&["-y+$"]);
             for piece in line.chunks(size) {
-                m.feed(piece);
+                m.feed(piece, &mut |_, _| {});
             }
-            m.feed(b"\n");
-            m.finish();
+            m.feed(b"\n", &mut |_, _| {});
+            m.finish(&mut |_, _| {});
             assert!(m.matched(0), "in pieces of {size}");
         }
     }
@@ -491,8 +535,8 @@ mod tests {
     #[test]
     fn several_patterns() {
         let mut m = matcher(&["one", "two", "three"]);
-        m.feed(b"two\nthree\n");
-        m.finish();
+        m.feed(b"two\nthree\n", &mut |_, _| {});
+        m.finish(&mut |_, _| {});
         assert_eq!(
             (m.matched(0), m.matched(1), m.matched(2)),
             (false, true, true)
@@ -558,7 +602,7 @@ mod tests {
             let mut m = matcher(&["needle"]);
             let mut fed = 0;
             for piece in line.chunks(size) {
-                m.feed(piece);
+                m.feed(piece, &mut |_, _| {});
                 fed += piece.len();
                 prop_assert!(m.partial.len() <= WINDOW + 1);
                 prop_assert!(m.overflow.len() <= 2 * (WINDOW + 1));
@@ -569,12 +613,90 @@ mod tests {
                     prop_assert!(m.overflow.len() <= past);
                 }
             }
-            m.finish();
+            m.finish(&mut |_, _| {});
             if before + 6 <= WINDOW || after + 6 <= WINDOW {
                 prop_assert!(m.matched(0), "before {} after {} size {}", before, after, size);
             }
             // However the line was cut into reads, the answer is the one it gets whole.
             prop_assert_eq!(m.matched(0), matches("needle", &line, line.len()));
+        }
+    }
+
+    /// Feeds `input` in pieces of `size` bytes to a collector of `pattern`; returns the lines
+    /// it handed over.
+    fn collected(pattern: &str, input: &[u8], size: usize) -> Vec<Vec<u8>> {
+        let mut m = LineMatcher::new(Vec::new(), vec![Pattern::new(pattern).unwrap()]);
+        let mut lines = Vec::new();
+        let mut take = |index: usize, line: &[u8]| {
+            assert_eq!(index, 0);
+            lines.push(line.to_vec());
+        };
+        for piece in input.chunks(size.max(1)) {
+            m.feed(piece, &mut take);
+        }
+        m.finish(&mut take);
+        lines
+    }
+
+    #[test]
+    fn a_collector_hands_over_every_matching_line_in_order() {
+        let input =
+            b"HTTP/1.1 301 Moved\r\nLocation: /b\r\n\r\nHTTP/1.1 503 No\r\nbody\nHTTP/2 200";
+        let expected: Vec<Vec<u8>> = vec![
+            b"HTTP/1.1 301 Moved".to_vec(),
+            b"HTTP/1.1 503 No".to_vec(),
+            b"HTTP/2 200".to_vec(),
+        ];
+        for size in [1, 2, 3, 7, 16, 4096] {
+            assert_eq!(
+                collected("^HTTP/", input, size),
+                expected,
+                "pieces of {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_collector_sees_the_start_of_a_long_line() {
+        let mut input = b"Retry-After: 7 ".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 3 * WINDOW));
+        input.extend_from_slice(b"\nRetry-After: 9\n");
+        for size in [1000, 4096, input.len()] {
+            let lines = collected("^Retry-After:", &input, size);
+            assert_eq!(lines.len(), 2, "pieces of {size}");
+            assert_eq!(lines[0].len(), WINDOW);
+            assert!(lines[0].starts_with(b"Retry-After: 7 "));
+            assert_eq!(lines[1], b"Retry-After: 9");
+        }
+    }
+
+    #[test]
+    fn a_capture_is_the_first_group_else_the_whole_match() {
+        let grouped = Pattern::new(r"retry in ([0-9.]+)s").unwrap();
+        assert_eq!(
+            grouped.capture(b"rate limited: retry in 1.5s"),
+            Some(&b"1.5"[..])
+        );
+        let whole = Pattern::new(r"[0-9]+m[0-9]+s").unwrap();
+        assert_eq!(whole.capture(b"wait 1m30s please"), Some(&b"1m30s"[..]));
+        assert_eq!(whole.capture(b"no wait"), None);
+    }
+
+    proptest! {
+        /// However the output is cut into pieces, a collector hands over exactly the lines a
+        /// line-by-line reading finds, in order.
+        #[test]
+        fn collected_lines_do_not_depend_on_the_pieces(
+            lines in proptest::collection::vec("(HTTP/1.1 [0-9]{3} x|body [a-z]{0,8}|\r|)", 0..12),
+            size in 1usize..40,
+        ) {
+            let input = lines.join("\n").into_bytes();
+            let expected: Vec<Vec<u8>> = lines
+                .iter()
+                .map(|line| strip_cr(line.as_bytes()).to_vec())
+                .filter(|line| line.starts_with(b"HTTP/"))
+                .collect();
+            prop_assert_eq!(collected("^HTTP/", &input, size), expected);
         }
     }
 }

@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::lines::LineMatcher;
+use crate::http::Heard;
+use crate::lines::{LineMatcher, Pattern};
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
 use crate::signals::Events;
@@ -183,6 +184,9 @@ pub(crate) struct Watch {
     flow: Arc<Flow>,
     until: Arc<AtomicBool>,
     retry_if: Arc<AtomicBool>,
+    stop_if: Arc<AtomicBool>,
+    /// What the HTTP lines and hints said so far.
+    heard: Arc<Mutex<Heard>>,
 }
 
 /// How the copy is going, for the wait after the attempt has ended.
@@ -202,7 +206,10 @@ struct Flow {
 /// What the copies of an ended attempt saw.
 #[derive(Debug, Default)]
 pub(crate) struct Drained {
+    /// What the patterns matched (`status` aside: see `heard`).
     pub matches: Matches,
+    /// What the HTTP lines and hints said.
+    pub heard: Heard,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
     pub write_errors: Vec<(Stream, String)>,
     /// The copies still running: a background process holds their pipe open.
@@ -240,14 +247,30 @@ pub(crate) fn watch(
     let flow = Arc::new(Flow::default());
     let until = Arc::new(AtomicBool::new(false));
     let retry_if = Arc::new(AtomicBool::new(false));
+    let stop_if = Arc::new(AtomicBool::new(false));
+    let heard = Arc::new(Mutex::new(Heard::default()));
     let mut slots = Vec::new();
     let mut patterns = Vec::new();
-    for (pattern, flag) in [(&rules.until, &until), (&rules.retry_if, &retry_if)] {
+    for (pattern, flag) in [
+        (&rules.until, &until),
+        (&rules.retry_if, &retry_if),
+        (&rules.stop_if, &stop_if),
+    ] {
         if let Some(pattern) = pattern {
             patterns.push(pattern.clone());
             slots.push(Arc::clone(flag));
         }
     }
+    // The collectors: HTTP lines first (index 0, when read), then the custom hint.
+    let http = rules.http;
+    let mut collectors = Vec::new();
+    if http.any() {
+        collectors.push(http_lines_pattern());
+    }
+    let hint = rules.hint.clone();
+    collectors.extend(hint.clone());
+    let hint_index = collectors.len().checked_sub(1).filter(|_| hint.is_some());
+    let thread_heard = Arc::clone(&heard);
     // SAFETY: fcntl on a pipe we own; failure (an unprivileged limit) leaves the default size.
     unsafe {
         libc::fcntl(source.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY);
@@ -256,7 +279,18 @@ pub(crate) fn watch(
     thread::Builder::new()
         .name("output".into())
         .spawn(move || {
-            let mut matcher = LineMatcher::new(patterns);
+            let mut matcher = LineMatcher::new(patterns, collectors);
+            let mut collected = |index: usize, line: &[u8]| {
+                let at = Instant::now();
+                let mut heard = thread_heard.lock().unwrap_or_else(|p| p.into_inner());
+                if Some(index) == hint_index {
+                    if let Some(text) = hint.as_ref().and_then(|hint| hint.capture(line)) {
+                        heard.hear_custom_hint(at, text);
+                    }
+                } else {
+                    heard.hear_http_line(at, line, http);
+                }
+            };
             let mut buffer = vec![0u8; CHUNK];
             let publish = |matcher: &LineMatcher| {
                 for (index, flag) in slots.iter().enumerate() {
@@ -287,7 +321,7 @@ pub(crate) fn watch(
                     .fetch_add(read as u64, Ordering::Relaxed);
                 thread_flow.writing.store(false, Ordering::Release);
                 // What the attempt printed is judged even when it could not be passed on.
-                matcher.feed(bytes);
+                matcher.feed(bytes, &mut collected);
                 publish(&matcher);
                 match written {
                     Ok(()) => {}
@@ -298,7 +332,7 @@ pub(crate) fn watch(
                     }
                 }
             }
-            matcher.finish();
+            matcher.finish(&mut collected);
             publish(&matcher);
             // In this order, so that `done` not yet hung up means `source` is still open (see
             // `hand_over`).
@@ -313,7 +347,15 @@ pub(crate) fn watch(
         flow,
         until,
         retry_if,
+        stop_if,
+        heard,
     })
+}
+
+/// The lines that may be HTTP status lines or `Retry-After` headers, as `http` reads them: a
+/// cheap first sieve, so that a long body costs one scan.
+fn http_lines_pattern() -> Pattern {
+    Pattern::new(r"^(?:< |[ \t]*)(?:HTTP/[0-9]|(?i:retry-after:))").expect("a valid pattern")
 }
 
 /// How long `retry` waits for a reader downstream to take an attempt's output.
@@ -353,6 +395,10 @@ pub(crate) fn finish(
         };
         drained.matches.until |= watch.until.load(Ordering::Acquire);
         drained.matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
+        drained.matches.stop_if |= watch.stop_if.load(Ordering::Acquire);
+        drained
+            .heard
+            .merge(&watch.heard.lock().unwrap_or_else(|p| p.into_inner()));
         if let Some(error) = watch.flow.write_error.get() {
             drained.write_errors.push((watch.stream, error.clone()));
         }

@@ -1,8 +1,9 @@
 //! The verdict on one attempt: succeed, retry, or stop.
 //!
 //! Pure: it sees how the attempt ended and what its output predicates matched, never a process.
-//! The order of the rules is the contract's (fine point 16) and is written once, in `judge`.
+//! The order of the rules is written once, in `judge`.
 
+use crate::http::StatusClass;
 use crate::outcome::AttemptEnd;
 use crate::parse::CodeSet;
 
@@ -25,6 +26,10 @@ pub enum Permanent {
     NotInRetryOnExit,
     /// The command cannot be started, and will not start on the next try either.
     CannotStart,
+    /// A `--stop-if-stdout` or `--stop-if-stderr` line matched.
+    StopIf,
+    /// Under `--http`, a 4xx or 5xx status that retrying cannot help.
+    HttpStatus(u16),
 }
 
 /// The judging rules, from the flags.
@@ -35,6 +40,8 @@ pub struct Judge {
     pub invert: bool,
     /// `--until-stdout` or `--until-stderr` is given: a match, not the exit code, means success.
     pub has_until: bool,
+    /// `--http`: the attempt's last HTTP status counts too.
+    pub http: bool,
 }
 
 /// What the output predicates saw during one attempt.
@@ -42,6 +49,9 @@ pub struct Judge {
 pub struct Matches {
     pub until: bool,
     pub retry_if: bool,
+    pub stop_if: bool,
+    /// The last final HTTP status line's status, when `--http` reads them.
+    pub status: Option<u16>,
 }
 
 impl Judge {
@@ -56,6 +66,18 @@ impl Judge {
         {
             return Verdict::Stop(Permanent::StopOnExit);
         }
+        if matches.stop_if {
+            return Verdict::Stop(Permanent::StopIf);
+        }
+        let status_class = matches
+            .status
+            .filter(|_| self.http)
+            .map(|s| (s, StatusClass::of(s)));
+        if let Some((status, StatusClass::Permanent)) = status_class {
+            return Verdict::Stop(Permanent::HttpStatus(status));
+        }
+        let retry_if =
+            matches.retry_if || matches!(status_class, Some((_, StatusClass::Retryable)));
         let succeeded = match end {
             AttemptEnd::TimedOut(_)
             | AttemptEnd::NotFound
@@ -63,7 +85,7 @@ impl Judge {
             | AttemptEnd::SpawnFailed => false,
             _ if self.has_until => matches.until,
             _ => (status == 0) != self.invert,
-        } && !matches.retry_if;
+        } && !retry_if;
         if succeeded {
             return Verdict::Succeed;
         }
@@ -91,6 +113,8 @@ mod tests {
     const NONE: Matches = Matches {
         until: false,
         retry_if: false,
+        stop_if: false,
+        status: None,
     };
 
     #[test]
@@ -192,7 +216,7 @@ mod tests {
         };
         let matched = Matches {
             until: true,
-            retry_if: false,
+            ..NONE
         };
         assert_eq!(judge.judge(Exited(1), matched), Succeed);
         assert_eq!(judge.judge(Exited(0), NONE), Retry);
@@ -208,8 +232,8 @@ mod tests {
     fn retry_if_turns_success_into_failure() {
         let judge = Judge::default();
         let matched = Matches {
-            until: false,
             retry_if: true,
+            ..NONE
         };
         assert_eq!(judge.judge(Exited(0), matched), Retry);
         let limited = Judge {
@@ -218,5 +242,75 @@ mod tests {
         };
         assert_eq!(limited.judge(Exited(0), matched), Stop(NotInRetryOnExit));
         assert_eq!(limited.judge(Exited(1), matched), Retry);
+    }
+
+    /// The verdict order with the HTTP flags: `--stop-on-exit` first, then a `--stop-if` match,
+    /// then a permanent HTTP status; a retryable status counts as a `--retry-if` match.
+    #[test]
+    fn the_verdict_order_with_http() {
+        let http = Judge {
+            http: true,
+            ..Judge::default()
+        };
+        let status = |code| Matches {
+            status: Some(code),
+            ..NONE
+        };
+        let stop_if = Matches {
+            stop_if: true,
+            ..NONE
+        };
+        // A retryable status is a failure whatever the exit code.
+        assert_eq!(http.judge(Exited(0), status(503)), Retry);
+        assert_eq!(http.judge(Exited(22), status(429)), Retry);
+        // Any other 4xx or 5xx ends the run, exit 0 or not.
+        assert_eq!(http.judge(Exited(0), status(404)), Stop(HttpStatus(404)));
+        assert_eq!(http.judge(Exited(22), status(501)), Stop(HttpStatus(501)));
+        // 2xx, 3xx or no status leave it to the exit code.
+        assert_eq!(http.judge(Exited(0), status(200)), Succeed);
+        assert_eq!(http.judge(Exited(7), status(301)), Retry);
+        assert_eq!(http.judge(Exited(7), NONE), Retry);
+        assert_eq!(http.judge(Exited(0), NONE), Succeed);
+        // Statuses count only under --http.
+        assert_eq!(Judge::default().judge(Exited(0), status(503)), Succeed);
+        // A stop pattern ends the run, even for an attempt that exited 0 or a retryable status.
+        assert_eq!(Judge::default().judge(Exited(0), stop_if), Stop(StopIf));
+        let both = Matches {
+            stop_if: true,
+            status: Some(503),
+            ..NONE
+        };
+        assert_eq!(http.judge(Exited(1), both), Stop(StopIf));
+        // --stop-on-exit is still first.
+        let stop_on_1 = Judge {
+            stop_on_exit: codes("1"),
+            ..http
+        };
+        assert_eq!(stop_on_1.judge(Exited(1), stop_if), Stop(StopOnExit));
+        assert_eq!(stop_on_1.judge(Exited(1), status(404)), Stop(StopOnExit));
+        // A retryable status under --retry-on-exit: retried only when its code is listed.
+        let listed = Judge {
+            retry_on_exit: codes("22"),
+            ..http
+        };
+        assert_eq!(listed.judge(Exited(22), status(503)), Retry);
+        assert_eq!(listed.judge(Exited(0), status(503)), Stop(NotInRetryOnExit));
+        // --until decides success, and a retryable status still makes it a failure.
+        let until = Judge {
+            has_until: true,
+            ..http
+        };
+        let ready = Matches {
+            until: true,
+            status: Some(503),
+            ..NONE
+        };
+        assert_eq!(until.judge(Exited(0), ready), Retry);
+        let ready_ok = Matches {
+            until: true,
+            status: Some(200),
+            ..NONE
+        };
+        assert_eq!(until.judge(Exited(3), ready_ok), Succeed);
     }
 }

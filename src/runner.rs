@@ -17,10 +17,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::driver::{
-    AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, OutputOf, Unreleased,
+    AskedWait, AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, OutputOf, Unreleased,
 };
 use crate::input::{Feeder, Input};
 use crate::interpreter;
@@ -272,10 +272,10 @@ impl Execute for Runner<'_> {
                 );
             }
         }
-        let matches = match (supervised.interrupted, drained) {
+        let (matches, heard) = match (supervised.interrupted, drained) {
             (None, Ok(drained)) => {
                 self.leftovers.extend(drained.leftovers);
-                drained.matches
+                (drained.matches, drained.heard)
             }
             (Some(signal), _) | (None, Err(signal)) => {
                 // An interrupted run has no final attempt, but its held output is not dropped
@@ -285,11 +285,20 @@ impl Execute for Runner<'_> {
                 return Err(Interrupted(signal));
             }
         };
+        let now = SystemTime::now();
         Ok(AttemptReport {
             end: supervised.end(),
             ran: supervised.ran,
-            matches,
+            matches: Matches {
+                status: heard.status.map(|(_, status)| status),
+                ..matches
+            },
             start_error: None,
+            hint: heard.hint.map(|(_, hint)| AskedWait {
+                wait: hint.value.wait(now),
+                source: hint.source,
+            }),
+            ignored_hint: heard.ignored.map(|(_, value)| value),
         })
     }
 
@@ -914,6 +923,8 @@ fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> Attempt
         ran: started.elapsed(),
         matches: Matches::default(),
         start_error: Some(text),
+        hint: None,
+        ignored_hint: None,
     }
 }
 

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
 use crate::cli::{Cli, LogFormat, StdinMode};
+use crate::http::HttpLines;
 use crate::lines::Pattern;
 use crate::predicate::Judge;
 
@@ -16,6 +17,7 @@ pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
 pub const DEFAULT_BASE: Duration = Duration::from_secs(1);
 pub const DEFAULT_MAX: Duration = Duration::from_secs(30);
 pub const DEFAULT_MULTIPLIER: f64 = 2.0;
+pub const DEFAULT_RETRY_AFTER_MAX: Duration = Duration::from_secs(300);
 
 /// Ordered: each level says everything the one before it says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -25,17 +27,25 @@ pub enum Verbosity {
     Verbose,
 }
 
-/// The patterns that read one output stream.
+/// What reads one output stream: the patterns, and the HTTP lines looked for.
 #[derive(Clone, Debug, Default)]
 pub struct OutputRules {
     pub until: Option<Pattern>,
     pub retry_if: Option<Pattern>,
+    pub stop_if: Option<Pattern>,
+    /// `--retry-after-stdout` or `--retry-after-stderr`.
+    pub hint: Option<Pattern>,
+    pub http: HttpLines,
 }
 
 impl OutputRules {
-    /// Whether any pattern reads this stream, so that it must be piped.
+    /// Whether anything reads this stream, so that it must be piped.
     pub fn any(&self) -> bool {
-        self.until.is_some() || self.retry_if.is_some()
+        self.until.is_some()
+            || self.retry_if.is_some()
+            || self.stop_if.is_some()
+            || self.hint.is_some()
+            || self.http.any()
     }
 }
 
@@ -92,6 +102,8 @@ pub struct Settings {
     pub judge: Judge,
     pub stdout_rules: OutputRules,
     pub stderr_rules: OutputRules,
+    /// The longest wait a hint may ask for (`--retry-after-max`).
+    pub retry_after_max: Duration,
     pub consecutive: u64,
     pub fail_exit: Option<u8>,
     pub foreground: bool,
@@ -113,6 +125,11 @@ impl Settings {
             (None, Some(attempts), _) => Some(attempts),
             (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
             (None, None, false) => Some(DEFAULT_RETRIES + 1),
+        };
+        // --http implies --honor-retry-after; both read either stream.
+        let http = HttpLines {
+            statuses: cli.http,
+            retry_after: cli.http || cli.honor_retry_after,
         };
         if cli.command.is_empty() && !cli.dry_run {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
@@ -138,15 +155,23 @@ impl Settings {
                 stop_on_exit: cli.stop_on_exit,
                 invert: cli.invert,
                 has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
+                http: cli.http,
             },
             stdout_rules: OutputRules {
                 until: cli.until_stdout,
                 retry_if: cli.retry_if_stdout,
+                stop_if: cli.stop_if_stdout,
+                hint: cli.retry_after_stdout,
+                http,
             },
             stderr_rules: OutputRules {
                 until: cli.until_stderr,
                 retry_if: cli.retry_if_stderr,
+                stop_if: cli.stop_if_stderr,
+                hint: cli.retry_after_stderr,
+                http,
             },
+            retry_after_max: cli.retry_after_max.unwrap_or(DEFAULT_RETRY_AFTER_MAX),
             consecutive: cli.consecutive.unwrap_or(1),
             fail_exit: cli.fail_exit,
             foreground: cli.foreground,

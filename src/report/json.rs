@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 
-use super::{Event, GiveUp};
+use super::{Event, GiveUp, HintUse};
 
 /// One JSON object: the event's name and its fields, in order.
 type Object = (&'static str, Vec<(&'static str, Json)>);
@@ -65,12 +65,21 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             why,
             ran,
             next,
+            hint,
         } => {
             let mut fields = attempt_fields(attempt, max_attempts, end, ran);
             fields.push(("outcome", Json::text("failure")));
-            fields.push(("reason", why.map_or(Json::Null, Json::text)));
-            with_retry(("attempt", fields), attempt, next)
+            let why = why.map_or(Json::Null, |why| Json::Text(why.to_string()));
+            fields.push(("reason", why));
+            with_retry(("attempt", fields), attempt, next, hint)
         }
+        Event::HintIgnored { attempt, value } => vec![(
+            "hint-ignored",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                ("value", Json::text(value)),
+            ],
+        )],
         Event::StreakContinues {
             attempt,
             max_attempts,
@@ -85,7 +94,7 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             fields.push(("reason", Json::Null));
             fields.push(("streak", Json::Number(streak)));
             fields.push(("needed", Json::Number(needed)));
-            with_retry(("attempt", fields), attempt, next)
+            with_retry(("attempt", fields), attempt, next, None)
         }
         Event::CannotStart {
             command,
@@ -219,8 +228,13 @@ fn attempt_fields(
 }
 
 /// `attempt`'s object, followed by the `retry` object that announces the next attempt when a
-/// wait follows.
-fn with_retry(attempt_object: Object, attempt: u64, next: Option<Duration>) -> Vec<Object> {
+/// wait follows, with the hint it heeded (`hint_ms`, as read; null when there was none).
+fn with_retry(
+    attempt_object: Object,
+    attempt: u64,
+    next: Option<Duration>,
+    hint: Option<HintUse>,
+) -> Vec<Object> {
     let mut objects = vec![attempt_object];
     if let Some(next) = next {
         objects.push((
@@ -228,6 +242,10 @@ fn with_retry(attempt_object: Object, attempt: u64, next: Option<Duration>) -> V
             vec![
                 ("attempt", Json::Number(attempt + 1)),
                 ("delay_ms", Json::Millis(next)),
+                (
+                    "hint_ms",
+                    hint.map_or(Json::Null, |h| Json::Millis(h.asked)),
+                ),
             ],
         ));
     }
@@ -331,9 +349,10 @@ mod tests {
             attempt: 2,
             max_attempts: None,
             end: AttemptEnd::Exited(3),
-            why: Some("a --retry-if line matched"),
+            why: Some(super::super::Why::RetryIf),
             ran: Duration::from_millis(1500),
             next,
+            hint: None,
         };
         let names = |event: &Event<'_>| -> Vec<&str> {
             objects(event).iter().map(|(name, _)| *name).collect()
@@ -349,7 +368,8 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains(r#""event":"retry""#) && text.contains(r#""delay_ms":250.500}"#),
+            text.contains(r#""event":"retry""#)
+                && text.contains(r#""delay_ms":250.500,"hint_ms":null}"#),
             "{text}"
         );
         assert_eq!(text.lines().count(), 2);

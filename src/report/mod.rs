@@ -12,11 +12,46 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::cli::LogFormat;
+use crate::http::HintSource;
 use crate::outcome::AttemptEnd;
 use crate::predicate::Permanent;
 use crate::settings::{HookKind, Verbosity};
 use crate::stdio::Stream;
 use crate::text::{human, one_line, quote};
+
+/// Why an attempt failed, beyond how it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why<'a> {
+    /// The system's reason the command could not start.
+    CannotStart(&'a str),
+    StopIf,
+    /// Under `--http`, the attempt's last status was a 4xx or 5xx.
+    HttpStatus(u16),
+    RetryIf,
+    NoUntil,
+}
+
+impl std::fmt::Display for Why<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::CannotStart(error) => f.write_str(error),
+            Why::StopIf => f.write_str("a --stop-if line matched"),
+            Why::HttpStatus(status) => write!(f, "HTTP {status}"),
+            Why::RetryIf => f.write_str("a --retry-if line matched"),
+            Why::NoUntil => f.write_str("no --until line matched"),
+        }
+    }
+}
+
+/// A hint that the wait after a failed attempt heeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HintUse {
+    /// The wait the hint asked for, as read: before `--retry-after-max` and the spread.
+    pub asked: Duration,
+    pub source: HintSource,
+    /// The hint made the wait longer than the schedule's.
+    pub lengthened: bool,
+}
 
 /// Why a run gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,9 +87,16 @@ pub enum Event<'a> {
         end: AttemptEnd,
         /// What the output predicates decided, when they decided the failure, or why the
         /// attempt could not start.
-        why: Option<&'a str>,
+        why: Option<Why<'a>>,
         ran: Duration,
         next: Option<Duration>,
+        /// The hint the wait heeded, if the attempt gave one.
+        hint: Option<HintUse>,
+    },
+    /// A hint value that is none of the accepted forms was ignored (`--verbose`).
+    HintIgnored {
+        attempt: u64,
+        value: &'a str,
     },
     /// An attempt succeeded but `--consecutive` wants more in a row.
     StreakContinues {
@@ -200,6 +242,7 @@ impl Reporter {
                 | Event::Splay { .. }
                 | Event::AttemptStart { .. }
                 | Event::Relayed { .. }
+                | Event::HintIgnored { .. }
                 | Event::Success { .. },
             ) => Verbosity::Verbose,
             (LogFormat::Text, _) => Verbosity::Normal,
@@ -364,6 +407,7 @@ mod tests {
                 max_attempts: Some(6),
                 end: AttemptEnd::Exited(1),
                 why: None,
+                hint: None,
                 ran: ms(12),
                 next: Some(ms(1500)),
             },
@@ -379,6 +423,7 @@ mod tests {
                 max_attempts: None,
                 end: AttemptEnd::TimedOut(Limit::Attempt),
                 why: None,
+                hint: None,
                 ran: ms(100),
                 next: None,
             },
@@ -409,9 +454,10 @@ mod tests {
             attempt: 1,
             max_attempts: Some(2),
             end: AttemptEnd::Exited(1),
-            why: Some("no --until line matched"),
+            why: Some(Why::NoUntil),
             ran: ms(1),
             next: None,
+            hint: None,
         };
         assert_eq!(render(Verbosity::Quiet, failed()), "");
         assert_ne!(render(Verbosity::Normal, failed()), "");

@@ -3,13 +3,14 @@
 
 use std::time::Duration;
 
+use crate::http::HintSource;
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::predicate::Permanent;
 use crate::stdio::Stream;
 use crate::text::{human, shell_words};
 
-use super::{Event, GiveUp, cannot_start};
+use super::{Event, GiveUp, HintUse, cannot_start};
 
 /// The event's text, without the `retry: ` prefix.
 pub(super) fn line(event: &Event<'_>) -> String {
@@ -38,13 +39,32 @@ pub(super) fn line(event: &Event<'_>) -> String {
             why,
             ran,
             next,
+            hint,
         } => {
             let why = why.map_or(String::new(), |why| format!("{}{why}", separator(end)));
+            let asked = match hint {
+                Some(HintUse {
+                    lengthened: true,
+                    source: HintSource::RetryAfter,
+                    ..
+                }) => ", as Retry-After asked",
+                Some(HintUse {
+                    lengthened: true,
+                    source: HintSource::Command,
+                    ..
+                }) => ", as the command asked",
+                _ => "",
+            };
             format!(
-                "attempt {} failed ({end}{why}) after {}{}",
+                "attempt {} failed ({end}{why}) after {}{}{asked}",
                 of(attempt, max_attempts),
                 human(ran),
                 then(next)
+            )
+        }
+        Event::HintIgnored { attempt, value } => {
+            format!(
+                "attempt {attempt} asked for a wait of '{value}', which is no wait retry reads; ignored"
             )
         }
         Event::StreakContinues {
@@ -153,6 +173,12 @@ fn give_up_why(reason: GiveUp, attempts: u64) -> String {
         }
         GiveUp::Permanent(Permanent::CannotStart) => {
             "permanent failure, the command cannot be started".to_string()
+        }
+        GiveUp::Permanent(Permanent::StopIf) => {
+            "permanent failure, a --stop-if line matched".to_string()
+        }
+        GiveUp::Permanent(Permanent::HttpStatus(status)) => {
+            format!("permanent failure, HTTP {status}")
         }
         GiveUp::MaxTime => "--max-time reached".to_string(),
         GiveUp::MaxTimeAhead { wait } if attempts == 0 => {
