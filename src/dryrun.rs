@@ -145,7 +145,30 @@ pub fn plan(settings: &Settings) -> String {
     if let Some(note) = timeout_note(settings) {
         let _ = writeln!(out, "{note}");
     }
+    if let Some(note) = hint_note(settings) {
+        let _ = writeln!(out, "{note}");
+    }
     out
+}
+
+/// When the attempts may ask for their own waits (`Retry-After`, `--retry-after-*`): that the
+/// waits above are the least, and how long a hint may make one.
+fn hint_note(settings: &Settings) -> Option<String> {
+    let rules = [&settings.stdout_rules, &settings.stderr_rules];
+    let from_headers = rules.iter().any(|rules| rules.http.retry_after);
+    let from_patterns = rules.iter().any(|rules| rules.hint.is_some());
+    let what = match (from_headers, from_patterns) {
+        (false, false) => return None,
+        (true, false) => "a Retry-After header",
+        (false, true) => "a hint the command prints",
+        (true, true) => "a Retry-After header or a hint the command prints",
+    };
+    let most = settings.retry_after_max;
+    Some(format!(
+        "hints: {what} may lengthen a wait after a failure, past --max, up to --retry-after-max {} plus a spread of up to {}",
+        human(most),
+        human(crate::http::spread_limit(most, most))
+    ))
 }
 
 /// Attempts counted at most, for `timeout_note`: past that, the note is left out.

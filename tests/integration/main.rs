@@ -12,6 +12,7 @@ mod exit_status;
 mod fidelity;
 mod generated;
 mod hooks;
+mod http;
 mod input;
 mod layout;
 mod limits;
