@@ -223,7 +223,7 @@ fn a_key_has_one_type_in_every_event() {
     // where a value is absent). Runs that produce every event but `interrupted`, `stdin-warning`
     // and `terminal-stop`, whose fields (`signal`, `exit_code`, `message`, `attempt`) others
     // share.
-    let runs: [&[&str]; 5] = [
+    let runs: [&[&str]; 6] = [
         &[
             "-r",
             "2",
@@ -241,6 +241,16 @@ fn a_key_has_one_type_in_every_event() {
         &["--consecutive", "2", "--base", "0", "true"],
         &["no-such-command-for-retry"],
         &["--until-stdout", "ready", "-r", "0", "echo", "not yet"],
+        &[
+            "-r",
+            "2",
+            "--base",
+            "1ms",
+            "--honor-retry-after",
+            "sh",
+            "-c",
+            "case $RETRY_ATTEMPT in 1) echo 'Retry-After: 0';; *) echo 'Retry-After: soon';; esac; exit 1",
+        ],
     ];
     let kind = |value: &Value| match value {
         Value::Null => "null",

@@ -85,6 +85,55 @@ fn shell_script_download() {
     assert_eq!(runs(&r, "curl"), 1);
 }
 
+/// A stand-in curl that prints, on its run n, the response head `heads[n - 1]` (the last one
+/// again past the end) and exits 0, as `curl -sS -D -` does whatever the status.
+fn http_stand_in(r: &Retry, heads: &[&str]) {
+    let runs = r.path("curl.runs");
+    let mut cases = String::new();
+    for (index, head) in heads.iter().enumerate() {
+        let pattern = if index + 1 == heads.len() {
+            "*".to_string()
+        } else {
+            (index + 1).to_string()
+        };
+        cases += &format!("  {pattern}) printf '{head}\\r\\n\\r\\n' ;;\n");
+    }
+    r.write_with_mode(
+        "bin/curl",
+        format!(
+            "#!/bin/sh\nn=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'\ncase $n in\n{cases}esac\nexit 0\n",
+            runs = runs.display()
+        ),
+        0o755,
+    );
+}
+
+#[test]
+fn api_call_stops_on_4xx_and_honours_429() {
+    let words = recipe("curl -sS -D - -o items.json");
+    let r = retry();
+    http_stand_in(
+        &r,
+        &[
+            "HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 1",
+            "HTTP/1.1 200 OK",
+        ],
+    );
+    let started = Instant::now();
+    let output = run(&r, &words, &[]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(runs(&r, "curl"), 2);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the 429 asked for a second"
+    );
+    let r = retry();
+    http_stand_in(&r, &["HTTP/1.1 404 Not Found"]);
+    let output = run(&r, &words, &[]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(runs(&r, "curl"), 1, "a 404 is not retried");
+}
+
 #[test]
 fn github_actions_wait_for_the_api() {
     let words = recipe("run: retry --forever");
