@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod driver;
 pub mod dryrun;
+mod fleet;
 mod http;
 mod input;
 pub mod interpreter;

@@ -1,0 +1,345 @@
+//! The state directory: one small file per name (`NAME.state`), changed only under an exclusive
+//! lock on its own lock file (`NAME.lock`, held for a read-decide-write and never across a
+//! command's run), and replaced atomically (a temporary file renamed over it), so that no
+//! update is lost among many concurrent runs and no reader ever sees half a file.
+//!
+//! The directory is made 0700 and the files 0600. A directory or file that other users can
+//! write is refused at the start (misuse): its counts could be anyone's. Anything else that goes
+//! wrong (no directory, no space, a lock held too long) is a `StoreError`, and the run fails open.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::rules::Record;
+use super::{Store, StoreError, Transacted};
+use crate::text::plain_error;
+
+/// The longest a run waits for another to let go of a name's lock before it fails open: far
+/// more than a transaction takes (microseconds), far less than the second a broken state may
+/// cost a run in all.
+pub(crate) const LOCK_WAIT: Duration = Duration::from_millis(300);
+
+/// Why the state directory cannot be used.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum OpenError {
+    /// Others can write it or a file in it: misuse, said in this line.
+    Unsafe(String),
+    /// It cannot be made or read: the run fails open with this reason.
+    Unavailable(String),
+}
+
+pub(crate) struct FileStore {
+    dir: PathBuf,
+    /// The lock file of each name used so far, kept open for the run.
+    locks: BTreeMap<String, File>,
+}
+
+/// Whether others (not the group) may write a file of this mode.
+fn others_can_write(mode: u32) -> bool {
+    mode & 0o002 != 0
+}
+
+impl FileStore {
+    /// Opens the state directory `dir` for the records of `names`, making it (0700) if it is
+    /// not there.
+    pub(crate) fn open(dir: &Path, names: &[&str]) -> Result<FileStore, OpenError> {
+        let shown = dir.display();
+        let unavailable = |what: &str, error: &io::Error| {
+            OpenError::Unavailable(format!("{what} {shown}: {}", plain_error(error)))
+        };
+        match fs::metadata(dir) {
+            Ok(meta) if !meta.is_dir() => {
+                return Err(OpenError::Unavailable(format!(
+                    "{shown} is not a directory"
+                )));
+            }
+            Ok(meta) if others_can_write(meta.mode()) => {
+                return Err(OpenError::Unsafe(format!(
+                    "state directory {shown} is writable by others (mode {:04o}); make it yours alone (chmod 700)",
+                    meta.mode() & 0o7777
+                )));
+            }
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|error| unavailable("cannot make", &error))?;
+            }
+            Err(error) => return Err(unavailable("cannot read", &error)),
+        }
+        for name in names {
+            for path in [state_path(dir, name), lock_path(dir, name)] {
+                if let Ok(meta) = fs::symlink_metadata(&path)
+                    && others_can_write(meta.mode())
+                {
+                    return Err(OpenError::Unsafe(format!(
+                        "state file {} is writable by others (mode {:04o}); make it yours alone (chmod 600)",
+                        path.display(),
+                        meta.mode() & 0o7777
+                    )));
+                }
+            }
+        }
+        Ok(FileStore {
+            dir: dir.to_path_buf(),
+            locks: BTreeMap::new(),
+        })
+    }
+
+    /// The lock file of `name`, locked: open (made if need be) and held exclusively, waiting
+    /// for another run that holds it up to `LOCK_WAIT`.
+    fn lock(&mut self, name: &str) -> Result<&File, StoreError> {
+        if !self.locks.contains_key(name) {
+            let path = lock_path(&self.dir, name);
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+                .open(&path)
+                .map_err(|error| {
+                    StoreError(format!(
+                        "cannot open {}: {}",
+                        path.display(),
+                        plain_error(&error)
+                    ))
+                })?;
+            self.locks.insert(name.to_string(), file);
+        }
+        let file = &self.locks[name];
+        let started = Instant::now();
+        let mut pause = Duration::from_micros(20);
+        loop {
+            // SAFETY: flock(2) on a descriptor this store holds open.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(file);
+            }
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EWOULDBLOCK)
+                && error.kind() != io::ErrorKind::Interrupted
+            {
+                return Err(StoreError(format!(
+                    "cannot lock {}: {}",
+                    lock_path(&self.dir, name).display(),
+                    plain_error(&error)
+                )));
+            }
+            if started.elapsed() >= LOCK_WAIT {
+                return Err(StoreError(format!(
+                    "{} is held by another process for more than {}ms",
+                    lock_path(&self.dir, name).display(),
+                    LOCK_WAIT.as_millis()
+                )));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+
+    /// Reads the record of `name`: `None` when there is none yet; a record that does not parse
+    /// comes back as `Err(())`.
+    fn load(&self, name: &str) -> Result<Option<Result<Record, ()>>, StoreError> {
+        let path = state_path(&self.dir, name);
+        let mut text = String::new();
+        match File::open(&path) {
+            Ok(file) => {
+                // A record is a few hundred bytes; a larger file is not one.
+                let read = file.take(64 * 1024).read_to_string(&mut text);
+                match read {
+                    Ok(_) => Ok(Some(Record::parse(&text).ok_or(()))),
+                    Err(error) if error.kind() == io::ErrorKind::InvalidData => Ok(Some(Err(()))),
+                    Err(error) => Err(StoreError(format!(
+                        "cannot read {}: {}",
+                        path.display(),
+                        plain_error(&error)
+                    ))),
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(StoreError(format!(
+                "cannot read {}: {}",
+                path.display(),
+                plain_error(&error)
+            ))),
+        }
+    }
+
+    /// Replaces the record of `name` at once: a temporary file, renamed over the old one.
+    fn save(&self, name: &str, record: &Record) -> Result<(), StoreError> {
+        let path = state_path(&self.dir, name);
+        let temporary = self.dir.join(format!("{name}.{}.tmp", std::process::id()));
+        let written = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&temporary)
+            .and_then(|mut file| file.write_all(record.render().as_bytes()))
+            .and_then(|()| fs::rename(&temporary, &path));
+        written.map_err(|error| {
+            let _ = fs::remove_file(&temporary);
+            StoreError(format!(
+                "cannot write {}: {}",
+                path.display(),
+                plain_error(&error)
+            ))
+        })
+    }
+}
+
+fn state_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.state"))
+}
+
+fn lock_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.lock"))
+}
+
+/// The wall clock in milliseconds: the one clock every run on this machine shares.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Store for FileStore {
+    fn transact<T>(
+        &mut self,
+        name: &str,
+        decide: &mut dyn FnMut(&mut Record, u64) -> T,
+    ) -> Result<Transacted<T>, StoreError> {
+        let lock = self.lock(name)?.as_raw_fd();
+        let result = (|| {
+            let (mut record, replaced, stored) = match self.load(name)? {
+                Some(Ok(record)) => (record.clone(), false, Some(record)),
+                Some(Err(())) => (Record::default(), true, None),
+                None => (Record::default(), false, None),
+            };
+            let value = decide(&mut record, now_ms());
+            if stored.as_ref() != Some(&record) {
+                self.save(name, &record)?;
+            }
+            Ok(Transacted { value, replaced })
+        })();
+        // SAFETY: flock(2) on the descriptor locked above, which this store still holds.
+        unsafe {
+            libc::flock(lock, libc::LOCK_UN);
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_record_survives_a_round_trip_and_files_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("a/b");
+        let mut store = FileStore::open(&state, &["api"]).unwrap();
+        let mode = |path: &Path| fs::metadata(path).unwrap().mode() & 0o777;
+        assert_eq!(mode(&state), 0o700);
+        let first = store
+            .transact("api", &mut |record, _| {
+                record.breaker.failures = 3;
+            })
+            .unwrap();
+        assert!(!first.replaced);
+        assert_eq!(mode(&state.join("api.state")), 0o600);
+        assert_eq!(mode(&state.join("api.lock")), 0o600);
+        let seen = store
+            .transact("api", &mut |record, _| record.breaker.failures)
+            .unwrap();
+        assert_eq!(seen.value, 3);
+        let leftovers: Vec<_> = fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn a_corrupt_record_is_replaced_by_a_fresh_one() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("api.state"), "garbage\n").unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        let mut store = FileStore::open(dir.path(), &["api"]).unwrap();
+        let done = store
+            .transact("api", &mut |record, _| {
+                record.breaker.failures += 1;
+                record.breaker.failures
+            })
+            .unwrap();
+        assert!(done.replaced);
+        assert_eq!(done.value, 1);
+        let again = store
+            .transact("api", &mut |record, _| record.breaker.failures)
+            .unwrap();
+        assert!(!again.replaced);
+        assert_eq!(again.value, 1);
+    }
+
+    #[test]
+    fn what_others_can_write_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            FileStore::open(dir.path(), &["api"]),
+            Err(OpenError::Unsafe(line)) if line.contains("writable by others (mode 0777)")
+        ));
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o770)).unwrap();
+        assert!(
+            FileStore::open(dir.path(), &["api"]).is_ok(),
+            "group write is fine"
+        );
+        let file = dir.path().join("api.state");
+        fs::write(&file, "").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(matches!(
+            FileStore::open(dir.path(), &["api"]),
+            Err(OpenError::Unsafe(line)) if line.contains("api.state")
+        ));
+    }
+
+    #[test]
+    fn a_file_where_the_directory_should_be_is_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state");
+        fs::write(&file, "").unwrap();
+        assert!(matches!(
+            FileStore::open(&file, &["api"]),
+            Err(OpenError::Unavailable(_))
+        ));
+        assert!(matches!(
+            FileStore::open(&file.join("below"), &["api"]),
+            Err(OpenError::Unavailable(_))
+        ));
+    }
+
+    #[test]
+    fn a_lock_held_too_long_fails_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = FileStore::open(dir.path(), &["api"]).unwrap();
+        let holder = File::create(dir.path().join("api.lock")).unwrap();
+        // SAFETY: flock(2) on a file this test holds open.
+        assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let started = Instant::now();
+        let error = store.transact("api", &mut |_, _| ()).err().unwrap();
+        assert!(error.0.contains("held by another process"), "{error:?}");
+        assert!(started.elapsed() >= LOCK_WAIT);
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+}
