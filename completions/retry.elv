@@ -56,6 +56,13 @@ var retry-options~ = {|@words|
             cand --profile 'Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]'
             cand --stdin 'What each attempt reads on stdin [default: auto]'
             cand --log-format 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]'
+            cand --budget 'Take retries from the retry budget NAME, shared by every run that names it'
+            cand --budget-ratio 'Retries each first attempt earns, from 0 to 1 [default: 0.1]'
+            cand --budget-floor 'Retries allowed per DUR whatever the traffic; DUR is also the budget''s window [default: 10/1m]'
+            cand --breaker 'Stop running the command while the circuit breaker NAME is open'
+            cand --breaker-threshold 'Failed attempts in a row, across every run, that open the breaker [default: 5]'
+            cand --breaker-cooldown 'How long the breaker stays open before a probe may go [default: 1m]'
+            cand --state 'Where budgets and breakers live: a directory [default: $XDG_STATE_HOME/retry]'
             cand --forever 'Retry without an attempt limit (usually with --max-time)'
             cand --http 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
             cand --honor-retry-after 'A Retry-After header printed by a failed attempt sets the least wait before the next'
@@ -66,6 +73,8 @@ var retry-options~ = {|@words|
             cand --quiet 'Print only retry''s own errors'
             cand -v 'Say more: each attempt''s start, the seed, the success'
             cand --verbose 'Say more: each attempt''s start, the seed, the success'
+            cand --show-state 'Print the state of the budget and breaker named, and exit (COMMAND optional)'
+            cand --reset-state 'Reset the budget and breaker named (a full budget, a closed breaker), and exit'
             cand --dry-run 'Print the planned schedule and exit without running anything'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -81,7 +90,7 @@ use re
 # COMMAND and its arguments complete as that command would: after `--`, or from the first word
 # that is not an option or an option's value.
 set edit:completion:arg-completer[retry] = {|@words|
-    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format']
+    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
     var i = 1
     var last = (- (count $words) 1)
     while (< $i $last) {

@@ -48,6 +48,13 @@ inherit\t'Pass stdin through untouched, never rewinding'
 null\t'Every attempt reads /dev/null'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l log-format -d 'Format of retry\'s own messages: text, or json (one object per line per event) [default: text]' -r -f -a "text\t'Lines for people, prefixed `retry:`'
 json\t'One JSON object per line per event, for log pipelines'"
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l budget -d 'Take retries from the retry budget NAME, shared by every run that names it' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l budget-ratio -d 'Retries each first attempt earns, from 0 to 1 [default: 0.1]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l budget-floor -d 'Retries allowed per DUR whatever the traffic; DUR is also the budget\'s window [default: 10/1m]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker -d 'Stop running the command while the circuit breaker NAME is open' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-threshold -d 'Failed attempts in a row, across every run, that open the breaker [default: 5]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-cooldown -d 'How long the breaker stays open before a probe may go [default: 1m]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l state -d 'Where budgets and breakers live: a directory [default: $XDG_STATE_HOME/retry]' -r -f -a "(__fish_complete_directories)"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l forever -d 'Retry without an attempt limit (usually with --max-time)'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l http -d 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l honor-retry-after -d 'A Retry-After header printed by a failed attempt sets the least wait before the next'
@@ -56,6 +63,8 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -l hold-stdout -d 'Ho
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l foreground -d 'Keep the attempt in retry\'s own process group, for commands that read the terminal'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s q -l quiet -d 'Print only retry\'s own errors'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s v -l verbose -d 'Say more: each attempt\'s start, the seed, the success'
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l show-state -d 'Print the state of the budget and breaker named, and exit (COMMAND optional)'
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l reset-state -d 'Reset the budget and breaker named (a full budget, a closed breaker), and exit'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l dry-run -d 'Print the planned schedule and exit without running anything'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s V -l version -d 'Print version'
@@ -74,7 +83,7 @@ function __fish_retry_command
             case --
                 set -e words[1]
                 break
-            case -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format
+            case -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
                 set -e words[1..2]
                 continue
             case '-*'
@@ -90,7 +99,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
+        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
             return 1
         end
     end

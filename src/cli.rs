@@ -348,6 +348,58 @@ pub struct Cli {
     #[arg(long, value_name = "FORMAT", help_heading = "Output")]
     pub log_format: Option<LogFormat>,
 
+    /// Take retries from the retry budget NAME, shared by every run that names it
+    ///
+    /// A run's first attempt is never held back, and earns --budget-ratio; every later attempt
+    /// spends 1. A retry needs a balance of at least 1: floor + ratio x first attempts - retries,
+    /// counted over the floor's window. When the budget cannot pay, the run ends at once with
+    /// the last attempt's status. NAME is 1 to 64 of A-Z a-z 0-9 . _ -
+    #[arg(long, value_name = "NAME", value_hint = ValueHint::Other, value_parser = parse::fleet_name, help_heading = "Fleet limits")]
+    pub budget: Option<String>,
+
+    /// Retries each first attempt earns, from 0 to 1 [default: 0.1]
+    #[arg(long, value_name = "F", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::ratio, help_heading = "Fleet limits")]
+    pub budget_ratio: Option<f64>,
+
+    /// Retries allowed per DUR whatever the traffic; DUR is also the budget's window [default: 10/1m]
+    #[arg(long, value_name = "N/DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::budget_floor, help_heading = "Fleet limits")]
+    pub budget_floor: Option<(u64, Duration)>,
+
+    /// Stop running the command while the circuit breaker NAME is open
+    ///
+    /// Every attempt of every run that names it is recorded: a success closes it, a retryable
+    /// failure counts one more in a row, and --breaker-threshold in a row open it for
+    /// --breaker-cooldown. While open, no attempt starts: a run that has run none ends with 75
+    /// (EX_TEMPFAIL), one that was retrying with its last status. Then one probe attempt at a
+    /// time may go; its failure opens the breaker again for twice as long (up to 16 times).
+    #[arg(long, value_name = "NAME", value_hint = ValueHint::Other, value_parser = parse::fleet_name, help_heading = "Fleet limits")]
+    pub breaker: Option<String>,
+
+    /// Failed attempts in a row, across every run, that open the breaker [default: 5]
+    #[arg(long, value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::positive_count, help_heading = "Fleet limits")]
+    pub breaker_threshold: Option<u64>,
+
+    /// How long the breaker stays open before a probe may go [default: 1m]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Fleet limits")]
+    pub breaker_cooldown: Option<Duration>,
+
+    /// Where budgets and breakers live: a directory [default: $XDG_STATE_HOME/retry]
+    ///
+    /// Also $RETRY_STATE. Without either, $XDG_STATE_HOME/retry when that is set and absolute,
+    /// else ~/.local/state/retry. One file per name; a directory or file that others can write
+    /// is refused. When the state cannot be read or written, the run goes on without budget and
+    /// breaker, and says so once.
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, value_parser = parse_state, help_heading = "Fleet limits")]
+    pub state: Option<StateLocation>,
+
+    /// Print the state of the budget and breaker named, and exit (COMMAND optional)
+    #[arg(long, help_heading = "Fleet limits")]
+    pub show_state: bool,
+
+    /// Reset the budget and breaker named (a full budget, a closed breaker), and exit
+    #[arg(long, help_heading = "Fleet limits")]
+    pub reset_state: bool,
+
     /// Print the planned schedule and exit without running anything
     ///
     /// Per retry: the nominal delay, the jitter range, the elapsed time counting waits, where
@@ -370,6 +422,28 @@ pub struct Cli {
         num_args = 1..,
     )]
     pub command: Vec<OsString>,
+}
+
+/// Where the fleet state lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateLocation {
+    Directory(PathBuf),
+    /// A Redis server (`redis://`, `rediss://`, `unix://`), as written.
+    Redis(String),
+}
+
+/// `--state`: a directory, or the URL of a Redis server. Any other scheme is misuse.
+pub fn parse_state(text: &str) -> Result<StateLocation, String> {
+    if text.is_empty() {
+        return Err("empty state location; expected a directory".into());
+    }
+    match text.split_once("://") {
+        Some(("redis" | "rediss" | "unix", _)) => Ok(StateLocation::Redis(text.to_string())),
+        Some((scheme, _)) => Err(format!(
+            "unknown state scheme '{scheme}'; the state is a directory, or a Redis server (redis://, rediss://, unix://)"
+        )),
+        None => Ok(StateLocation::Directory(PathBuf::from(text))),
+    }
 }
 
 /// The option given a value that is not UTF-8, which clap reports without naming it. Only an

@@ -20,7 +20,15 @@ use crate::parse::suggestion;
 use crate::settings::HookKind;
 
 /// Flags that are about this invocation, not about how to retry: they have no key.
-const NOT_KEYS: &[&str] = &["help", "version", "config", "profile", "dry-run"];
+const NOT_KEYS: &[&str] = &[
+    "help",
+    "version",
+    "config",
+    "profile",
+    "dry-run",
+    "show-state",
+    "reset-state",
+];
 
 /// Keys that spell one setting several ways: a layer that sets one replaces the others from
 /// lower layers, and one table may not set two of them.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use crate::backoff::Delays;
+use crate::fleet::{Admit, Gate, GoOn, Outcome};
 use crate::http::{self, HintSource, StatusClass};
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
 use crate::predicate::{Matches, Permanent, Verdict};
@@ -125,12 +126,14 @@ pub trait Sleep {
 }
 
 /// Runs the whole loop and says how it ended. `seed` is the one `delays` draws from, to be said.
-pub fn drive<E: Execute, S: Sleep, R: Rng>(
+#[allow(clippy::too_many_arguments)] // Each is one of the loop's collaborators, named.
+pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
     settings: &Settings,
     seed: u64,
     executor: &mut E,
     clock: &mut S,
     delays: &mut Delays<R>,
+    gate: &mut G,
     reporter: &mut Reporter,
 ) -> RunEnd {
     let start = clock.now();
@@ -142,6 +145,7 @@ pub fn drive<E: Execute, S: Sleep, R: Rng>(
         executor,
         clock,
         delays,
+        gate,
         reporter,
     };
     // Before the first word is said: a reader that does not read must not hold even that one
@@ -181,17 +185,18 @@ enum Next {
     End(RunEnd),
 }
 
-struct Run<'a, E, S, R> {
+struct Run<'a, E, S, R, G: ?Sized> {
     settings: &'a Settings,
     start: Instant,
     deadline: Option<Instant>,
     executor: &'a mut E,
     clock: &'a mut S,
     delays: &'a mut Delays<R>,
+    gate: &'a mut G,
     reporter: &'a mut Reporter,
 }
 
-impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
+impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     fn past_deadline(&self, at: Instant) -> bool {
         self.deadline.is_some_and(|deadline| at >= deadline)
     }
@@ -218,7 +223,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
 
     /// Why a wait of `wait` that crosses the deadline ends the run: the deadline has passed
     /// already (the attempt ran into it), or it would pass during the wait.
-    fn max_time_end(&self, wait: Duration) -> GiveUp {
+    fn max_time_end(&self, wait: Duration) -> GiveUp<'static> {
         if self.past_deadline(self.clock.now()) {
             GiveUp::MaxTime
         } else {
@@ -236,8 +241,18 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 let last = progress.last;
                 return self.give_up(GiveUp::MaxTime, attempt - 1, last, Telling::Always);
             }
+            if let Some(end) = self.admit(attempt, &progress)? {
+                return Ok(end);
+            }
             let report = self.attempt(attempt, &mut progress)?;
-            let next = match self.settings.judge.judge(report.end, report.matches) {
+            let verdict = self.settings.judge.judge(report.end, report.matches);
+            self.gate.record(match verdict {
+                Verdict::Succeed => Outcome::Success,
+                // Retryable, but a system short of processes says nothing of the service.
+                Verdict::Retry if report.end != AttemptEnd::SpawnFailed => Outcome::Failure,
+                _ => Outcome::Nothing,
+            });
+            let next = match verdict {
                 Verdict::BrokenPipe => Next::End(RunEnd::BrokenPipe),
                 Verdict::Stop(rule) => self.stop(rule, attempt, &report)?,
                 Verdict::Succeed => self.after_success(attempt, &report, &mut progress)?,
@@ -249,6 +264,54 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
             }
         }
         unreachable!("attempt numbers are unbounded")
+    }
+
+    /// Asks the breaker whether attempt `attempt` may start; the run's end when it may not: with
+    /// 75 before any attempt ran, else with the last attempt's status.
+    fn admit(&mut self, attempt: u64, progress: &Progress) -> Result<Option<RunEnd>, Interrupted> {
+        let admitted = self.gate.admit(attempt);
+        self.say_notices();
+        let Admit::BreakerOpen { next_probe } = admitted else {
+            return Ok(None);
+        };
+        let name = self.breaker_name();
+        let reason = GiveUp::Breaker { name, next_probe };
+        let end = match progress.last {
+            None => RunEnd::BreakerOpen,
+            Some(last) => RunEnd::Failed { last: Some(last) },
+        };
+        self.end_run(end, reason, attempt - 1, Telling::Always)
+            .map(Some)
+    }
+
+    fn breaker_name(&self) -> &'a str {
+        let settings: &'a Settings = self.settings;
+        settings.fleet.breaker.as_ref().map_or("", |(name, _)| name)
+    }
+
+    fn budget_name(&self) -> &'a str {
+        let settings: &'a Settings = self.settings;
+        settings.fleet.budget.as_ref().map_or("", |(name, _)| name)
+    }
+
+    /// Asks the fleet limits whether the run, which would go on, may: the reason it may not, if
+    /// so. What they say is said after the attempt's own line.
+    fn may_go_on(&mut self) -> Option<GiveUp<'a>> {
+        match self.gate.go_on() {
+            GoOn::Yes => None,
+            GoOn::BreakerOpen { next_probe } => Some(GiveUp::Breaker {
+                name: self.breaker_name(),
+                next_probe,
+            }),
+            GoOn::BudgetSpent => Some(GiveUp::Budget(self.budget_name())),
+        }
+    }
+
+    /// Says what the fleet limits have to say.
+    fn say_notices(&mut self) {
+        for notice in self.gate.take_notices() {
+            self.reporter.emit(&Event::Fleet(&notice));
+        }
     }
 
     /// The random wait before the first attempt (`--splay`); the run's end when no time is
@@ -346,6 +409,7 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 ran: report.ran,
                 total: self.clock.now() - self.start,
             });
+            self.say_notices();
             self.hook(HookKind::Success, attempt, end.status(), None)?;
             return Ok(Next::End(RunEnd::Succeeded));
         }
@@ -378,7 +442,14 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 .give_up(reason, attempt, Some(end), Telling::Always)
                 .map(Next::End);
         }
+        if let Some(reason) = self.may_go_on() {
+            self.reporter.emit(&streak_event(None));
+            return self
+                .give_up(reason, attempt, Some(end), Telling::Always)
+                .map(Next::End);
+        }
         self.reporter.emit(&streak_event(Some(wait)));
+        self.say_notices();
         Ok(Next::Wait(wait))
     }
 
@@ -415,8 +486,16 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
                 .give_up(reason, attempt, Some(end), Telling::Always)
                 .map(Next::End);
         }
+        if let Some(reason) = self.may_go_on() {
+            let event = self.failure(attempt, report, None, None);
+            self.reporter.emit(&event);
+            return self
+                .give_up(reason, attempt, Some(end), Telling::Always)
+                .map(Next::End);
+        }
         let event = self.failure(attempt, report, Some(wait), hint);
         self.reporter.emit(&event);
+        self.say_notices();
         if !progress.warned_stdin && self.executor.stdin_shared() {
             progress.warned_stdin = true;
             self.reporter.emit(&Event::StdinShared);
@@ -526,12 +605,29 @@ impl<E: Execute, S: Sleep, R: Rng> Run<'_, E, S, R> {
     /// Ends a failed run: the give-up event, then `--on-failure`.
     fn give_up(
         &mut self,
-        reason: GiveUp,
+        reason: GiveUp<'_>,
         attempts: u64,
         last: Option<AttemptEnd>,
         telling: Telling,
     ) -> Result<RunEnd, Interrupted> {
-        let end = RunEnd::Failed { last };
+        self.end_run(RunEnd::Failed { last }, reason, attempts, telling)
+    }
+
+    /// Ends a run that did not succeed (`end`) for `reason` after `attempts` attempts: the
+    /// give-up event, then `--on-failure`, with the last attempt's status (or the run's own
+    /// when none ran).
+    fn end_run(
+        &mut self,
+        end: RunEnd,
+        reason: GiveUp<'_>,
+        attempts: u64,
+        telling: Telling,
+    ) -> Result<RunEnd, Interrupted> {
+        self.say_notices();
+        let last = match end {
+            RunEnd::Failed { last } => last,
+            _ => None,
+        };
         let status = end.exit_status(None);
         let event = Event::GiveUp {
             reason,
@@ -594,6 +690,7 @@ mod tests {
     use super::*;
     use crate::cli::Cli;
     use crate::cli::LogFormat;
+    use crate::fleet::NoLimits;
     use crate::outcome::Limit;
     use crate::report::Terminal;
     use clap::Parser;
@@ -833,6 +930,7 @@ mod tests {
             &mut script,
             &mut clock,
             &mut delays,
+            &mut NoLimits,
             &mut reporter,
         );
         let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();

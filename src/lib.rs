@@ -41,14 +41,18 @@ use rand::rngs::StdRng;
 
 use crate::backoff::Delays;
 use crate::cli::Cli;
+use crate::cli::StateLocation;
 use crate::clock::RealClock;
 use crate::config::ConfigFile;
+use crate::fleet::file::{FileStore, OpenError};
+use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
 use crate::outcome::{MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
 use crate::predicate::{Matches, Verdict};
 use crate::report::{Reporter, Terminal};
 use crate::runner::Runner;
 use crate::settings::Settings;
+use crate::settings::StateAction;
 use crate::signals::Events;
 
 /// How `retry` ends: with a status, or by re-raising a signal it received.
@@ -92,6 +96,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     if settings.dry_run {
         return print_stdout(&(dryrun::plan(&settings) + &start_note(&settings)));
     }
+    let store = match open_state(&settings) {
+        Ok(store) => store,
+        Err(line) => return misuse(&line),
+    };
+    if let Some(action) = settings.state_action {
+        return act_on_state(&settings, store, action);
+    }
     let events = match Events::listen() {
         Ok(events) => Rc::new(events),
         Err(error) => return misuse(&format!("{error:#}")),
@@ -107,12 +118,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     runner::adopt_orphans();
     let mut runner = Runner::new(&settings, &events);
     let mut clock = RealClock::new(&events);
+    let mut gate: Box<dyn Gate> = match store {
+        None => Box::new(NoLimits),
+        Some(store) => Box::new(Fleet::new(settings.fleet.clone(), store, entropy())),
+    };
     match driver::drive(
         &settings,
         seed,
         &mut runner,
         &mut clock,
         &mut delays,
+        gate.as_mut(),
         &mut reporter,
     ) {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
@@ -120,6 +136,85 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
             Ok(()) => Exit::Status(end.exit_status(settings.fail_exit)),
             Err(signal) => Exit::Signal(signal),
         },
+    }
+}
+
+/// The store of the budget and breaker the run names (`None` when it names neither), or the
+/// line that says why the state may not be used (misuse). A state that cannot be used for any
+/// other reason is a store that fails open.
+fn open_state(settings: &Settings) -> Result<Option<StateStore>, String> {
+    let fleet = &settings.fleet;
+    if !fleet.any() {
+        return Ok(None);
+    }
+    let location = match &settings.state {
+        Some(location) => Some(location.clone()),
+        None => match non_empty_env("RETRY_STATE") {
+            Some(value) => {
+                let value = value
+                    .into_string()
+                    .map_err(|_| "$RETRY_STATE is not valid UTF-8".to_string())?;
+                Some(cli::parse_state(&value).map_err(|reason| format!("$RETRY_STATE: {reason}"))?)
+            }
+            None => default_state_dir().map(StateLocation::Directory),
+        },
+    };
+    let names = fleet.names();
+    let opened = match location {
+        Some(StateLocation::Directory(dir)) => FileStore::open(&dir, &names),
+        Some(StateLocation::Redis(_)) => Err(OpenError::Unavailable(
+            "a Redis state is not supported by this build".into(),
+        )),
+        None => Err(OpenError::Unavailable(
+            "no state directory: set $XDG_STATE_HOME or $HOME, or give --state".into(),
+        )),
+    };
+    match opened {
+        Ok(store) => Ok(Some(StateStore::Ready(store))),
+        Err(OpenError::Unsafe(line)) => Err(line),
+        Err(OpenError::Unavailable(reason)) => Ok(Some(StateStore::Unavailable(reason))),
+    }
+}
+
+/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`. A relative value is ignored, as for
+/// the config file.
+fn default_state_dir() -> Option<PathBuf> {
+    let absolute = |key| {
+        non_empty_env(key)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let base = absolute("XDG_STATE_HOME")
+        .or_else(|| Some(absolute("HOME")?.join(".local").join("state")))?;
+    Some(base.join("retry"))
+}
+
+/// `--show-state` or `--reset-state`: prints the state (or that it was reset) on stdout and
+/// exits 0; a state that cannot be read exits 1 with one line.
+fn act_on_state(settings: &Settings, store: Option<StateStore>, action: StateAction) -> Exit {
+    let result = match store {
+        Some(StateStore::Ready(mut store)) => match action {
+            StateAction::Show => {
+                fleet::show(&settings.fleet, &mut store).map(|(budget, breaker)| {
+                    report::fleet_state(settings.log_format, budget.as_ref(), breaker.as_ref())
+                })
+            }
+            StateAction::Reset => fleet::reset(&settings.fleet, &mut store)
+                .map(|()| report::fleet_reset(settings.log_format, &settings.fleet)),
+        },
+        Some(StateStore::Unavailable(reason)) => Err(fleet::StoreError(reason)),
+        None => unreachable!("a state action needs a name"),
+    };
+    match result {
+        Ok(text) => print_stdout(&text),
+        Err(fleet::StoreError(reason)) => {
+            let _ = writeln!(
+                io::stderr(),
+                "retry: state unavailable ({})",
+                text::one_line(&reason)
+            );
+            Exit::Status(1)
+        }
     }
 }
 

@@ -13,6 +13,8 @@ pub(crate) const MISUSE: u8 = 125;
 pub(crate) const NOT_EXECUTABLE: u8 = 126;
 /// Status for a command that was not found.
 pub(crate) const NOT_FOUND: u8 = 127;
+/// Status for a run that a breaker kept from its first attempt: EX_TEMPFAIL of sysexits.h.
+pub(crate) const TEMPORARY_FAILURE: u8 = 75;
 
 /// Which limit made `retry` terminate an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +79,7 @@ impl fmt::Display for AttemptEnd {
 
 /// How a whole run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunEnd {
+pub(crate) enum RunEnd {
     Succeeded,
     /// Retries or time ran out, or a failure was permanent; `last` is the final attempt's end.
     /// `None` only when `--splay` left no time for any attempt.
@@ -86,13 +88,15 @@ pub enum RunEnd {
     },
     /// An attempt died of SIGPIPE: its reader has gone, so the run ends quietly.
     BrokenPipe,
+    /// The breaker was open before any attempt ran.
+    BreakerOpen,
     /// `retry` itself received this signal.
     Interrupted(i32),
 }
 
 impl RunEnd {
     /// The exit status of `retry`, with `--fail-exit` applied to failed runs.
-    pub fn exit_status(self, fail_exit: Option<u8>) -> u8 {
+    pub(crate) fn exit_status(self, fail_exit: Option<u8>) -> u8 {
         match self {
             RunEnd::Succeeded => 0,
             RunEnd::Failed { last } => fail_exit.unwrap_or(match last {
@@ -101,6 +105,7 @@ impl RunEnd {
                 Some(end) => end.status().max(1),
             }),
             RunEnd::BrokenPipe => AttemptEnd::Signaled(libc::SIGPIPE).status(),
+            RunEnd::BreakerOpen => fail_exit.unwrap_or(TEMPORARY_FAILURE),
             RunEnd::Interrupted(signal) => AttemptEnd::Signaled(signal).status(),
         }
     }
@@ -138,6 +143,8 @@ mod tests {
         assert_eq!(failed(AttemptEnd::NotFound).exit_status(None), 127);
         assert_eq!(failed(AttemptEnd::NotExecutable).exit_status(None), 126);
         assert_eq!(RunEnd::Failed { last: None }.exit_status(None), 124);
+        assert_eq!(RunEnd::BreakerOpen.exit_status(None), 75);
+        assert_eq!(RunEnd::BreakerOpen.exit_status(Some(1)), 1);
         assert_eq!(RunEnd::BrokenPipe.exit_status(None), 141);
         assert_eq!(RunEnd::Interrupted(libc::SIGINT).exit_status(None), 130);
         assert_eq!(RunEnd::Interrupted(libc::SIGTERM).exit_status(None), 143);

@@ -155,6 +155,41 @@ pub fn positive_count(text: &str) -> Result<u64, String> {
     }
 }
 
+/// The name of a budget or a breaker: 1 to 64 characters of `A-Z a-z 0-9 . _ -`.
+pub fn fleet_name(text: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || ".-_".contains(c);
+    if text.is_empty() || text.len() > 64 || !text.chars().all(allowed) {
+        return Err(format!(
+            "invalid name '{text}'; a name is 1 to 64 of the characters A-Z a-z 0-9 . _ -"
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// A budget's ratio: a decimal number from 0 to 1.
+pub fn ratio(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let value = decimal(text, "ratio", "a number from 0 to 1, such as 0.1")?;
+    if !(0.0..=1.0).contains(&value) {
+        return Err(format!("ratio '{text}' is outside 0..1"));
+    }
+    Ok(value)
+}
+
+/// A budget's floor, `N/DUR`: N retries (at least 1) per DUR (more than 0), e.g. `10/1m`.
+pub fn budget_floor(text: &str) -> Result<(u64, Duration), String> {
+    let bad = || format!("invalid floor '{text}'; expected N/DUR with N >= 1, such as 10/1m");
+    let (count, window) = text.split_once('/').ok_or_else(bad)?;
+    let count = positive_count(count.trim()).map_err(|_| bad())?;
+    let window = duration(window).map_err(|_| bad())?;
+    if window.is_zero() {
+        return Err(format!(
+            "invalid floor '{text}'; its window must be longer than 0"
+        ));
+    }
+    Ok((count, window))
+}
+
 /// One exit status, 0..=255.
 pub fn exit_code(text: &str) -> Result<u8, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -692,5 +727,30 @@ mod tests {
             multiplier("1e3"),
             Err("'1e3' uses exponent notation, which a multiplier does not take; write the digits out: 1000".into())
         );
+    }
+
+    #[test]
+    fn fleet_values() {
+        assert_eq!(
+            fleet_name("billing-api.v2_x"),
+            Ok("billing-api.v2_x".into())
+        );
+        assert_eq!(fleet_name(&"a".repeat(64)).map(|n| n.len()), Ok(64));
+        for bad in ["", "a b", "a/b", "ä", &"a".repeat(65)] {
+            assert!(fleet_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(ratio("0.1"), Ok(0.1));
+        assert_eq!(ratio("1"), Ok(1.0));
+        assert_eq!(ratio("0"), Ok(0.0));
+        for bad in ["1.5", "-0.1", "1e-1", "x", ""] {
+            assert!(ratio(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(budget_floor("10/1m"), Ok((10, Duration::from_secs(60))));
+        assert_eq!(budget_floor("1/10s"), Ok((1, Duration::from_secs(10))));
+        for bad in [
+            "0/1m", "10", "10/0", "10/", "/1m", "x/1m", "10/-1s", "10/1m/2",
+        ] {
+            assert!(budget_floor(bad).is_err(), "{bad:?}");
+        }
     }
 }

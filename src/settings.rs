@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
-use crate::cli::{Cli, LogFormat, StdinMode};
+use crate::cli::{Cli, LogFormat, StateLocation, StdinMode};
+use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
 use crate::predicate::Judge;
@@ -18,6 +19,10 @@ pub const DEFAULT_BASE: Duration = Duration::from_secs(1);
 pub const DEFAULT_MAX: Duration = Duration::from_secs(30);
 pub const DEFAULT_MULTIPLIER: f64 = 2.0;
 pub const DEFAULT_RETRY_AFTER_MAX: Duration = Duration::from_secs(300);
+pub const DEFAULT_BUDGET_RATIO: f64 = 0.1;
+pub const DEFAULT_BUDGET_FLOOR: (u64, Duration) = (10, Duration::from_secs(60));
+pub const DEFAULT_BREAKER_THRESHOLD: u64 = 5;
+pub const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(60);
 
 /// Ordered: each level says everything the one before it says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -88,6 +93,13 @@ impl HookKind {
     }
 }
 
+/// What `--show-state` and `--reset-state` ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateAction {
+    Show,
+    Reset,
+}
+
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// Total attempts; `None` when unlimited.
@@ -104,6 +116,12 @@ pub struct Settings {
     pub stderr_rules: OutputRules,
     /// The longest wait a hint may ask for (`--retry-after-max`).
     pub retry_after_max: Duration,
+    /// The budget and breaker named, with this run's policies.
+    pub fleet: FleetSettings,
+    /// `--state`, when given (else `RETRY_STATE` or the default, found at the start).
+    pub state: Option<StateLocation>,
+    /// `--show-state` or `--reset-state`: act on the state and exit.
+    pub state_action: Option<StateAction>,
     pub consecutive: u64,
     pub fail_exit: Option<u8>,
     pub foreground: bool,
@@ -131,7 +149,24 @@ impl Settings {
             statuses: cli.http,
             retry_after: cli.http || cli.honor_retry_after,
         };
-        if cli.command.is_empty() && !cli.dry_run {
+        let fleet = fleet_settings(&cli);
+        let state_action = match (cli.show_state, cli.reset_state) {
+            (true, true) => bail!("--show-state and --reset-state cannot be given together"),
+            (true, false) => Some(StateAction::Show),
+            (false, true) => Some(StateAction::Reset),
+            (false, false) => None,
+        };
+        if state_action.is_some() && !fleet.any() {
+            bail!(
+                "{} needs --budget or --breaker: the names whose state to act on",
+                if cli.show_state {
+                    "--show-state"
+                } else {
+                    "--reset-state"
+                }
+            );
+        }
+        if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
         }
         Ok(Settings {
@@ -172,6 +207,9 @@ impl Settings {
                 http,
             },
             retry_after_max: cli.retry_after_max.unwrap_or(DEFAULT_RETRY_AFTER_MAX),
+            fleet,
+            state: cli.state,
+            state_action,
             consecutive: cli.consecutive.unwrap_or(1),
             fail_exit: cli.fail_exit,
             foreground: cli.foreground,
@@ -191,6 +229,33 @@ impl Settings {
             dry_run: cli.dry_run,
             command: cli.command,
         })
+    }
+}
+
+/// The budget and breaker a run names, with its own policies, and how long its probe may hold
+/// the breaker: its `--timeout` and grace, else the cooldown.
+fn fleet_settings(cli: &Cli) -> FleetSettings {
+    let (floor, window) = cli.budget_floor.unwrap_or(DEFAULT_BUDGET_FLOOR);
+    let cooldown = cli.breaker_cooldown.unwrap_or(DEFAULT_BREAKER_COOLDOWN);
+    let timeout = cli.timeout.filter(|d| !d.is_zero());
+    let kill_after = cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER);
+    FleetSettings {
+        budget: cli.budget.clone().map(|name| {
+            let policy = BudgetPolicy {
+                ratio: cli.budget_ratio.unwrap_or(DEFAULT_BUDGET_RATIO),
+                floor,
+                window,
+            };
+            (name, policy)
+        }),
+        breaker: cli.breaker.clone().map(|name| {
+            let policy = BreakerPolicy {
+                threshold: cli.breaker_threshold.unwrap_or(DEFAULT_BREAKER_THRESHOLD),
+                cooldown,
+            };
+            (name, policy)
+        }),
+        probe_lease: timeout.map_or(cooldown, |timeout| timeout.saturating_add(kill_after)),
     }
 }
 

@@ -13,7 +13,7 @@ pub(crate) mod rules;
 use std::time::Duration;
 
 use rules::{Admission, BreakerState, Record};
-pub use rules::{BreakerPolicy, BudgetPolicy};
+pub(crate) use rules::{BreakerPolicy, BudgetPolicy};
 pub(crate) use rules::{Outcome, Transition};
 
 /// What a run names, and by what policy it judges the shared counts.
@@ -29,6 +29,19 @@ pub struct FleetSettings {
 impl FleetSettings {
     pub fn any(&self) -> bool {
         self.budget.is_some() || self.breaker.is_some()
+    }
+
+    /// The names of the budget and breaker, each once.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        let budget = self.budget.as_ref().map(|(name, _)| name.as_str());
+        let breaker = self.breaker.as_ref().map(|(name, _)| name.as_str());
+        for name in [budget, breaker].into_iter().flatten() {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
     }
 }
 
@@ -75,7 +88,7 @@ pub(crate) enum GoOn {
 
 /// What a run says of the fleet limits.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Notice {
+pub enum Notice {
     /// The store failed: the run goes on without budget and breaker.
     StateUnavailable { error: String },
     /// The record of `name` did not parse: it was replaced by a fresh one.
@@ -126,6 +139,25 @@ impl Gate for NoLimits {
     }
 }
 
+/// The store a run uses, or why it cannot: then the run fails open from the start.
+pub(crate) enum StateStore {
+    Ready(file::FileStore),
+    Unavailable(String),
+}
+
+impl Store for StateStore {
+    fn transact<T>(
+        &mut self,
+        name: &str,
+        decide: &mut dyn FnMut(&mut Record, u64) -> T,
+    ) -> Result<Transacted<T>, StoreError> {
+        match self {
+            StateStore::Ready(store) => store.transact(name, decide),
+            StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
+        }
+    }
+}
+
 /// The fleet limits of a run, kept in a `Store`.
 pub(crate) struct Fleet<S> {
     settings: FleetSettings,
@@ -141,7 +173,7 @@ fn ms(d: Duration) -> u64 {
 }
 
 impl<S: Store> Fleet<S> {
-    pub fn new(settings: FleetSettings, store: S, id: u64) -> Fleet<S> {
+    pub(crate) fn new(settings: FleetSettings, store: S, id: u64) -> Fleet<S> {
         Fleet {
             settings,
             store: Some(store),

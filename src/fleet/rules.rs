@@ -178,7 +178,7 @@ pub(crate) enum Outcome {
 
 /// A change of a breaker's state, for the run to say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Transition {
+pub enum Transition {
     /// The failures in a row reached the threshold: open until this time.
     Opened { until: u64 },
     /// The probe failed: open again, until this time.

@@ -7,6 +7,7 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 
 use super::{Event, GiveUp, HintUse};
+use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 
 /// One JSON object: the event's name and its fields, in order.
 type Object = (&'static str, Vec<(&'static str, Json)>);
@@ -73,6 +74,7 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             fields.push(("reason", why));
             with_retry(("attempt", fields), attempt, next, hint)
         }
+        Event::Fleet(notice) => vec![fleet_object(notice)],
         Event::HintIgnored { attempt, value } => vec![(
             "hint-ignored",
             vec![
@@ -252,13 +254,117 @@ fn with_retry(
     objects
 }
 
-fn give_up_reason(reason: GiveUp) -> &'static str {
+fn give_up_reason(reason: GiveUp<'_>) -> &'static str {
     match reason {
         GiveUp::Exhausted => "exhausted",
         GiveUp::Permanent(_) => "permanent",
         GiveUp::MaxTime | GiveUp::MaxTimeAhead { .. } => "max-time",
+        GiveUp::Budget(_) => "budget",
+        GiveUp::Breaker { .. } => "breaker",
     }
 }
+
+/// What the fleet limits say: `state-unavailable`, `budget` or `breaker`.
+fn fleet_object(notice: &Notice) -> Object {
+    match notice {
+        Notice::StateUnavailable { error } => (
+            "state-unavailable",
+            vec![("name", Json::Null), ("error", Json::text(error))],
+        ),
+        Notice::Replaced { name } => (
+            "state-unavailable",
+            vec![("name", Json::text(name)), ("error", Json::text(REPLACED))],
+        ),
+        Notice::Budget {
+            name,
+            spent,
+            balance,
+        } => (
+            "budget",
+            vec![
+                ("name", Json::text(name)),
+                (
+                    "decision",
+                    Json::text(if *spent { "spent" } else { "refused" }),
+                ),
+                ("balance", Json::Decimal(*balance)),
+            ],
+        ),
+        Notice::Probe { name } => (
+            "breaker",
+            vec![
+                ("name", Json::text(name)),
+                ("transition", Json::text("probe")),
+                ("next_probe_ms", Json::Null),
+            ],
+        ),
+        Notice::Breaker {
+            name,
+            transition,
+            next_probe,
+        } => (
+            "breaker",
+            vec![
+                ("name", Json::text(name)),
+                (
+                    "transition",
+                    Json::text(match transition {
+                        Transition::Opened { .. } => "opened",
+                        Transition::Reopened { .. } => "reopened",
+                        Transition::Closed => "closed",
+                    }),
+                ),
+                ("next_probe_ms", next_probe.map_or(Json::Null, Json::Millis)),
+            ],
+        ),
+    }
+}
+
+/// `--show-state` as one JSON object.
+pub(super) fn state(budget: Option<&BudgetState>, breaker: Option<&BreakerShown>) -> String {
+    let budget = budget.map_or("null".to_string(), |b| {
+        object_text(&[
+            ("name", Json::text(&b.name)),
+            ("balance", Json::Decimal(b.balance)),
+            ("first_attempts", Json::Number(b.firsts)),
+            ("retries", Json::Number(b.retries)),
+            ("window_ms", Json::Millis(b.window)),
+        ])
+    });
+    let breaker = breaker.map_or("null".to_string(), |b| {
+        object_text(&[
+            ("name", Json::text(&b.name)),
+            ("state", Json::text(b.state)),
+            ("failures", Json::Number(b.failures)),
+            (
+                "next_probe_ms",
+                b.next_probe.map_or(Json::Null, Json::Millis),
+            ),
+        ])
+    });
+    format!("{{\"event\":\"state\",\"budget\":{budget},\"breaker\":{breaker}}}\n")
+}
+
+/// `--reset-state` as one JSON object.
+pub(super) fn reset(budget: Option<&str>, breaker: Option<&str>) -> String {
+    let name = |n: Option<&str>| n.map_or(Json::Null, Json::text).render();
+    format!(
+        "{{\"event\":\"reset\",\"budget\":{},\"breaker\":{}}}\n",
+        name(budget),
+        name(breaker)
+    )
+}
+
+fn object_text(fields: &[(&str, Json)]) -> String {
+    let fields: Vec<String> = fields
+        .iter()
+        .map(|(key, value)| format!("\"{key}\":{}", value.render()))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// What a corrupt record's replacement is said as.
+pub(super) const REPLACED: &str = "the state did not parse; replaced by a fresh one";
 
 /// The few JSON value shapes the events use.
 enum Json {
@@ -267,6 +373,8 @@ enum Json {
     Number(u64),
     /// Milliseconds with microsecond precision.
     Millis(Duration),
+    /// A number with a fraction, to three places.
+    Decimal(f64),
     Text(String),
     List(Vec<String>),
 }
@@ -300,6 +408,8 @@ impl Json {
                 let micros = d.as_micros();
                 format!("{}.{:03}", micros / 1000, micros % 1000)
             }
+            Json::Decimal(x) if x.is_finite() => format!("{x:.3}"),
+            Json::Decimal(_) => "null".into(),
             Json::Text(t) => quote_json(t),
             Json::List(items) => {
                 let items: Vec<String> = items.iter().map(|i| quote_json(i)).collect();

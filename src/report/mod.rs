@@ -12,6 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::cli::LogFormat;
+use crate::fleet::{BreakerShown, BudgetState, FleetSettings, Notice};
 use crate::http::HintSource;
 use crate::outcome::AttemptEnd;
 use crate::predicate::Permanent;
@@ -55,7 +56,7 @@ pub struct HintUse {
 
 /// Why a run gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GiveUp {
+pub enum GiveUp<'a> {
     /// The attempt limit was reached.
     Exhausted,
     /// The verdict was a permanent failure, by this rule.
@@ -64,6 +65,10 @@ pub enum GiveUp {
     MaxTime,
     /// The next wait (the splay, before a first attempt) would end past `--max-time`.
     MaxTimeAhead { wait: Duration },
+    /// The budget of this name could not pay for a retry.
+    Budget(&'a str),
+    /// The breaker of this name is open; its next probe is due in `next_probe`.
+    Breaker { name: &'a str, next_probe: Duration },
 }
 
 #[derive(Debug)]
@@ -93,6 +98,8 @@ pub enum Event<'a> {
         /// The hint the wait heeded, if the attempt gave one.
         hint: Option<HintUse>,
     },
+    /// What the fleet limits (budget, breaker, their store) have to say.
+    Fleet(&'a Notice),
     /// A hint value that is none of the accepted forms was ignored (`--verbose`).
     HintIgnored {
         attempt: u64,
@@ -121,7 +128,7 @@ pub enum Event<'a> {
         total: Duration,
     },
     GiveUp {
-        reason: GiveUp,
+        reason: GiveUp<'a>,
         attempts: u64,
         total: Duration,
         status: u8,
@@ -243,6 +250,7 @@ impl Reporter {
                 | Event::AttemptStart { .. }
                 | Event::Relayed { .. }
                 | Event::HintIgnored { .. }
+                | Event::Fleet(Notice::Budget { .. } | Notice::Probe { .. })
                 | Event::Success { .. },
             ) => Verbosity::Verbose,
             (LogFormat::Text, _) => Verbosity::Normal,
@@ -315,6 +323,61 @@ fn color_of(event: &Event<'_>) -> &'static str {
         | Event::TerminalStop { .. } => "\x1b[1;33m",
         Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
         _ => "\x1b[1m",
+    }
+}
+
+/// What `--show-state` prints: a line for the budget and one for the breaker, or with
+/// `--log-format json` one object.
+pub(crate) fn fleet_state(
+    format: LogFormat,
+    budget: Option<&BudgetState>,
+    breaker: Option<&BreakerShown>,
+) -> String {
+    match format {
+        LogFormat::Json => json::state(budget, breaker),
+        LogFormat::Text => {
+            let mut out = String::new();
+            if let Some(b) = budget {
+                out += &format!(
+                    "budget '{}': balance {:.2}; in the last {}: {} first attempts, {} retries\n",
+                    b.name,
+                    b.balance,
+                    human(b.window),
+                    b.firsts,
+                    b.retries
+                );
+            }
+            if let Some(b) = breaker {
+                let next = b
+                    .next_probe
+                    .filter(|d| !d.is_zero())
+                    .map_or(String::new(), |d| format!("; next probe in {}", human(d)));
+                out += &format!(
+                    "breaker '{}': {}, {} failures in a row{next}\n",
+                    b.name, b.state, b.failures
+                );
+            }
+            out
+        }
+    }
+}
+
+/// What `--reset-state` prints.
+pub(crate) fn fleet_reset(format: LogFormat, fleet: &FleetSettings) -> String {
+    let budget = fleet.budget.as_ref().map(|(name, _)| name.as_str());
+    let breaker = fleet.breaker.as_ref().map(|(name, _)| name.as_str());
+    match format {
+        LogFormat::Json => json::reset(budget, breaker),
+        LogFormat::Text => {
+            let mut out = String::new();
+            if let Some(name) = budget {
+                out += &format!("budget '{name}' reset: full\n");
+            }
+            if let Some(name) = breaker {
+                out += &format!("breaker '{name}' reset: closed\n");
+            }
+            out
+        }
     }
 }
 

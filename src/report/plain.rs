@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::fleet::{Notice, Transition};
 use crate::http::HintSource;
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
@@ -62,6 +63,7 @@ pub(super) fn line(event: &Event<'_>) -> String {
                 then(next)
             )
         }
+        Event::Fleet(notice) => fleet_line(notice),
         Event::HintIgnored { attempt, value } => {
             format!(
                 "attempt {attempt} asked for a wait of '{value}', which is no wait retry reads; ignored"
@@ -162,8 +164,13 @@ fn of(attempt: u64, max_attempts: Option<u64>) -> String {
 }
 
 /// Why a run gave up, in words.
-fn give_up_why(reason: GiveUp, attempts: u64) -> String {
+fn give_up_why(reason: GiveUp<'_>, attempts: u64) -> String {
     match reason {
+        GiveUp::Budget(name) => format!("budget '{name}' is spent; not retrying"),
+        GiveUp::Breaker { name, next_probe } => format!(
+            "breaker '{name}' is open; next probe in {}",
+            human(next_probe)
+        ),
         GiveUp::Exhausted => "no retries left".to_string(),
         GiveUp::Permanent(Permanent::StopOnExit) => {
             "permanent failure, by --stop-on-exit".to_string()
@@ -188,6 +195,40 @@ fn give_up_why(reason: GiveUp, attempts: u64) -> String {
             "the next attempt, due in {}, would start past --max-time",
             human(wait)
         ),
+    }
+}
+
+/// What the fleet limits say, in a line.
+fn fleet_line(notice: &Notice) -> String {
+    match notice {
+        Notice::StateUnavailable { error } => {
+            format!("state unavailable ({error}); going on without budget and breaker")
+        }
+        Notice::Replaced { name } => format!("state of '{name}': {}", super::json::REPLACED),
+        Notice::Budget {
+            name,
+            spent: true,
+            balance,
+        } => format!("budget '{name}' pays for a retry; balance left {balance:.2}"),
+        Notice::Budget { name, balance, .. } => {
+            format!("budget '{name}' cannot pay for a retry (balance {balance:.2})")
+        }
+        Notice::Probe { name } => format!("this attempt is breaker '{name}''s probe"),
+        Notice::Breaker {
+            name,
+            transition,
+            next_probe,
+        } => {
+            let next =
+                next_probe.map_or(String::new(), |d| format!("; next probe in {}", human(d)));
+            match transition {
+                Transition::Opened { .. } => format!("breaker '{name}' opened{next}"),
+                Transition::Reopened { .. } => {
+                    format!("breaker '{name}': the probe failed, open again{next}")
+                }
+                Transition::Closed => format!("breaker '{name}' closed"),
+            }
+        }
     }
 }
 

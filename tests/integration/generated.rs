@@ -384,6 +384,7 @@ fn completion_offers_file_names_only_where_a_file_goes() {
         let hint = arg.get_value_hint();
         let expected = match name {
             "config" => ValueHint::FilePath,
+            "state" => ValueHint::DirPath,
             "on_retry" | "on_failure" | "on_success" => ValueHint::CommandString,
             "command" => ValueHint::CommandWithArguments,
             _ => ValueHint::Other,
