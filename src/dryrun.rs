@@ -84,6 +84,9 @@ pub fn plan(settings: &Settings) -> String {
             );
         }
     }
+    for line in fleet_lines(settings) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(
         out,
         "seed: {}",
@@ -149,6 +152,28 @@ pub fn plan(settings: &Settings) -> String {
         let _ = writeln!(out, "{note}");
     }
     out
+}
+
+/// The budget and breaker named, with this run's policies; a dry run records nothing.
+fn fleet_lines(settings: &Settings) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some((name, policy)) = &settings.fleet.budget {
+        lines.push(format!(
+            "budget: '{name}', {} retries per {} and {} per first attempt (a dry run records nothing)",
+            policy.floor,
+            human(policy.window),
+            policy.ratio
+        ));
+    }
+    if let Some((name, policy)) = &settings.fleet.breaker {
+        lines.push(format!(
+            "breaker: '{name}', opens after {} failed attempts in a row, for {} (up to {} after failed probes); a run that finds it open ends with 75 before any attempt",
+            policy.threshold,
+            human(policy.cooldown),
+            human(policy.cooldown.saturating_mul(16))
+        ));
+    }
+    lines
 }
 
 /// When the attempts may ask for their own waits (`Retry-After`, `--retry-after-*`): that the

@@ -10,6 +10,7 @@ mod dry_run;
 mod ecosystem;
 mod exit_status;
 mod fidelity;
+mod fleet;
 mod generated;
 mod hooks;
 mod http;

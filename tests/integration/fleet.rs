@@ -1,0 +1,686 @@
+//! Fleet limits kept in a state directory: the budget's exact counts, the breaker's transitions
+//! and its single probe, many concurrent runs on one name, failing open, and misuse.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::util::*;
+
+/// A state directory of its own for a test, made 0700 by `retry` itself.
+struct State {
+    _root: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+fn state() -> State {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("state");
+    State { _root: root, dir }
+}
+
+impl State {
+    fn flag(&self) -> String {
+        format!("--state={}", self.dir.display())
+    }
+
+    /// `retry --state DIR ARGS` with a clean environment.
+    fn retry(&self, args: &[&str]) -> Retry {
+        retry().args([self.flag()]).args(args)
+    }
+
+    /// `--show-state` for `names` (`--budget x`, `--breaker y`), as JSON.
+    fn show<S: AsRef<str>>(&self, names: &[S]) -> Value {
+        let output = self
+            .retry(&["--show-state", "--log-format", "json"])
+            .args(names.iter().map(AsRef::as_ref))
+            .command()
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+}
+
+/// A command that counts its runs in the file `count` (one byte each, appended) and exits `code`.
+fn counting(dir: &Path, code: u8) -> Vec<String> {
+    sh(&format!(
+        "printf x >> '{}'; exit {code}",
+        dir.join("count").display()
+    ))
+}
+
+fn count(dir: &Path) -> usize {
+    std::fs::read(dir.join("count")).map_or(0, |bytes| bytes.len())
+}
+
+#[test]
+fn the_floor_alone_pays_for_exactly_n_retries_and_never_holds_back_a_first_attempt() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let budget = [
+        "--budget",
+        "api",
+        "--budget-floor",
+        "2/1m",
+        "--budget-ratio",
+        "0",
+    ];
+    let run = || {
+        s.retry(&budget)
+            .args(["-r", "5", "--base", "1ms", "--"])
+            .args(counting(work.path(), 3))
+            .assert()
+            .code(3)
+    };
+    run().stderr(predicate::str::contains(
+        "budget 'api' is spent; not retrying",
+    ));
+    assert_eq!(count(work.path()), 3, "the first attempt and two retries");
+    run();
+    assert_eq!(count(work.path()), 4, "a first attempt is never held back");
+    let shown = s.show(&budget);
+    assert_eq!(shown["budget"]["first_attempts"], 2);
+    assert_eq!(shown["budget"]["retries"], 2);
+}
+
+#[test]
+fn each_first_attempt_earns_the_ratio() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let budget = [
+        "--budget",
+        "api",
+        "--budget-floor",
+        "1/1m",
+        "--budget-ratio",
+        "0.5",
+    ];
+    for _ in 0..4 {
+        s.retry(&budget).args(["--", "true"]).assert().code(0);
+    }
+    // 1 + 0.5 x 5 first attempts (this run's own too) = 3.5: three retries.
+    s.retry(&budget)
+        .args(["-r", "9", "--base", "1ms", "--"])
+        .args(counting(work.path(), 1))
+        .assert()
+        .code(1);
+    assert_eq!(count(work.path()), 4);
+}
+
+#[test]
+fn a_spent_budget_is_whole_again_after_its_window() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let budget = [
+        "--budget",
+        "api",
+        "--budget-floor",
+        "2/1s",
+        "--budget-ratio",
+        "0",
+    ];
+    let run = || {
+        s.retry(&budget)
+            .args(["-r", "9", "--base", "1ms", "--"])
+            .args(counting(work.path(), 1))
+            .assert()
+            .code(1);
+    };
+    run();
+    assert_eq!(count(work.path()), 3);
+    run();
+    assert_eq!(count(work.path()), 4, "spent within the window");
+    // The window is kept in ten slices and the one the clock is in: at most 1.1 s.
+    std::thread::sleep(Duration::from_millis(1150));
+    run();
+    assert_eq!(count(work.path()), 7, "two retries again");
+}
+
+/// The JSON log has an event for each budget decision, and the give-up says why.
+#[test]
+fn budget_decisions_are_logged() {
+    let s = state();
+    let output = s
+        .retry(&[
+            "--budget",
+            "api",
+            "--budget-floor",
+            "1/1m",
+            "--budget-ratio",
+            "0",
+        ])
+        .args(["--log-format", "json", "-r", "5", "--base", "1ms", "false"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let events: Vec<Value> = String::from_utf8(output.stderr)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let decisions: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "budget")
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["spent", "refused"]);
+    let give_up = events.iter().find(|e| e["event"] == "give-up").unwrap();
+    assert_eq!(give_up["reason"], "budget");
+    assert_eq!(give_up["attempts"], 2);
+}
+
+/// Starts `n` runs of `retry ARGS` at once, and waits for them all; returns their statuses.
+fn concurrently(n: usize, args: &[String]) -> Vec<i32> {
+    let children: Vec<Child> = (0..n)
+        .map(|_| {
+            Command::new(BIN)
+                .args(args)
+                .env_remove("RETRY_STATE")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|mut child| shell_status(wait_bounded(&mut child)))
+        .collect()
+}
+
+/// A hundred runs at once on one budget: no update is lost (the state's counts are exactly the
+/// attempts made), the retries never exceed the floor plus the ratio times the first attempts,
+/// and the budget is spent, not starved.
+#[test]
+fn a_hundred_concurrent_runs_share_one_budget() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let budget = [
+        "--budget",
+        "herd",
+        "--budget-floor",
+        "20/1m",
+        "--budget-ratio",
+        "0.1",
+    ];
+    let mut args: Vec<String> = vec![s.flag()];
+    args.extend(budget.iter().map(|a| a.to_string()));
+    args.extend(["-q", "-r", "3", "--base", "1ms", "--"].map(String::from));
+    args.extend(counting(work.path(), 1));
+    let statuses = concurrently(100, &args);
+    assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
+    let attempts = count(work.path());
+    let retries = attempts - 100;
+    assert!(retries <= 30, "{retries} retries: more than 20 + 0.1 x 100");
+    assert!(
+        retries >= 20,
+        "{retries} retries: the floor alone pays for 20"
+    );
+    let shown = s.show(&budget);
+    assert_eq!(
+        shown["budget"]["first_attempts"], 100,
+        "no first attempt lost"
+    );
+    assert_eq!(shown["budget"]["retries"], retries, "no retry lost");
+}
+
+/// A hundred runs at once on one breaker: every failure is counted.
+#[test]
+fn a_hundred_concurrent_runs_share_one_breaker_count() {
+    let s = state();
+    let names = ["--breaker", "herd", "--breaker-threshold", "1000"];
+    let mut args: Vec<String> = vec![s.flag()];
+    args.extend(names.iter().map(|a| a.to_string()));
+    args.extend(["-q", "-r", "0", "false"].map(String::from));
+    let statuses = concurrently(100, &args);
+    assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
+    assert_eq!(s.show(&names)["breaker"]["failures"], 100);
+}
+
+fn breaker(threshold: &str, cooldown: &str) -> Vec<String> {
+    [
+        "--breaker",
+        "api",
+        "--breaker-threshold",
+        threshold,
+        "--breaker-cooldown",
+        cooldown,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn an_open_breaker_ends_a_run_with_75_before_any_attempt() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let b = breaker("2", "1m");
+    s.retry(&[])
+        .args(&b)
+        .args(["-r", "5", "--base", "1ms", "--"])
+        .args(counting(work.path(), 1))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("breaker 'api' opened"));
+    assert_eq!(
+        count(work.path()),
+        2,
+        "open at the threshold: no third attempt"
+    );
+    let hook = work.path().join("hook");
+    s.retry(&[])
+        .args(&b)
+        .args([
+            "--on-failure",
+            &format!(
+                "echo $RETRY_ATTEMPT $RETRY_LAST_EXIT > '{}'",
+                hook.display()
+            ),
+            "--",
+        ])
+        .args(counting(work.path(), 0))
+        .assert()
+        .code(75)
+        .stderr(predicate::str::contains(
+            "giving up before the first attempt: breaker 'api' is open; next probe in",
+        ));
+    assert_eq!(count(work.path()), 2, "no attempt ran");
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), "0 75\n");
+    s.retry(&["--fail-exit", "1"])
+        .args(&b)
+        .args(["--", "true"])
+        .assert()
+        .code(1);
+    let shown = s.show(&b);
+    assert_eq!(shown["breaker"]["state"], "open");
+}
+
+/// Once the cooldown is over, a probe that fails opens the breaker for twice as long, and one
+/// that succeeds closes it.
+#[test]
+fn the_probe_decides_and_a_failed_probe_doubles_the_cooldown() {
+    let s = state();
+    let b = breaker("1", "300ms");
+    s.retry(&["-r", "0"])
+        .args(&b)
+        .args(["false"])
+        .assert()
+        .code(1);
+    std::thread::sleep(Duration::from_millis(320));
+    s.retry(&["-r", "0", "-v"])
+        .args(&b)
+        .args(["false"])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("this attempt is breaker 'api''s probe")
+                .and(predicate::str::contains("the probe failed, open again")),
+        );
+    let next = s.show(&b)["breaker"]["next_probe_ms"].as_f64().unwrap();
+    assert!(next > 400.0 && next <= 600.0, "{next}: twice the cooldown");
+    std::thread::sleep(Duration::from_millis(next as u64 + 20));
+    s.retry(&[])
+        .args(&b)
+        .args(["true"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("breaker 'api' closed"));
+    let shown = s.show(&b);
+    assert_eq!(shown["breaker"]["state"], "closed");
+    assert_eq!(shown["breaker"]["failures"], 0);
+}
+
+/// Among runs that ask at once when the cooldown is over, one probes; the others end as if the
+/// breaker were open.
+#[test]
+fn only_one_probe_runs_among_concurrent_runs() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let b = breaker("1", "200ms");
+    s.retry(&["-r", "0"])
+        .args(&b)
+        .args(["false"])
+        .assert()
+        .code(1);
+    std::thread::sleep(Duration::from_millis(220));
+    let mut args: Vec<String> = vec![s.flag()];
+    args.extend(b.iter().cloned());
+    args.extend(["-q", "-r", "0", "--"].map(String::from));
+    args.extend(sh(&format!(
+        "printf x >> '{}'; sleep 0.5",
+        work.path().join("count").display()
+    )));
+    let statuses = concurrently(10, &args);
+    assert_eq!(count(work.path()), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|&&s| s == 0).count(), 1);
+    assert_eq!(statuses.iter().filter(|&&s| s == 75).count(), 9);
+}
+
+/// A probe whose run dies without a word (SIGKILL) holds the breaker only until its lease ends:
+/// its `--timeout` and grace since it started.
+#[test]
+fn a_dead_probe_is_forgotten_after_its_lease() {
+    let s = state();
+    let b = breaker("1", "100ms");
+    s.retry(&["-r", "0"])
+        .args(&b)
+        .args(["false"])
+        .assert()
+        .code(1);
+    std::thread::sleep(Duration::from_millis(120));
+    let lease = ["--timeout", "400ms", "--kill-after", "0"];
+    let mut probe = s
+        .retry(&["-r", "0"])
+        .args(lease)
+        .args(&b)
+        .args(["sleep", "30"])
+        .spawn();
+    let started = Instant::now();
+    eventually("the probe holds the breaker", || {
+        s.dir.join("api.state").exists()
+            && std::fs::read_to_string(s.dir.join("api.state"))
+                .is_ok_and(|text| !text.trim_end().ends_with(" -"))
+    });
+    send(&probe, libc::SIGKILL);
+    wait_bounded(&mut probe);
+    // Within the lease, another run is turned away.
+    s.retry(&["-r", "0"])
+        .args(lease)
+        .args(&b)
+        .args(["true"])
+        .assert()
+        .code(75);
+    let left = Duration::from_millis(420).saturating_sub(started.elapsed());
+    std::thread::sleep(left);
+    s.retry(&["-r", "0"])
+        .args(lease)
+        .args(&b)
+        .args(["true"])
+        .assert()
+        .code(0);
+}
+
+/// Permanent failures and commands that cannot start say nothing of the service.
+#[test]
+fn permanent_failures_and_missing_commands_record_nothing() {
+    let s = state();
+    let b = breaker("1", "1m");
+    s.retry(&["--stop-on-exit", "3"])
+        .args(&b)
+        .args(sh("exit 3"))
+        .assert()
+        .code(3);
+    s.retry(&[])
+        .args(&b)
+        .args(["no-such-command-for-retry"])
+        .assert()
+        .code(127);
+    let shown = s.show(&b);
+    assert_eq!(shown["breaker"]["state"], "closed");
+    assert_eq!(shown["breaker"]["failures"], 0);
+}
+
+#[test]
+fn reset_state_gives_a_full_budget_and_a_closed_breaker() {
+    let s = state();
+    let names = [
+        "--budget",
+        "api",
+        "--budget-floor",
+        "1/1m",
+        "--breaker",
+        "api",
+        "--breaker-threshold",
+        "1",
+    ];
+    s.retry(&names)
+        .args(["-r", "3", "--base", "1ms", "false"])
+        .assert()
+        .code(1);
+    assert_eq!(s.show(&names)["breaker"]["state"], "open");
+    s.retry(&["--reset-state"])
+        .args(names)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("breaker 'api' reset: closed"));
+    let shown = s.show(&names);
+    assert_eq!(shown["breaker"]["state"], "closed");
+    assert_eq!(shown["budget"]["retries"], 0);
+    s.retry(&["--show-state"])
+        .args(names)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("budget 'api': balance"));
+}
+
+#[test]
+fn the_state_directory_and_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = state();
+    s.retry(&["--budget", "api", "true"]).assert().code(0);
+    let mode = |path: PathBuf| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(s.dir.clone()), 0o700);
+    assert_eq!(mode(s.dir.join("api.state")), 0o600);
+    assert_eq!(mode(s.dir.join("api.lock")), 0o600);
+}
+
+/// The default state directory: `$XDG_STATE_HOME/retry` when that is absolute, else
+/// `~/.local/state/retry`; `RETRY_STATE` before either.
+#[test]
+fn the_state_directory_defaults_as_xdg_says() {
+    let r = retry().args(["--budget", "api", "true"]);
+    let home = r.path("home");
+    r.command().env("HOME", &home).assert().code(0);
+    assert!(home.join(".local/state/retry/api.state").exists());
+    let xdg = r.path("xdg");
+    r.command()
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", &xdg)
+        .assert()
+        .code(0);
+    assert!(xdg.join("retry/api.state").exists());
+    r.command()
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", "relative")
+        .assert()
+        .code(0);
+    assert!(
+        !r.dir.path().join("relative").exists(),
+        "a relative XDG_STATE_HOME is ignored"
+    );
+    let chosen = r.path("chosen");
+    r.command()
+        .env("RETRY_STATE", &chosen)
+        .env("XDG_STATE_HOME", &xdg)
+        .assert()
+        .code(0);
+    assert!(chosen.join("api.state").exists());
+}
+
+/// What cannot be read or written never keeps the command from running: one line, and little
+/// delay.
+#[test]
+fn a_broken_state_fails_open() {
+    let names = ["--budget", "api", "--breaker", "api"];
+    // A file where the directory should be; a directory that cannot be made.
+    let r = retry();
+    let file = r.write("not-a-dir", "");
+    for dir in [
+        file.clone(),
+        file.join("below"),
+        PathBuf::from("/proc/no-such/retry"),
+    ] {
+        let started = Instant::now();
+        let output = retry()
+            .args([format!("--state={}", dir.display())])
+            .args(names)
+            .args(["-r", "1", "--base", "1ms", "sh", "-c", "echo ran; exit 1"])
+            .command()
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "ran\nran\n");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("state unavailable"))
+            .collect();
+        assert_eq!(said.len(), 1, "{stderr}");
+        assert!(
+            said[0].ends_with("going on without budget and breaker"),
+            "{stderr}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1), "{dir:?}");
+    }
+}
+
+#[test]
+fn a_corrupt_state_is_replaced_said_once_and_used() {
+    let s = state();
+    std::fs::create_dir_all(&s.dir).unwrap();
+    std::fs::write(s.dir.join("api.state"), "not a record\n").unwrap();
+    let b = ["--breaker", "api", "--breaker-threshold", "1"];
+    let output = s
+        .retry(&b)
+        .args(["--log-format", "json", "-r", "3", "--base", "1ms", "false"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let unavailable: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("\"state-unavailable\""))
+        .collect();
+    assert_eq!(unavailable.len(), 1, "{stderr}");
+    assert!(unavailable[0].contains("replaced by a fresh one"));
+    // The fresh state was used: the failure opened the breaker.
+    assert_eq!(s.show(&b)["breaker"]["state"], "open");
+}
+
+/// A lock that another process holds and never lets go costs a run a bounded wait, once.
+#[test]
+fn a_lock_held_for_ever_fails_open_within_a_second() {
+    let s = state();
+    std::fs::create_dir_all(&s.dir).unwrap();
+    let lock = s.dir.join("api.lock");
+    let holder_script = format!(
+        "import fcntl, sys, time\nf = open('{}', 'w')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(30)\n",
+        lock.display()
+    );
+    let mut holder = Command::new("python3")
+        .args(["-c", &holder_script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "held\n");
+    let started = Instant::now();
+    s.retry(&[
+        "--budget",
+        "api",
+        "--breaker",
+        "api",
+        "-r",
+        "2",
+        "--base",
+        "1ms",
+    ])
+    .args(["sh", "-c", "echo ran; exit 1"])
+    .assert()
+    .code(1)
+    .stdout("ran\nran\nran\n")
+    .stderr(predicate::str::contains("held by another process").count(1));
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+#[test]
+fn misuse_of_the_fleet_flags_is_one_line_naming_it() {
+    let others_can_write = {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        dir
+    };
+    let open_state = format!("--state={}", others_can_write.path().display());
+    let rows: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--budget", "a b"], "--budget"),
+        (vec!["--budget", ""], "--budget"),
+        (vec!["--breaker", "x/y"], "--breaker"),
+        (
+            vec!["--budget", "a", "--budget-ratio", "1.5"],
+            "--budget-ratio",
+        ),
+        (
+            vec!["--budget", "a", "--budget-ratio", "-0.1"],
+            "--budget-ratio",
+        ),
+        (
+            vec!["--budget", "a", "--budget-floor", "0/1m"],
+            "--budget-floor",
+        ),
+        (
+            vec!["--budget", "a", "--budget-floor", "10"],
+            "--budget-floor",
+        ),
+        (
+            vec!["--budget", "a", "--budget-floor", "10/0s"],
+            "--budget-floor",
+        ),
+        (
+            vec!["--breaker", "a", "--breaker-threshold", "0"],
+            "--breaker-threshold",
+        ),
+        (
+            vec!["--budget", "a", "--state", "http://x"],
+            "scheme 'http'",
+        ),
+        (vec!["--budget", "a", &open_state], "writable by others"),
+        (
+            vec!["--show-state"],
+            "--show-state needs --budget or --breaker",
+        ),
+        (
+            vec!["--reset-state"],
+            "--reset-state needs --budget or --breaker",
+        ),
+    ];
+    for (args, named) in rows {
+        let output = retry()
+            .args(&args)
+            .args(["--", "true"])
+            .command()
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(125), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn dry_run_shows_the_names_and_records_nothing() {
+    let s = state();
+    s.retry(&["--dry-run", "--budget", "api", "--breaker", "api"])
+        .assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains("budget: 'api', 10 retries per 1m")
+                .and(predicate::str::contains("breaker: 'api', opens after 5")),
+        );
+    assert!(!s.dir.exists(), "a dry run made the state directory");
+}
