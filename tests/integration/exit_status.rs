@@ -401,8 +401,25 @@ fn the_readmes_exit_status_table_is_what_retry_does() {
     let r = retry();
     let script = r.write_with_mode("script.sh", "#!/bin/sh\n", 0o644);
     let script = script.to_str().unwrap();
+    let state = format!("--state={}", r.path("state").display());
+    let state = state.as_str();
+    let breaker = [
+        state,
+        "--breaker",
+        "api",
+        "--breaker-threshold",
+        "1",
+        "-r",
+        "0",
+    ];
+    let (b, b2) = (&breaker[..], [&breaker[..], &["false"]].concat());
+    let opens: &[&str] = &b2;
+    let probe_then = [b, &["true"]].concat();
+    let kept_out: &[&str] = &probe_then;
+    let show = [state, "--budget", "api", "--show-state"];
+    let reset = [state, "--budget", "api", "--reset-state"];
     #[rustfmt::skip]
-    let rows: [(&str, &str, Runs); 8] = [
+    let rows: [(&str, &str, Runs); 9] = [
         ("the run succeeded", "0", &[(&["-r", "0", "true"], 0)]),
         (
             "retries exhausted, `--max-time` reached, or a permanent failure",
@@ -431,7 +448,12 @@ fn the_readmes_exit_status_table_is_what_retry_does() {
             // The attempt signals its parent, `retry`.
             &[(&["sh", "-c", "kill -TERM $PPID; sleep 5"], 143), (&["sh", "-c", "kill -HUP $PPID; sleep 5"], 129)],
         ),
-        ("`--help`, `--version`, `--dry-run`", "0", &[(&["--help"], 0), (&["--version"], 0), (&["--dry-run", "true"], 0)]),
+        ("`--breaker` open before the run's first attempt", "75", &[(opens, 1), (kept_out, 75)]),
+        (
+            "`--help`, `--version`, `--dry-run`, `--show-state`, `--reset-state`",
+            "0",
+            &[(&["--help"], 0), (&["--version"], 0), (&["--dry-run", "true"], 0), (&show, 0), (&reset, 0)],
+        ),
     ];
     let documented = readme_table("## Exit status");
     let expected: Vec<(String, String)> = rows

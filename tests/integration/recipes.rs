@@ -189,6 +189,36 @@ fn crontab_line_in_cron_like_conditions() {
     assert_eq!(runs(&r, "backup.sh"), 2);
 }
 
+/// The fleet recipe: jobs that fail trip the shared breaker after five failed attempts in a
+/// row, and the next job does not run the command at all (75); the budget stays within its
+/// floor. The state lives under `$HOME`.
+#[test]
+fn crontab_fleet_recipe_backs_off_as_one() {
+    let mut words = recipe("*/5 * * * * retry");
+    let splay = words.iter().position(|w| w == "--splay").unwrap();
+    words[splay + 1] = "10ms".into();
+    // The schedule's own waits (1s, 2s, ...) scaled down too.
+    words.splice(0..0, ["--base".to_string(), "1ms".to_string()]);
+    let r = retry();
+    stand_in(&r, "sync-billing.sh", 99, 1);
+    let target = words
+        .iter()
+        .position(|w| w == "/usr/local/bin/sync-billing.sh")
+        .unwrap();
+    words[target] = r.path("bin/sync-billing.sh").to_str().unwrap().to_string();
+    let output = run(&r, &words, &[]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(
+        runs(&r, "sync-billing.sh"),
+        5,
+        "the breaker opened at the fifth"
+    );
+    let output = run(&r, &words, &[]);
+    assert_eq!(output.status.code(), Some(75), "{output:?}");
+    assert_eq!(runs(&r, "sync-billing.sh"), 5, "the next job ran nothing");
+    assert!(r.path("home/.local/state/retry/billing-api.state").exists());
+}
+
 #[test]
 fn docker_healthcheck_gives_only_0_or_1() {
     let words = recipe("HEALTHCHECK");
