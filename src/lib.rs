@@ -139,6 +139,37 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     }
 }
 
+/// For the contention benchmark (`examples/state_contention.rs`) only: runs `count`
+/// transactions on the budget `name` in the state directory `dir`, each as a run's first attempt
+/// does it (lock, load, count one, store), and returns the first attempts the record then holds.
+#[doc(hidden)]
+pub fn bench_state_transactions(
+    dir: &std::path::Path,
+    name: &str,
+    count: u64,
+) -> Result<u64, String> {
+    use crate::fleet::{BudgetPolicy, Store};
+    let policy = BudgetPolicy {
+        ratio: 0.1,
+        floor: 10,
+        window: std::time::Duration::from_secs(3600),
+    };
+    let mut store = FileStore::open(dir, &[name]).map_err(|error| format!("{error:?}"))?;
+    let mut firsts = 0;
+    for _ in 0..count {
+        let done = store
+            .transact(name, &mut |record, now| {
+                record.budget.first_attempt(now, &policy);
+                record.budget.view(now, &policy).firsts
+            })
+            .map_err(|error| error.0)?;
+        firsts = done.value;
+        // A run does a few transactions, not one after another: let the others have the lock.
+        std::thread::yield_now();
+    }
+    Ok(firsts)
+}
+
 /// The store of the budget and breaker the run names (`None` when it names neither), or the
 /// line that says why the state may not be used (misuse). A state that cannot be used for any
 /// other reason is a store that fails open.

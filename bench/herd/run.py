@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """The thundering-herd benchmark: N clients released together against a recovering service.
 
-Usage: run.py RETRY_BINARY [N] [OUTAGE_S] [RATE] [BASE_S]
+Usage: run.py RETRY_BINARY [N] [OUTAGE_S] [RATE] [BASE_S] [POLICIES]
 
 BASE is the policy's base delay; every other time scales with it: the cap is 30 x BASE, requests
 are counted in buckets of one BASE (a 1 s-equivalent), and the outage and RATE are given at the
 run's own scale. With BASE = 1 s the run is the real thing, unscaled. Each client runs
 `retry POLICY -- sh -c 'curl -fsS -H "X-Client: ID" -H "X-Attempt: $RETRY_ATTEMPT" URL'`;
 the shell-loop policy runs `until curl ...; do sleep BASE; done` instead.
-Prints one markdown row per policy.
+POLICIES picks rows by a comma-separated list of words their names contain (default: all).
+The fleet rows give each client the same budget (and breaker) in a state directory of the
+cell's own, with the budget's window and the breaker's cooldown at the run's scale (1 minute
+at a 1 s base). Prints one markdown row per policy.
 """
 import json, os, socket, statistics, subprocess, sys, tempfile, time
 
@@ -17,6 +20,7 @@ N = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 OUTAGE = float(sys.argv[3]) if len(sys.argv) > 3 else 20.0
 RATE = float(sys.argv[4]) if len(sys.argv) > 4 else 20.0
 BASE = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
+PICK = sys.argv[6].split(",") if len(sys.argv) > 6 else None
 CAP = 30 * BASE
 SCALE = 1.0 / BASE  # seconds here -> seconds at a 1 s base
 here = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +32,12 @@ POLICIES = [
     ("--jitter equal (default)", []),
     ("--jitter decorrelated", ["--jitter", "decorrelated"]),
     ("--jitter 0.2", ["--jitter", "0.2"]),
+    ("--budget herd", ["--budget", "herd", "--budget-floor", f"10/{60 * BASE}s"]),
+    ("--budget herd --breaker herd", ["--budget", "herd", "--budget-floor", f"10/{60 * BASE}s",
+                                      "--breaker", "herd", "--breaker-cooldown", f"{60 * BASE}s"]),
 ]
+if PICK:
+    POLICIES = [p for p in POLICIES if any(word in p[0] for word in PICK)]
 
 
 def free_port():
@@ -56,7 +65,7 @@ def cell(name, flags, workdir):
             argv = ["sh", "-c", f"n=1; until RETRY_ATTEMPT=$n; export RETRY_ATTEMPT; {curl}; do n=$((n+1)); sleep {BASE}; done"]
         else:
             argv = [retry, "--log-format", "json", "--forever", "--max-time", f"{600 * BASE}s", "--base", f"{BASE}s",
-                    "--max", f"{CAP}s", *flags, "--", "sh", "-c", curl]
+                    "--max", f"{CAP}s", f"--state={workdir}/state-{port}", *flags, "--", "sh", "-c", curl]
         pid = os.fork()
         if pid == 0:
             os.close(barrier_w)
@@ -107,7 +116,7 @@ def cell(name, flags, workdir):
     p50 = statistics.median(done)
     p99 = done[min(len(done) - 1, int(0.99 * (len(done) - 1) + 0.5))]
     return {
-        "name": name, "total": len(times), "during": during, "after": after, "ok": len(ok),
+        "name": name, "total": len(times), "during": during, "after": after, "ok": len(set(r[1] for r in rows if r[3] == "200")),
         "peak": peak, "all_done": all_done, "p50": p50, "p99": p99,
         "distinct": len(first_delays) if flags is not None else "-",
     }
@@ -118,17 +127,19 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for name, flags in POLICIES:
             results.append(cell(name, flags, workdir))
-    loop = results[0]["total"]
-    full = next(r for r in results if "full" in r["name"])["all_done"]
+    loop = next((r["total"] for r in results if r["name"] == "shell loop"), None)
+    full = next((r["all_done"] for r in results if "full" in r["name"]), None)
     print(f"N={N}, outage {OUTAGE}s, recovery {RATE:.0f} req/s, base {BASE}s, cap {CAP}s "
           f"(times x{SCALE:g} for a 1 s base)\n")
-    print("| policy | requests | during outage | after recovery | peak per 1 s-equivalent after recovery | all done (s) | p50 (s) | p99 (s) | distinct first delays | vs shell loop |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| policy | requests | during outage | during outage / N | after recovery | peak per 1 s-equivalent after recovery | clients served | all done (s) | p50 (s) | p99 (s) | distinct first delays | vs shell loop |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['name']} | {r['total']} | {r['during']} | {r['after']} | {r['peak']} | {r['all_done']:.2f} | "
-              f"{r['p50']:.2f} | {r['p99']:.2f} | {r['distinct']} | {r['total'] / loop:.2f}x |")
-    equal = next(r for r in results if "equal" in r["name"])
-    print(f"\ndefault policy: all done in {equal['all_done']:.2f}s = {equal['all_done'] / full:.2f}x of full jitter's {full:.2f}s")
+        vs_loop = f"{r['total'] / loop:.2f}x" if loop else "-"
+        print(f"| {r['name']} | {r['total']} | {r['during']} | {r['during'] / N:.2f} | {r['after']} | {r['peak']} | {r['ok']} | {r['all_done']:.2f} | "
+              f"{r['p50']:.2f} | {r['p99']:.2f} | {r['distinct']} | {vs_loop} |")
+    equal = next((r for r in results if "equal" in r["name"]), None)
+    if equal and full:
+        print(f"\ndefault policy: all done in {equal['all_done']:.2f}s = {equal['all_done'] / full:.2f}x of full jitter's {full:.2f}s")
 
 
 main()

@@ -13,16 +13,23 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
 use super::{Store, StoreError, Transacted};
 use crate::text::plain_error;
 
-/// The longest a run waits for another to let go of a name's lock before it fails open: far
-/// more than a transaction takes (microseconds), far less than the second a broken state may
-/// cost a run in all.
-pub(crate) const LOCK_WAIT: Duration = Duration::from_millis(300);
+/// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
+/// it fails open: far more than a transaction takes (a fraction of a millisecond), yet under
+/// the second a broken state may cost a run in all. A lock is mostly free at once; waits long
+/// enough to count come from a machine so loaded that the holder waits for a CPU (a hundred runs
+/// starting at once on two cores waited up to half a second).
+pub(crate) const LOCK_WAIT: Duration = Duration::from_millis(800);
+
+/// The most a record may hold, in bytes: eleven slices and a breaker take under 500.
+const RECORD_MOST: usize = 4096;
 
 /// Why the state directory cannot be used.
 #[derive(Debug, PartialEq, Eq)]
@@ -35,6 +42,10 @@ pub(crate) enum OpenError {
 
 pub(crate) struct FileStore {
     dir: PathBuf,
+    /// This process, which names its temporary files.
+    pid: u32,
+    /// The time spent waiting for locks so far, of `LOCK_WAIT`.
+    waited: Duration,
     /// The lock file of each name used so far, kept open for the run.
     locks: BTreeMap<String, File>,
 }
@@ -89,6 +100,8 @@ impl FileStore {
         }
         Ok(FileStore {
             dir: dir.to_path_buf(),
+            pid: std::process::id(),
+            waited: Duration::ZERO,
             locks: BTreeMap::new(),
         })
     }
@@ -116,32 +129,32 @@ impl FileStore {
             self.locks.insert(name.to_string(), file);
         }
         let file = &self.locks[name];
-        let started = Instant::now();
-        let mut pause = Duration::from_micros(20);
-        loop {
-            // SAFETY: flock(2) on a descriptor this store holds open.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return Ok(file);
-            }
-            let error = io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::EWOULDBLOCK)
-                && error.kind() != io::ErrorKind::Interrupted
-            {
-                return Err(StoreError(format!(
-                    "cannot lock {}: {}",
-                    lock_path(&self.dir, name).display(),
-                    plain_error(&error)
-                )));
-            }
-            if started.elapsed() >= LOCK_WAIT {
-                return Err(StoreError(format!(
-                    "{} is held by another process for more than {}ms",
-                    lock_path(&self.dir, name).display(),
-                    LOCK_WAIT.as_millis()
-                )));
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
+        let failed = |error: io::Error| {
+            StoreError(format!(
+                "cannot lock {}: {}",
+                lock_path(&self.dir, name).display(),
+                plain_error(&error)
+            ))
+        };
+        // SAFETY: flock(2) on a descriptor this store holds open.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(file);
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(failed(error));
+        }
+        let started = std::time::Instant::now();
+        let locked = wait_for_lock(file, LOCK_WAIT.saturating_sub(self.waited));
+        self.waited = self.waited.saturating_add(started.elapsed());
+        match locked {
+            Ok(true) => Ok(file),
+            Ok(false) => Err(StoreError(format!(
+                "{} is held by other processes for more than {}ms",
+                lock_path(&self.dir, name).display(),
+                LOCK_WAIT.as_millis()
+            ))),
+            Err(error) => Err(failed(error)),
         }
     }
 
@@ -149,34 +162,45 @@ impl FileStore {
     /// comes back as `Err(())`.
     fn load(&self, name: &str) -> Result<Option<Result<Record, ()>>, StoreError> {
         let path = state_path(&self.dir, name);
-        let mut text = String::new();
-        match File::open(&path) {
-            Ok(file) => {
-                // A record is a few hundred bytes; a larger file is not one.
-                let read = file.take(64 * 1024).read_to_string(&mut text);
-                match read {
-                    Ok(_) => Ok(Some(Record::parse(&text).ok_or(()))),
-                    Err(error) if error.kind() == io::ErrorKind::InvalidData => Ok(Some(Err(()))),
-                    Err(error) => Err(StoreError(format!(
-                        "cannot read {}: {}",
-                        path.display(),
-                        plain_error(&error)
-                    ))),
-                }
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(StoreError(format!(
+        let unreadable = |error: io::Error| {
+            StoreError(format!(
                 "cannot read {}: {}",
                 path.display(),
                 plain_error(&error)
-            ))),
+            ))
+        };
+        let mut file = match File::open(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(unreadable(error)),
+        };
+        // A record is a few hundred bytes: one read takes it whole, and a file that fills the
+        // buffer is no record.
+        let mut buffer = [0u8; RECORD_MOST];
+        let mut filled = 0;
+        loop {
+            match file.read(&mut buffer[filled..]) {
+                Ok(0) => break,
+                Ok(read) => {
+                    filled += read;
+                    if filled == buffer.len() {
+                        return Ok(Some(Err(())));
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(unreadable(error)),
+            }
         }
+        let record = std::str::from_utf8(&buffer[..filled])
+            .ok()
+            .and_then(Record::parse);
+        Ok(Some(record.ok_or(())))
     }
 
     /// Replaces the record of `name` at once: a temporary file, renamed over the old one.
     fn save(&self, name: &str, record: &Record) -> Result<(), StoreError> {
         let path = state_path(&self.dir, name);
-        let temporary = self.dir.join(format!("{name}.{}.tmp", std::process::id()));
+        let temporary = self.dir.join(format!("{name}.{}.tmp", self.pid));
         let written = OpenOptions::new()
             .write(true)
             .create(true)
@@ -194,6 +218,42 @@ impl FileStore {
                 plain_error(&error)
             ))
         })
+    }
+}
+
+/// Waits up to `wait` for the exclusive lock on `file`, which another process holds: `true` once
+/// it is this process's. The kernel queues a blocked flock(2) and hands the lock over as it is
+/// let go, where polling would let a busy name starve a run; flock(2) has no time-out, so the
+/// blocking call runs on a thread of its own, on a duplicate of the descriptor (the lock belongs
+/// to the open file, which both share). Given up on, that thread lets go of the lock as soon as
+/// it gets it: a rendezvous channel tells it that nobody took the answer.
+fn wait_for_lock(file: &File, wait: Duration) -> io::Result<bool> {
+    let waiter = file.try_clone()?;
+    let (answer, answered) = mpsc::sync_channel(0);
+    thread::Builder::new()
+        .name("state-lock".into())
+        .spawn(move || {
+            let locked = loop {
+                // SAFETY: flock(2) on the duplicate this thread owns.
+                if unsafe { libc::flock(waiter.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                    break Ok(());
+                }
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    break Err(error);
+                }
+            };
+            let took = locked.is_ok();
+            if answer.send(locked).is_err() && took {
+                // SAFETY: flock(2) on the duplicate this thread owns.
+                unsafe {
+                    libc::flock(waiter.as_raw_fd(), libc::LOCK_UN);
+                }
+            }
+        })?;
+    match answered.recv_timeout(wait) {
+        Ok(locked) => locked.map(|()| true),
+        Err(_) => Ok(false),
     }
 }
 
@@ -236,6 +296,18 @@ impl Store for FileStore {
             libc::flock(lock, libc::LOCK_UN);
         }
         result
+    }
+
+    fn peek<T>(
+        &mut self,
+        name: &str,
+        look: &mut dyn FnMut(&Record, u64) -> T,
+    ) -> Result<T, StoreError> {
+        let record = match self.load(name)? {
+            Some(Ok(record)) => record,
+            Some(Err(())) | None => Record::default(),
+        };
+        Ok(look(&record, now_ms()))
     }
 }
 
@@ -331,6 +403,7 @@ mod tests {
 
     #[test]
     fn a_lock_held_too_long_fails_within_the_bound() {
+        use std::time::Instant;
         let dir = tempfile::tempdir().unwrap();
         let mut store = FileStore::open(dir.path(), &["api"]).unwrap();
         let holder = File::create(dir.path().join("api.lock")).unwrap();
@@ -338,7 +411,7 @@ mod tests {
         assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
         let started = Instant::now();
         let error = store.transact("api", &mut |_, _| ()).err().unwrap();
-        assert!(error.0.contains("held by another process"), "{error:?}");
+        assert!(error.0.contains("held by other processes"), "{error:?}");
         assert!(started.elapsed() >= LOCK_WAIT);
         assert!(started.elapsed() < Duration::from_secs(1));
     }

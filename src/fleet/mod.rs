@@ -60,6 +60,15 @@ pub(crate) trait Store {
         name: &str,
         decide: &mut dyn FnMut(&mut Record, u64) -> T,
     ) -> Result<Transacted<T>, StoreError>;
+
+    /// Reads the record of `name` without its lock, for a decision that changes nothing: what
+    /// some run stored last, whole, since records are replaced atomically (a corrupt one reads
+    /// as fresh, and is left for a transaction to replace).
+    fn peek<T>(
+        &mut self,
+        name: &str,
+        look: &mut dyn FnMut(&Record, u64) -> T,
+    ) -> Result<T, StoreError>;
 }
 
 /// What a transaction gave, and whether the record it found was corrupt and replaced.
@@ -156,6 +165,17 @@ impl Store for StateStore {
             StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
         }
     }
+
+    fn peek<T>(
+        &mut self,
+        name: &str,
+        look: &mut dyn FnMut(&Record, u64) -> T,
+    ) -> Result<T, StoreError> {
+        match self {
+            StateStore::Ready(store) => store.peek(name, look),
+            StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
+        }
+    }
 }
 
 /// The fleet limits of a run, kept in a `Store`.
@@ -207,6 +227,19 @@ impl<S: Store> Fleet<S> {
         }
     }
 
+    /// `Store::peek`, failing open as `transact` does.
+    fn peek<T>(&mut self, name: &str, mut look: impl FnMut(&Record, u64) -> T) -> Option<T> {
+        let store = self.store.as_mut()?;
+        match store.peek(name, &mut look) {
+            Ok(value) => Some(value),
+            Err(StoreError(error)) => {
+                self.store = None;
+                self.notices.push(Notice::StateUnavailable { error });
+                None
+            }
+        }
+    }
+
     fn breaker_open(&mut self, next_probe_at: u64, now: u64) -> Duration {
         Duration::from_millis(next_probe_at.saturating_sub(now))
     }
@@ -216,22 +249,40 @@ impl<S: Store> Gate for Fleet<S> {
     fn admit(&mut self, attempt: u64) -> Admit {
         let id = self.id;
         let lease = ms(self.settings.probe_lease);
-        if let Some((name, _)) = self.settings.breaker.clone() {
-            let admitted = self.transact(&name, |record, now| {
-                (record.breaker.admit(now, id, lease), now)
+        let breaker = self.settings.breaker.clone().map(|(name, _)| name);
+        let mut budget = self.settings.budget.clone().filter(|_| attempt == 1);
+        // The breaker first. Closed, as it mostly is, it is read without its lock; open, the
+        // decision (whether this attempt is the probe) is taken under it, and a first attempt
+        // it lets through earns its share of the budget in the same transaction when both have
+        // one name.
+        if let Some(name) = &breaker
+            && self.peek(name, |record, _| record.breaker.open_until.is_some()) == Some(true)
+        {
+            let earn = budget.clone().filter(|(budget, _)| budget == name);
+            let admitted = self.transact(name, |record, now| {
+                let admission = record.breaker.admit(now, id, lease);
+                if let (Some((_, policy)), Admission::Closed | Admission::Probe) =
+                    (&earn, admission)
+                {
+                    record.budget.first_attempt(now, policy);
+                }
+                (admission, now)
             });
             match admitted {
                 Some((Admission::Open { next_probe }, now)) => {
                     let next_probe = self.breaker_open(next_probe, now);
                     return Admit::BreakerOpen { next_probe };
                 }
-                Some((Admission::Probe, _)) => self.notices.push(Notice::Probe { name }),
+                Some((Admission::Probe, _)) => {
+                    self.notices.push(Notice::Probe { name: name.clone() })
+                }
                 Some((Admission::Closed, _)) | None => {}
             }
+            if earn.is_some() {
+                budget = None;
+            }
         }
-        if attempt == 1
-            && let Some((name, policy)) = self.settings.budget.clone()
-        {
+        if let Some((name, policy)) = budget {
             self.transact(&name, |record, now| {
                 record.budget.first_attempt(now, &policy)
             });
@@ -264,7 +315,7 @@ impl<S: Store> Gate for Fleet<S> {
 
     fn go_on(&mut self) -> GoOn {
         if let Some((name, _)) = self.settings.breaker.clone() {
-            let open = self.transact(&name, |record, now| match record.breaker.state(now) {
+            let open = self.peek(&name, |record, now| match record.breaker.state(now) {
                 BreakerState::Open => record.breaker.open_until.map(|until| (until, now)),
                 BreakerState::Closed | BreakerState::HalfOpen => None,
             });
@@ -402,6 +453,18 @@ mod tests {
                 value: decide(record, self.now),
                 replaced: false,
             })
+        }
+
+        fn peek<T>(
+            &mut self,
+            name: &str,
+            look: &mut dyn FnMut(&Record, u64) -> T,
+        ) -> Result<T, StoreError> {
+            if self.failing {
+                return Err(StoreError("down".into()));
+            }
+            let record = self.records.get(name).cloned().unwrap_or_default();
+            Ok(look(&record, self.now))
         }
     }
 
