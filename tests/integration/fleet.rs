@@ -688,3 +688,43 @@ fn dry_run_shows_the_names_and_records_nothing() {
         );
     assert!(!s.dir.exists(), "a dry run made the state directory");
 }
+
+/// The JSON log has an event for each change of the breaker and for its probe, and a give-up
+/// with reason "breaker".
+#[test]
+fn breaker_decisions_are_logged() {
+    let s = state();
+    let b = breaker("1", "100ms");
+    let events = |args: &[&str]| -> Vec<Value> {
+        let output = s
+            .retry(&["--log-format", "json", "-r", "0"])
+            .args(&b)
+            .args(args)
+            .command()
+            .output()
+            .unwrap();
+        String::from_utf8(output.stderr)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let breaker_events = |events: &[Value]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["event"] == "breaker")
+            .map(|e| e["transition"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let opened = events(&["false"]);
+    assert_eq!(breaker_events(&opened), ["opened"]);
+    let opening = opened.iter().find(|e| e["event"] == "breaker").unwrap();
+    assert!(opening["next_probe_ms"].as_f64().unwrap() > 0.0);
+    let refused = events(&["true"]);
+    let give_up = refused.iter().find(|e| e["event"] == "give-up").unwrap();
+    assert_eq!(give_up["reason"], "breaker");
+    assert_eq!(give_up["attempts"], 0);
+    assert_eq!(give_up["exit_code"], 75);
+    std::thread::sleep(Duration::from_millis(120));
+    assert_eq!(breaker_events(&events(&["true"])), ["probe", "closed"]);
+}
