@@ -728,3 +728,32 @@ fn breaker_decisions_are_logged() {
     std::thread::sleep(Duration::from_millis(120));
     assert_eq!(breaker_events(&events(&["true"])), ["probe", "closed"]);
 }
+
+/// The state directory may come from the config file (`state`), like any setting; a state file
+/// that others can write is refused like the directory.
+#[test]
+fn the_state_key_of_the_config_file_and_a_file_others_can_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = retry();
+    let dir = r.path("from-config");
+    let config = r.write(
+        "config.toml",
+        &format!(
+            "[defaults]\nstate = \"{}\"\nbudget = \"api\"\n",
+            dir.display()
+        ),
+    );
+    let config_flag = format!("--config={}", config.display());
+    retry()
+        .args([config_flag.as_str(), "true"])
+        .assert()
+        .code(0);
+    assert!(dir.join("api.state").exists());
+    let file = dir.join("api.state");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    retry()
+        .args([config_flag.as_str(), "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("api.state is writable by others"));
+}
