@@ -149,7 +149,7 @@ pub fn bench_state_transactions(
     name: &str,
     count: u64,
 ) -> Result<u64, String> {
-    use crate::fleet::{BudgetPolicy, Store};
+    use crate::fleet::BudgetPolicy;
     let policy = BudgetPolicy {
         ratio: 0.1,
         floor: 10,
@@ -158,13 +158,12 @@ pub fn bench_state_transactions(
     let mut firsts = 0;
     for _ in 0..count {
         let mut store = FileStore::open(dir, &[name]).map_err(|error| format!("{error:?}"))?;
-        let done = store
+        (firsts, _) = store
             .transact(name, &mut |record, now| {
                 record.budget.first_attempt(now, &policy);
                 record.budget.view(now, &policy).firsts
             })
             .map_err(|error| error.0)?;
-        firsts = done.value;
     }
     Ok(firsts)
 }

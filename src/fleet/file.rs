@@ -18,7 +18,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
-use super::{Store, StoreError, Transacted};
+use super::{Applied, Op, Store, StoreError};
 use crate::text::plain_error;
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
@@ -272,12 +272,14 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-impl Store for FileStore {
-    fn transact<T>(
+impl FileStore {
+    /// Runs `decide` on the record of `name` under its lock: load, decide, store (when it
+    /// changed). `replaced` says the record found was corrupt.
+    pub(crate) fn transact<T>(
         &mut self,
         name: &str,
         decide: &mut dyn FnMut(&mut Record, u64) -> T,
-    ) -> Result<Transacted<T>, StoreError> {
+    ) -> Result<(T, bool), StoreError> {
         let lock = self.lock(name)?.as_raw_fd();
         let result = (|| {
             let (mut record, replaced, stored) = match self.load(name)? {
@@ -289,7 +291,7 @@ impl Store for FileStore {
             if stored.as_ref() != Some(&record) {
                 self.save(name, &record)?;
             }
-            Ok(Transacted { value, replaced })
+            Ok((value, replaced))
         })();
         // SAFETY: flock(2) on the descriptor locked above, which this store still holds.
         unsafe {
@@ -298,6 +300,8 @@ impl Store for FileStore {
         result
     }
 
+    /// Runs `look` on the record of `name` as some run last stored it, without its lock: a
+    /// record is replaced atomically, so it is whole. A corrupt one reads as fresh.
     fn peek<T>(
         &mut self,
         name: &str,
@@ -308,6 +312,20 @@ impl Store for FileStore {
             Some(Err(())) | None => Record::default(),
         };
         Ok(look(&record, now_ms()))
+    }
+}
+
+impl Store for FileStore {
+    fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
+        if op.reads_only() {
+            let reply = self.peek(name, &mut |record, now| record.clone().apply(op, now))?;
+            return Ok(Applied {
+                reply,
+                replaced: false,
+            });
+        }
+        let (reply, replaced) = self.transact(name, &mut |record, now| record.apply(op, now))?;
+        Ok(Applied { reply, replaced })
     }
 }
 
@@ -323,18 +341,18 @@ mod tests {
         let mut store = FileStore::open(&state, &["api"]).unwrap();
         let mode = |path: &Path| fs::metadata(path).unwrap().mode() & 0o777;
         assert_eq!(mode(&state), 0o700);
-        let first = store
+        let (_, replaced) = store
             .transact("api", &mut |record, _| {
                 record.breaker.failures = 3;
             })
             .unwrap();
-        assert!(!first.replaced);
+        assert!(!replaced);
         assert_eq!(mode(&state.join("api.state")), 0o600);
         assert_eq!(mode(&state.join("api.lock")), 0o600);
-        let seen = store
+        let (seen, _) = store
             .transact("api", &mut |record, _| record.breaker.failures)
             .unwrap();
-        assert_eq!(seen.value, 3);
+        assert_eq!(seen, 3);
         let leftovers: Vec<_> = fs::read_dir(&state)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -349,19 +367,19 @@ mod tests {
         fs::write(dir.path().join("api.state"), "garbage\n").unwrap();
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
         let mut store = FileStore::open(dir.path(), &["api"]).unwrap();
-        let done = store
+        let (failures, replaced) = store
             .transact("api", &mut |record, _| {
                 record.breaker.failures += 1;
                 record.breaker.failures
             })
             .unwrap();
-        assert!(done.replaced);
-        assert_eq!(done.value, 1);
-        let again = store
+        assert!(replaced);
+        assert_eq!(failures, 1);
+        let (failures, replaced) = store
             .transact("api", &mut |record, _| record.breaker.failures)
             .unwrap();
-        assert!(!again.replaced);
-        assert_eq!(again.value, 1);
+        assert!(!replaced);
+        assert_eq!(failures, 1);
     }
 
     #[test]

@@ -12,8 +12,9 @@ pub(crate) mod rules;
 
 use std::time::Duration;
 
-use rules::{Admission, BreakerState, Record};
+use rules::{Admission, BreakerRecord, BreakerState};
 pub(crate) use rules::{BreakerPolicy, BudgetPolicy};
+pub(crate) use rules::{Op, Reply};
 pub(crate) use rules::{Outcome, Transition};
 
 /// What a run names, and by what policy it judges the shared counts.
@@ -49,32 +50,19 @@ impl FleetSettings {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct StoreError(pub String);
 
-/// Keeps the record of each name; each call is one transaction, atomic with respect to every
-/// other run.
+/// Keeps the record of each name and takes each decision on it as one transaction, atomic with
+/// respect to every other run, on the store's own clock.
 pub(crate) trait Store {
-    /// Loads the record of `name` (a fresh one if there is none, or if it was corrupt: then
-    /// `replaced` says so), runs `decide` on it with the store's time in milliseconds, and
-    /// stores it if it changed.
-    fn transact<T>(
-        &mut self,
-        name: &str,
-        decide: &mut dyn FnMut(&mut Record, u64) -> T,
-    ) -> Result<Transacted<T>, StoreError>;
-
-    /// Reads the record of `name` without its lock, for a decision that changes nothing: what
-    /// some run stored last, whole, since records are replaced atomically (a corrupt one reads
-    /// as fresh, and is left for a transaction to replace).
-    fn peek<T>(
-        &mut self,
-        name: &str,
-        look: &mut dyn FnMut(&Record, u64) -> T,
-    ) -> Result<T, StoreError>;
+    /// Takes the decision `op` on the record of `name` (a fresh one if there is none, or if it
+    /// was corrupt: then `replaced` says so). A decision that changes nothing may read the
+    /// record as some run last stored it, without waiting for its lock.
+    fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError>;
 }
 
-/// What a transaction gave, and whether the record it found was corrupt and replaced.
-pub(crate) struct Transacted<T> {
-    pub value: T,
-    pub replaced: bool,
+/// What a decision gave, and whether the record it found was corrupt and replaced.
+pub(crate) struct Applied {
+    pub(crate) reply: Reply,
+    pub(crate) replaced: bool,
 }
 
 /// Whether an attempt may start.
@@ -155,24 +143,9 @@ pub(crate) enum StateStore {
 }
 
 impl Store for StateStore {
-    fn transact<T>(
-        &mut self,
-        name: &str,
-        decide: &mut dyn FnMut(&mut Record, u64) -> T,
-    ) -> Result<Transacted<T>, StoreError> {
+    fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
         match self {
-            StateStore::Ready(store) => store.transact(name, decide),
-            StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
-        }
-    }
-
-    fn peek<T>(
-        &mut self,
-        name: &str,
-        look: &mut dyn FnMut(&Record, u64) -> T,
-    ) -> Result<T, StoreError> {
-        match self {
-            StateStore::Ready(store) => store.peek(name, look),
+            StateStore::Ready(store) => store.apply(name, op),
             StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
         }
     }
@@ -202,22 +175,18 @@ impl<S: Store> Fleet<S> {
         }
     }
 
-    /// Runs `decide` on the record of `name`; on a store error, fails open (once) and gives
-    /// `None`.
-    fn transact<T>(
-        &mut self,
-        name: &str,
-        mut decide: impl FnMut(&mut Record, u64) -> T,
-    ) -> Option<T> {
+    /// Takes the decision `op` on the record of `name`; on a store error, fails open (once)
+    /// and gives `None`.
+    fn apply(&mut self, name: &str, op: Op) -> Option<Reply> {
         let store = self.store.as_mut()?;
-        match store.transact(name, &mut decide) {
-            Ok(done) => {
-                if done.replaced {
+        match store.apply(name, &op) {
+            Ok(applied) => {
+                if applied.replaced {
                     self.notices.push(Notice::Replaced {
                         name: name.to_string(),
                     });
                 }
-                Some(done.value)
+                Some(applied.reply)
             }
             Err(StoreError(error)) => {
                 self.store = None;
@@ -227,22 +196,17 @@ impl<S: Store> Fleet<S> {
         }
     }
 
-    /// `Store::peek`, failing open as `transact` does.
-    fn peek<T>(&mut self, name: &str, mut look: impl FnMut(&Record, u64) -> T) -> Option<T> {
-        let store = self.store.as_mut()?;
-        match store.peek(name, &mut look) {
-            Ok(value) => Some(value),
-            Err(StoreError(error)) => {
-                self.store = None;
-                self.notices.push(Notice::StateUnavailable { error });
-                None
-            }
+    /// The breaker named `name` as it is, and the store's time.
+    fn breaker(&mut self, name: &str) -> Option<(BreakerRecord, u64)> {
+        match self.apply(name, Op::ShowBreaker)? {
+            Reply::Breaker { record, now } => Some((record, now)),
+            _ => None,
         }
     }
+}
 
-    fn breaker_open(&mut self, next_probe_at: u64, now: u64) -> Duration {
-        Duration::from_millis(next_probe_at.saturating_sub(now))
-    }
+fn until(at: u64, now: u64) -> Duration {
+    Duration::from_millis(at.saturating_sub(now))
 }
 
 impl<S: Store> Gate for Fleet<S> {
@@ -253,39 +217,38 @@ impl<S: Store> Gate for Fleet<S> {
         let mut budget = self.settings.budget.clone().filter(|_| attempt == 1);
         // The breaker first. Closed, as it mostly is, it is read without its lock; open, the
         // decision (whether this attempt is the probe) is taken under it, and a first attempt
-        // it lets through earns its share of the budget in the same transaction when both have
+        // it lets through earns its share of the budget in the same decision when both have
         // one name.
         if let Some(name) = &breaker
-            && self.peek(name, |record, _| record.breaker.open_until.is_some()) == Some(true)
+            && self
+                .breaker(name)
+                .is_some_and(|(record, _)| record.open_until.is_some())
         {
-            let earn = budget.clone().filter(|(budget, _)| budget == name);
-            let admitted = self.transact(name, |record, now| {
-                let admission = record.breaker.admit(now, id, lease);
-                if let (Some((_, policy)), Admission::Closed | Admission::Probe) =
-                    (&earn, admission)
-                {
-                    record.budget.first_attempt(now, policy);
+            let earn = budget
+                .clone()
+                .filter(|(budget, _)| budget == name)
+                .map(|(_, policy)| policy);
+            match self.apply(name, Op::Admit { id, lease, earn }) {
+                Some(Reply::Admitted {
+                    admission: Admission::Open { next_probe },
+                    now,
+                }) => {
+                    return Admit::BreakerOpen {
+                        next_probe: until(next_probe, now),
+                    };
                 }
-                (admission, now)
-            });
-            match admitted {
-                Some((Admission::Open { next_probe }, now)) => {
-                    let next_probe = self.breaker_open(next_probe, now);
-                    return Admit::BreakerOpen { next_probe };
-                }
-                Some((Admission::Probe, _)) => {
-                    self.notices.push(Notice::Probe { name: name.clone() })
-                }
-                Some((Admission::Closed, _)) | None => {}
+                Some(Reply::Admitted {
+                    admission: Admission::Probe,
+                    ..
+                }) => self.notices.push(Notice::Probe { name: name.clone() }),
+                _ => {}
             }
             if earn.is_some() {
                 budget = None;
             }
         }
         if let Some((name, policy)) = budget {
-            self.transact(&name, |record, now| {
-                record.budget.first_attempt(now, &policy)
-            });
+            self.apply(&name, Op::FirstAttempt(policy));
         }
         Admit::Go
     }
@@ -295,13 +258,19 @@ impl<S: Store> Gate for Fleet<S> {
         let Some((name, policy)) = self.settings.breaker.clone() else {
             return;
         };
-        let changed = self.transact(&name, |record, now| {
-            (record.breaker.record(now, id, outcome, &policy), now)
-        });
-        if let Some((Some(transition), now)) = changed {
+        let op = Op::Record {
+            id,
+            outcome,
+            policy,
+        };
+        if let Some(Reply::Recorded {
+            transition: Some(transition),
+            now,
+        }) = self.apply(&name, op)
+        {
             let next_probe = match transition {
-                Transition::Opened { until } | Transition::Reopened { until } => {
-                    Some(self.breaker_open(until, now))
+                Transition::Opened { until: at } | Transition::Reopened { until: at } => {
+                    Some(until(at, now))
                 }
                 Transition::Closed => None,
             };
@@ -314,30 +283,25 @@ impl<S: Store> Gate for Fleet<S> {
     }
 
     fn go_on(&mut self) -> GoOn {
-        if let Some((name, _)) = self.settings.breaker.clone() {
-            let open = self.peek(&name, |record, now| match record.breaker.state(now) {
-                BreakerState::Open => record.breaker.open_until.map(|until| (until, now)),
-                BreakerState::Closed | BreakerState::HalfOpen => None,
-            });
-            if let Some(Some((until, now))) = open {
-                let next_probe = self.breaker_open(until, now);
-                return GoOn::BreakerOpen { next_probe };
-            }
+        if let Some((name, _)) = self.settings.breaker.clone()
+            && let Some((record, now)) = self.breaker(&name)
+            && record.state(now) == BreakerState::Open
+            && let Some(at) = record.open_until
+        {
+            return GoOn::BreakerOpen {
+                next_probe: until(at, now),
+            };
         }
-        if let Some((name, policy)) = self.settings.budget.clone() {
-            let paid = self.transact(&name, |record, now| {
-                let spent = record.budget.try_retry(now, &policy);
-                (spent, record.budget.view(now, &policy).balance)
+        if let Some((name, policy)) = self.settings.budget.clone()
+            && let Some(Reply::Paid { spent, balance }) = self.apply(&name, Op::Retry(policy))
+        {
+            self.notices.push(Notice::Budget {
+                name,
+                spent,
+                balance,
             });
-            if let Some((spent, balance)) = paid {
-                self.notices.push(Notice::Budget {
-                    name,
-                    spent,
-                    balance,
-                });
-                if !spent {
-                    return GoOn::BudgetSpent;
-                }
+            if !spent {
+                return GoOn::BudgetSpent;
             }
         }
         GoOn::Yes
@@ -369,43 +333,38 @@ pub(crate) struct BreakerShown {
     pub next_probe: Option<Duration>,
 }
 
-/// The state of the budget and breaker that `settings` names, read (and left as it was, but
-/// for what time has expired).
+/// The state of the budget and breaker that `settings` names, read (and changed in nothing).
 pub(crate) fn show<S: Store>(
     settings: &FleetSettings,
     store: &mut S,
 ) -> Result<(Option<BudgetState>, Option<BreakerShown>), StoreError> {
     let budget = match &settings.budget {
-        Some((name, policy)) => {
-            let view = store.transact(name, &mut |record, now| record.budget.view(now, policy))?;
-            Some(BudgetState {
+        Some((name, policy)) => match store.apply(name, &Op::ShowBudget(*policy))?.reply {
+            Reply::Budget(view) => Some(BudgetState {
                 name: name.clone(),
-                balance: view.value.balance,
-                firsts: view.value.firsts,
-                retries: view.value.retries,
+                balance: view.balance,
+                firsts: view.firsts,
+                retries: view.retries,
                 window: policy.window,
-            })
-        }
+            }),
+            _ => None,
+        },
         None => None,
     };
     let breaker = match &settings.breaker {
-        Some((name, _)) => {
-            let seen = store.transact(name, &mut |record, now| (record.breaker.clone(), now))?;
-            let (breaker, now) = seen.value;
-            let state = breaker.state(now);
-            Some(BreakerShown {
+        Some((name, _)) => match store.apply(name, &Op::ShowBreaker)?.reply {
+            Reply::Breaker { record, now } => Some(BreakerShown {
                 name: name.clone(),
-                state: match state {
+                state: match record.state(now) {
                     BreakerState::Closed => "closed",
                     BreakerState::Open => "open",
                     BreakerState::HalfOpen => "half-open",
                 },
-                failures: breaker.failures,
-                next_probe: breaker
-                    .open_until
-                    .map(|until| Duration::from_millis(until.saturating_sub(now))),
-            })
-        }
+                failures: record.failures,
+                next_probe: record.open_until.map(|at| until(at, now)),
+            }),
+            _ => None,
+        },
         None => None,
     };
     Ok((budget, breaker))
@@ -414,14 +373,10 @@ pub(crate) fn show<S: Store>(
 /// Resets the budget and breaker that `settings` names: a full budget, a closed breaker.
 pub(crate) fn reset<S: Store>(settings: &FleetSettings, store: &mut S) -> Result<(), StoreError> {
     if let Some((name, _)) = &settings.budget {
-        store.transact(name, &mut |record, _| {
-            record.budget = rules::BudgetRecord::default();
-        })?;
+        store.apply(name, &Op::ResetBudget)?;
     }
     if let Some((name, _)) = &settings.breaker {
-        store.transact(name, &mut |record, _| {
-            record.breaker = rules::BreakerRecord::default();
-        })?;
+        store.apply(name, &Op::ResetBreaker)?;
     }
     Ok(())
 }
@@ -429,6 +384,7 @@ pub(crate) fn reset<S: Store>(settings: &FleetSettings, store: &mut S) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::rules::Record;
     use std::collections::BTreeMap;
 
     /// A store in memory with a clock the test sets, that fails when told to.
@@ -440,31 +396,15 @@ mod tests {
     }
 
     impl Store for Memory {
-        fn transact<T>(
-            &mut self,
-            name: &str,
-            decide: &mut dyn FnMut(&mut Record, u64) -> T,
-        ) -> Result<Transacted<T>, StoreError> {
+        fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
             if self.failing {
                 return Err(StoreError("down".into()));
             }
             let record = self.records.entry(name.to_string()).or_default();
-            Ok(Transacted {
-                value: decide(record, self.now),
+            Ok(Applied {
+                reply: record.apply(op, self.now),
                 replaced: false,
             })
-        }
-
-        fn peek<T>(
-            &mut self,
-            name: &str,
-            look: &mut dyn FnMut(&Record, u64) -> T,
-        ) -> Result<T, StoreError> {
-            if self.failing {
-                return Err(StoreError("down".into()));
-            }
-            let record = self.records.get(name).cloned().unwrap_or_default();
-            Ok(look(&record, self.now))
         }
     }
 
@@ -513,12 +453,9 @@ mod tests {
         );
         // The budget was not asked, so it paid for nothing.
         let store = fleet.store.as_mut().unwrap();
-        let view = store
-            .transact("api", &mut |r, now| {
-                r.budget.view(now, &settings().budget.unwrap().1)
-            })
-            .unwrap();
-        assert_eq!(view.value.retries, 0);
+        let policy = settings().budget.unwrap().1;
+        let shown = store.apply("api", &Op::ShowBudget(policy)).unwrap().reply;
+        assert!(matches!(shown, Reply::Budget(view) if view.retries == 0));
         assert_eq!(
             fleet.admit(2),
             Admit::BreakerOpen {
@@ -565,5 +502,157 @@ mod tests {
         let (budget, breaker) = show(&settings(), &mut store).unwrap();
         assert_eq!(budget.unwrap().balance, 1.0);
         assert_eq!(breaker.unwrap().failures, 0);
+    }
+
+    /// The table of cases every store must agree on, on the store's own clock (so with short
+    /// real waits): the budget's exact counts, every breaker transition, the single probe.
+    /// Returns how many steps ran, so a caller sees the table was walked.
+    pub(crate) fn scenarios<S: Store>(store: &mut S) -> usize {
+        let floor = |floor, ratio| BudgetPolicy {
+            ratio,
+            floor,
+            window: Duration::from_secs(60),
+        };
+        let breaker = BreakerPolicy {
+            threshold: 2,
+            cooldown: Duration::from_millis(100),
+        };
+        let failure = |id| Op::Record {
+            id,
+            outcome: Outcome::Failure,
+            policy: breaker,
+        };
+        let success = |id| Op::Record {
+            id,
+            outcome: Outcome::Success,
+            policy: breaker,
+        };
+        let admit = |id| Op::Admit {
+            id,
+            lease: 1_000,
+            earn: None,
+        };
+        let mut apply = |name: &str, op: Op| store.apply(name, &op).expect("the store").reply;
+        let paid = |reply: Reply| match reply {
+            Reply::Paid { spent, .. } => spent,
+            other => panic!("{other:?}"),
+        };
+        let kind = |reply: Reply| match reply {
+            Reply::Admitted { admission, .. } => match admission {
+                Admission::Closed => "closed",
+                Admission::Probe => "probe",
+                Admission::Open { .. } => "open",
+            },
+            Reply::Recorded { transition, .. } => match transition {
+                None => "-",
+                Some(Transition::Opened { .. }) => "opened",
+                Some(Transition::Reopened { .. }) => "reopened",
+                Some(Transition::Closed) => "closed",
+            },
+            other => panic!("{other:?}"),
+        };
+        let mut steps = 0;
+        let mut check = |ok: bool, what: &str| {
+            steps += 1;
+            assert!(ok, "step {steps}: {what}");
+        };
+        // The floor alone: two retries, then none; a first attempt is always counted.
+        apply("floor", Op::FirstAttempt(floor(2, 0.0)));
+        check(
+            paid(apply("floor", Op::Retry(floor(2, 0.0)))),
+            "first retry paid",
+        );
+        check(
+            paid(apply("floor", Op::Retry(floor(2, 0.0)))),
+            "second retry paid",
+        );
+        check(
+            !paid(apply("floor", Op::Retry(floor(2, 0.0)))),
+            "third retry refused",
+        );
+        let shown = apply("floor", Op::ShowBudget(floor(2, 0.0)));
+        check(
+            matches!(shown, Reply::Budget(view) if view.firsts == 1 && view.retries == 2),
+            "the window holds 1 first attempt and 2 retries",
+        );
+        // The ratio: 1 + 0.5 x 4 = 3 retries.
+        for _ in 0..4 {
+            apply("ratio", Op::FirstAttempt(floor(1, 0.5)));
+        }
+        let paid_count = (0..5)
+            .filter(|_| paid(apply("ratio", Op::Retry(floor(1, 0.5)))))
+            .count();
+        check(paid_count == 3, "three retries for 1 + 0.5 x 4");
+        // The breaker: opens at the threshold, one probe after the cooldown, a failed probe
+        // opens it again, a successful one closes it.
+        check(kind(apply("b", admit(1))) == "closed", "closed at first");
+        check(kind(apply("b", failure(1))) == "-", "one failure");
+        check(
+            kind(apply("b", failure(2))) == "opened",
+            "opens at the threshold",
+        );
+        check(
+            kind(apply("b", admit(3))) == "open",
+            "no attempt while open",
+        );
+        std::thread::sleep(Duration::from_millis(110));
+        check(
+            kind(apply("b", admit(4))) == "probe",
+            "the first to ask probes",
+        );
+        check(kind(apply("b", admit(5))) == "open", "one probe at a time");
+        check(
+            kind(apply("b", failure(4))) == "reopened",
+            "a failed probe reopens",
+        );
+        check(kind(apply("b", admit(6))) == "open", "open again");
+        std::thread::sleep(Duration::from_millis(210));
+        check(
+            kind(apply("b", admit(6))) == "probe",
+            "after twice the cooldown",
+        );
+        check(
+            kind(apply("b", success(6))) == "closed",
+            "a good probe closes",
+        );
+        check(
+            matches!(apply("b", Op::ShowBreaker), Reply::Breaker { record, .. } if record == BreakerRecord::default()),
+            "closed and clear",
+        );
+        // Reset: a full budget.
+        apply("floor", Op::ResetBudget);
+        check(
+            paid(apply("floor", Op::Retry(floor(2, 0.0)))),
+            "whole after a reset",
+        );
+        steps
+    }
+
+    #[test]
+    fn the_file_store_passes_the_table_of_cases() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store =
+            file::FileStore::open(&dir.path().join("state"), &["floor", "ratio", "b"]).unwrap();
+        assert_eq!(scenarios(&mut store), 17);
+    }
+
+    #[test]
+    fn the_rules_in_memory_pass_the_table_of_cases() {
+        /// The rules alone, on the real clock.
+        struct Clocked(BTreeMap<String, Record>);
+        impl Store for Clocked {
+            fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis() as u64;
+                let record = self.0.entry(name.to_string()).or_default();
+                Ok(Applied {
+                    reply: record.apply(op, now),
+                    replaced: false,
+                })
+            }
+        }
+        assert_eq!(scenarios(&mut Clocked(BTreeMap::new())), 17);
     }
 }

@@ -280,6 +280,67 @@ impl BreakerRecord {
     }
 }
 
+/// One decision on the record of a name: what a store runs as one transaction. The file store
+/// runs it through `Record::apply`; a store that cannot run Rust runs the same rules its own way,
+/// and the same table of cases holds both to them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Op {
+    /// May an attempt of run `id` start? As the probe, it holds the breaker for `lease`
+    /// milliseconds. With `earn`, a first attempt let through earns its share of the budget of
+    /// the same name.
+    Admit {
+        id: u64,
+        lease: u64,
+        earn: Option<BudgetPolicy>,
+    },
+    /// A run's first attempt: it earns its share of the budget.
+    FirstAttempt(BudgetPolicy),
+    /// A retry asks the budget to pay for it.
+    Retry(BudgetPolicy),
+    /// How an attempt of run `id` ended, for the breaker.
+    Record {
+        id: u64,
+        outcome: Outcome,
+        policy: BreakerPolicy,
+    },
+    /// What the budget's window holds (changes nothing).
+    ShowBudget(BudgetPolicy),
+    /// The breaker as it is (changes nothing).
+    ShowBreaker,
+    ResetBudget,
+    ResetBreaker,
+}
+
+impl Op {
+    /// Whether the decision changes nothing, so that the record may be read without its lock.
+    pub(crate) fn reads_only(&self) -> bool {
+        matches!(self, Op::ShowBudget(_) | Op::ShowBreaker)
+    }
+}
+
+/// What a decision gave, with the store's time where the caller needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Reply {
+    Admitted {
+        admission: Admission,
+        now: u64,
+    },
+    Paid {
+        spent: bool,
+        balance: f64,
+    },
+    Recorded {
+        transition: Option<Transition>,
+        now: u64,
+    },
+    Budget(BudgetView),
+    Breaker {
+        record: BreakerRecord,
+        now: u64,
+    },
+    Done,
+}
+
 /// Everything kept for one name: its budget and its breaker, either of them unused.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Record {
@@ -291,6 +352,49 @@ pub(crate) struct Record {
 const MAGIC: &str = "retry-state 1";
 
 impl Record {
+    /// Takes the decision `op` at the store's time `now`.
+    pub(crate) fn apply(&mut self, op: &Op, now: u64) -> Reply {
+        match *op {
+            Op::Admit { id, lease, earn } => {
+                let admission = self.breaker.admit(now, id, lease);
+                if let (Some(policy), Admission::Closed | Admission::Probe) = (earn, admission) {
+                    self.budget.first_attempt(now, &policy);
+                }
+                Reply::Admitted { admission, now }
+            }
+            Op::FirstAttempt(policy) => {
+                self.budget.first_attempt(now, &policy);
+                Reply::Done
+            }
+            Op::Retry(policy) => {
+                let spent = self.budget.try_retry(now, &policy);
+                let balance = self.budget.view(now, &policy).balance;
+                Reply::Paid { spent, balance }
+            }
+            Op::Record {
+                id,
+                outcome,
+                policy,
+            } => Reply::Recorded {
+                transition: self.breaker.record(now, id, outcome, &policy),
+                now,
+            },
+            Op::ShowBudget(policy) => Reply::Budget(self.budget.view(now, &policy)),
+            Op::ShowBreaker => Reply::Breaker {
+                record: self.breaker.clone(),
+                now,
+            },
+            Op::ResetBudget => {
+                self.budget = BudgetRecord::default();
+                Reply::Done
+            }
+            Op::ResetBreaker => {
+                self.breaker = BreakerRecord::default();
+                Reply::Done
+            }
+        }
+    }
+
     /// The record as text: a small, versioned, line-based form.
     pub(crate) fn render(&self) -> String {
         let slices: Vec<String> = self
