@@ -45,6 +45,7 @@ use crate::cli::StateLocation;
 use crate::clock::RealClock;
 use crate::config::ConfigFile;
 use crate::fleet::file::{FileStore, OpenError};
+use crate::fleet::redis::RedisStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
 use crate::outcome::{MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
@@ -190,16 +191,16 @@ fn open_state(settings: &Settings) -> Result<Option<StateStore>, String> {
     };
     let names = fleet.names();
     let opened = match location {
-        Some(StateLocation::Directory(dir)) => FileStore::open(&dir, &names),
-        Some(StateLocation::Redis(_)) => Err(OpenError::Unavailable(
-            "a Redis state is not supported by this build".into(),
-        )),
+        Some(StateLocation::Directory(dir)) => FileStore::open(&dir, &names).map(StateStore::Ready),
+        Some(StateLocation::Redis(url)) => RedisStore::open(&url)
+            .map(StateStore::Redis)
+            .map_err(OpenError::Unavailable),
         None => Err(OpenError::Unavailable(
             "no state directory: set $XDG_STATE_HOME or $HOME, or give --state".into(),
         )),
     };
     match opened {
-        Ok(store) => Ok(Some(StateStore::Ready(store))),
+        Ok(store) => Ok(Some(store)),
         Err(OpenError::Unsafe(line)) => Err(line),
         Err(OpenError::Unavailable(reason)) => Ok(Some(StateStore::Unavailable(reason))),
     }
@@ -221,18 +222,15 @@ fn default_state_dir() -> Option<PathBuf> {
 /// `--show-state` or `--reset-state`: prints the state (or that it was reset) on stdout and
 /// exits 0; a state that cannot be read exits 1 with one line.
 fn act_on_state(settings: &Settings, store: Option<StateStore>, action: StateAction) -> Exit {
-    let result = match store {
-        Some(StateStore::Ready(mut store)) => match action {
-            StateAction::Show => {
-                fleet::show(&settings.fleet, &mut store).map(|(budget, breaker)| {
-                    report::fleet_state(settings.log_format, budget.as_ref(), breaker.as_ref())
-                })
-            }
-            StateAction::Reset => fleet::reset(&settings.fleet, &mut store)
-                .map(|()| report::fleet_reset(settings.log_format, &settings.fleet)),
-        },
-        Some(StateStore::Unavailable(reason)) => Err(fleet::StoreError(reason)),
-        None => unreachable!("a state action needs a name"),
+    let Some(mut store) = store else {
+        unreachable!("a state action needs a name")
+    };
+    let result = match action {
+        StateAction::Show => fleet::show(&settings.fleet, &mut store).map(|(budget, breaker)| {
+            report::fleet_state(settings.log_format, budget.as_ref(), breaker.as_ref())
+        }),
+        StateAction::Reset => fleet::reset(&settings.fleet, &mut store)
+            .map(|()| report::fleet_reset(settings.log_format, &settings.fleet)),
     };
     match result {
         Ok(text) => print_stdout(&text),

@@ -8,6 +8,7 @@
 //! hands to the reporter.
 
 pub(crate) mod file;
+pub(crate) mod redis;
 pub(crate) mod rules;
 
 use std::time::Duration;
@@ -139,6 +140,7 @@ impl Gate for NoLimits {
 /// The store a run uses, or why it cannot: then the run fails open from the start.
 pub(crate) enum StateStore {
     Ready(file::FileStore),
+    Redis(redis::RedisStore),
     Unavailable(String),
 }
 
@@ -146,6 +148,7 @@ impl Store for StateStore {
     fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
         match self {
             StateStore::Ready(store) => store.apply(name, op),
+            StateStore::Redis(store) => store.apply(name, op),
             StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
         }
     }

@@ -1,0 +1,329 @@
+//! Budgets and breakers in Redis, for a fleet that spans hosts: each decision is one call of
+//! `decide.lua` (by its hash, loaded when the server does not have it), atomic and timed by the
+//! server's clock, so hosts need not agree on the time. Keys are `retry:{NAME}:budget` and
+//! `retry:{NAME}:breaker` (the name in braces: one Redis Cluster slot), and expire once idle.
+//!
+//! One connection per run, made only when a budget or breaker is named, with short time-outs:
+//! a server that is down, silent or refuses us makes the run fail open, well within a second.
+//! The password in a URL is never said: `redacted` is how a URL is shown.
+
+use std::time::Duration;
+
+use redis::{Connection, Script, Value};
+
+use super::rules::{Admission, BreakerRecord, BudgetView, Probe, Transition};
+use super::{Applied, Op, Outcome, Reply, Store, StoreError};
+
+/// How long connecting (and the handshake: AUTH, SELECT) may take, and then each reply.
+const CONNECT_WAIT: Duration = Duration::from_millis(400);
+const REPLY_WAIT: Duration = Duration::from_millis(400);
+
+pub(crate) struct RedisStore {
+    connection: Connection,
+    script: Script,
+    /// The URL as it may be shown.
+    shown: String,
+}
+
+/// `url` with its password, if any, replaced by `***`: how a URL is said.
+pub(crate) fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split(':').next().unwrap_or("");
+            let hidden = if user_info.contains(':') {
+                format!("{user}:***")
+            } else {
+                // `redis://secret@host`: a password given alone.
+                "***".to_string()
+            };
+            format!("{scheme}://{hidden}@{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+impl RedisStore {
+    /// Connects to the server at `url`; the reason, with the URL redacted, when it cannot.
+    pub(crate) fn open(url: &str) -> Result<RedisStore, String> {
+        let shown = redacted(url);
+        let unreachable =
+            |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
+        let client = redis::Client::open(url).map_err(unreachable)?;
+        let connection = client
+            .get_connection_with_timeout(CONNECT_WAIT)
+            .map_err(unreachable)?;
+        connection
+            .set_read_timeout(Some(REPLY_WAIT))
+            .and_then(|()| connection.set_write_timeout(Some(REPLY_WAIT)))
+            .map_err(unreachable)?;
+        Ok(RedisStore {
+            connection,
+            script: Script::new(include_str!("decide.lua")),
+            shown,
+        })
+    }
+}
+
+/// A Redis error in words, with the password of `url` taken out should it appear.
+fn said(error: &redis::RedisError, url: &str) -> String {
+    let text = error.to_string();
+    match password(url) {
+        Some(password) if !password.is_empty() => text.replace(password, "***"),
+        _ => text,
+    }
+}
+
+fn password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    let user_info = authority.rsplit_once('@')?.0;
+    Some(
+        user_info
+            .split_once(':')
+            .map_or(user_info, |(_, password)| password),
+    )
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The arguments of `decide.lua` for `op`.
+fn arguments(op: &Op) -> Vec<String> {
+    let budget = |policy: &super::BudgetPolicy| {
+        vec![
+            policy.floor.to_string(),
+            policy.ratio.to_string(),
+            millis(policy.window).to_string(),
+        ]
+    };
+    match op {
+        Op::Admit { id, lease, earn } => {
+            let mut args = vec!["admit".into(), id.to_string(), lease.to_string()];
+            if let Some(policy) = earn {
+                args.push(millis(policy.window).to_string());
+            }
+            args
+        }
+        Op::FirstAttempt(policy) => [vec!["first".into()], budget(policy)].concat(),
+        Op::Retry(policy) => [vec!["retry".into()], budget(policy)].concat(),
+        Op::Record {
+            id,
+            outcome,
+            policy,
+        } => vec![
+            "record".into(),
+            id.to_string(),
+            match outcome {
+                Outcome::Success => "success",
+                Outcome::Failure => "failure",
+                Outcome::Nothing => "nothing",
+            }
+            .into(),
+            policy.threshold.to_string(),
+            millis(policy.cooldown).to_string(),
+        ],
+        Op::ShowBudget(policy) => [vec!["show-budget".into()], budget(policy)].concat(),
+        Op::ShowBreaker => vec!["show-breaker".into()],
+        Op::ResetBudget => vec!["reset-budget".into()],
+        Op::ResetBreaker => vec!["reset-breaker".into()],
+    }
+}
+
+/// An integer of a reply: an integer, or digits (the script sends large numbers as text).
+fn number(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        Value::SimpleString(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(text) => Some(text.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn unsigned(value: &Value) -> Option<u64> {
+    u64::try_from(number(value)?).ok()
+}
+
+/// The reply of `decide.lua` to `op`, as the rules give it.
+fn reply(op: &Op, values: &[Value]) -> Option<Reply> {
+    let at = |index: usize| values.get(index);
+    Some(match op {
+        Op::Admit { .. } => {
+            let now = unsigned(at(2)?)?;
+            let admission = match number(at(0)?)? {
+                0 => Admission::Closed,
+                1 => Admission::Probe,
+                _ => Admission::Open {
+                    next_probe: unsigned(at(1)?)?,
+                },
+            };
+            Reply::Admitted { admission, now }
+        }
+        Op::FirstAttempt(_) | Op::ResetBudget | Op::ResetBreaker => Reply::Done,
+        Op::Retry(_) => Reply::Paid {
+            spent: number(at(0)?)? == 1,
+            balance: number(at(1)?)? as f64 / 1000.0,
+        },
+        Op::Record { .. } => {
+            let until = unsigned(at(1)?)?;
+            let transition = match number(at(0)?)? {
+                0 => None,
+                1 => Some(Transition::Opened { until }),
+                2 => Some(Transition::Reopened { until }),
+                _ => Some(Transition::Closed),
+            };
+            Reply::Recorded {
+                transition,
+                now: unsigned(at(2)?)?,
+            }
+        }
+        Op::ShowBudget(_) => Reply::Budget(BudgetView {
+            firsts: unsigned(at(0)?)?,
+            retries: unsigned(at(1)?)?,
+            balance: number(at(2)?)? as f64 / 1000.0,
+        }),
+        Op::ShowBreaker => {
+            let open_until = text(at(1)?)?;
+            let probe_id = text(at(3)?)?;
+            let probe = match probe_id.as_str() {
+                "-" => None,
+                id => Some(Probe {
+                    id: id.parse().ok()?,
+                    until: unsigned(at(4)?)?,
+                }),
+            };
+            Reply::Breaker {
+                record: BreakerRecord {
+                    failures: unsigned(at(0)?)?,
+                    open_until: match open_until.as_str() {
+                        "-" => None,
+                        until => Some(until.parse().ok()?),
+                    },
+                    failed_probes: u32::try_from(unsigned(at(2)?)?).ok()?,
+                    probe,
+                },
+                now: unsigned(at(5)?)?,
+            }
+        }
+    })
+}
+
+impl Store for RedisStore {
+    fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
+        let mut invocation = self.script.prepare_invoke();
+        invocation
+            .key(format!("retry:{{{name}}}:budget"))
+            .key(format!("retry:{{{name}}}:breaker"));
+        for argument in arguments(op) {
+            invocation.arg(argument);
+        }
+        let values: Vec<Value> = invocation
+            .invoke(&mut self.connection)
+            .map_err(|error| StoreError(format!("Redis at {}: {error}", self.shown)))?;
+        let reply = reply(op, &values).ok_or_else(|| {
+            StoreError(format!(
+                "Redis at {}: an answer retry cannot read: {values:?}",
+                self.shown
+            ))
+        })?;
+        Ok(Applied {
+            reply,
+            replaced: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_is_never_shown() {
+        for (url, shown) in [
+            ("redis://:secret@host:6379/2", "redis://:***@host:6379/2"),
+            ("redis://user:secret@host", "redis://user:***@host"),
+            ("rediss://secret@host/0", "rediss://***@host/0"),
+            ("redis://host:6379", "redis://host:6379"),
+            ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+        ] {
+            assert_eq!(redacted(url), shown);
+        }
+        assert_eq!(password("redis://:secret@host"), Some("secret"));
+        assert_eq!(password("redis://user:pw@host/1"), Some("pw"));
+        assert_eq!(password("redis://host"), None);
+    }
+
+    /// A redis-server of the test's own on a free loopback port, stopped by its pid.
+    struct Server {
+        child: std::process::Child,
+        port: u16,
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Starts a server, or says why not: without redis-server a test fails in CI (`.ci/run`
+    /// installs it) and is skipped elsewhere.
+    fn server() -> Option<Server> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port())
+            .expect("a free port");
+        let spawned = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn();
+        let Ok(child) = spawned else {
+            let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+            assert!(!in_ci, "redis-server is needed in CI");
+            eprintln!("skipped: redis-server is not here");
+            return None;
+        };
+        let server = Server { child, port };
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Some(server)
+    }
+
+    /// The Redis store takes the decisions the file store and the rules take, case by case.
+    #[test]
+    fn redis_passes_the_table_of_cases() {
+        let Some(server) = server() else { return };
+        let mut store = RedisStore::open(&format!("redis://127.0.0.1:{}/3", server.port)).unwrap();
+        assert_eq!(super::super::tests::scenarios(&mut store), 17);
+    }
+}
