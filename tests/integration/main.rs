@@ -20,5 +20,6 @@ mod limits;
 mod messages;
 mod processes;
 mod recipes;
+mod redis;
 mod schedule;
 mod streams;

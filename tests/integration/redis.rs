@@ -1,0 +1,376 @@
+//! Budgets and breakers in Redis: redis-servers of the tests' own (on a free loopback port, a
+//! unix socket, one with a password), two "hosts" sharing one budget, many concurrent runs, the
+//! keys, failing open in every way a server can fail, and a password never shown.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::util::*;
+
+/// A redis-server of the test's own, stopped by its pid when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    socket: Option<PathBuf>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a server with `args` besides its port; `None` (outside CI) without redis-server.
+fn server(args: &[&str], socket: bool) -> Option<Server> {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let socket = socket.then(|| dir.path().join("redis.sock"));
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .args(args)
+        .current_dir(dir.path())
+        .stdout(Stdio::null());
+    if let Some(socket) = &socket {
+        command.args(["--unixsocket", socket.to_str().unwrap()]);
+    }
+    let Ok(child) = command.spawn() else {
+        missing("redis-server", "a state kept in Redis");
+        return None;
+    };
+    let server = Server {
+        child,
+        port,
+        socket,
+        _dir: dir,
+    };
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < BOUND, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Some(server)
+}
+
+impl Server {
+    fn url(&self, db: u8) -> String {
+        format!("redis://127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// One command, in the server's own protocol; the reply's first line.
+    fn command(&self, db: u8, words: &[&str]) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(BOUND)).unwrap();
+        let encode = |words: &[&str]| {
+            let mut out = format!("*{}\r\n", words.len());
+            for word in words {
+                out += &format!("${}\r\n{word}\r\n", word.len());
+            }
+            out
+        };
+        let db = db.to_string();
+        stream
+            .write_all(encode(&["SELECT", &db]).as_bytes())
+            .unwrap();
+        stream.write_all(encode(words).as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert_eq!(line, "+OK\r\n", "SELECT");
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        if line.starts_with('$') && line.trim() != "$-1" {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+        }
+        line.trim().to_string()
+    }
+}
+
+fn show(url: &str, names: &[&str]) -> Value {
+    let output = retry()
+        .args([format!("--state={url}")])
+        .args(["--show-state", "--log-format", "json"])
+        .args(names)
+        .command()
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+const FLOOR_2: [&str; 6] = [
+    "--budget",
+    "api",
+    "--budget-floor",
+    "2/1m",
+    "--budget-ratio",
+    "0",
+];
+
+/// Two "hosts" (runs with different homes and state directories) share one budget.
+#[test]
+fn two_hosts_share_one_budget_through_redis() {
+    let Some(server) = server(&[], false) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let counted = sh(&format!(
+        "printf x >> '{}'; exit 1",
+        work.path().join("count").display()
+    ));
+    let count = || std::fs::read(work.path().join("count")).map_or(0, |b| b.len());
+    for (host, attempts) in [("a", 3), ("b", 4)] {
+        let r = retry()
+            .args(FLOOR_2)
+            .args(["-r", "5", "--base", "1ms", "--"])
+            .args(&counted);
+        let home = r.path(host);
+        r.command()
+            .env("HOME", &home)
+            .env("RETRY_STATE", server.url(0))
+            .assert()
+            .code(1);
+        assert_eq!(count(), attempts, "host {host}");
+        assert!(!home.join(".local/state/retry").exists(), "nothing on disk");
+    }
+    let shown = show(&server.url(0), &FLOOR_2);
+    assert_eq!(shown["budget"]["first_attempts"], 2);
+    assert_eq!(shown["budget"]["retries"], 2);
+}
+
+/// A hundred runs at once on one budget in Redis: no update lost.
+#[test]
+fn a_hundred_concurrent_runs_share_one_budget_in_redis() {
+    let Some(server) = server(&[], false) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let budget = [
+        "--budget",
+        "herd",
+        "--budget-floor",
+        "20/1m",
+        "--budget-ratio",
+        "0.1",
+    ];
+    let mut args: Vec<String> = vec![format!("--state={}", server.url(0))];
+    args.extend(budget.iter().map(|a| a.to_string()));
+    args.extend(["-q", "-r", "3", "--base", "1ms", "--"].map(String::from));
+    args.extend(sh(&format!(
+        "printf x >> '{}'; exit 1",
+        work.path().join("count").display()
+    )));
+    let children: Vec<Child> = (0..100)
+        .map(|_| {
+            Command::new(BIN)
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+    }
+    let attempts = std::fs::read(work.path().join("count")).unwrap().len();
+    let retries = attempts - 100;
+    assert!((20..=30).contains(&retries), "{retries} retries");
+    let shown = show(&server.url(0), &budget);
+    assert_eq!(shown["budget"]["first_attempts"], 100);
+    assert_eq!(shown["budget"]["retries"], retries);
+}
+
+/// The keys: `retry:{NAME}:...`, in the database the URL names, expiring once idle; a deleted
+/// key is a full budget and a closed breaker.
+#[test]
+fn keys_are_braced_in_their_database_and_expire() {
+    let Some(server) = server(&[], false) else {
+        return;
+    };
+    let names = [
+        "--budget",
+        "api",
+        "--budget-floor",
+        "1/1m",
+        "--breaker",
+        "api",
+        "--breaker-threshold",
+        "1",
+    ];
+    retry()
+        .args([format!("--state={}", server.url(2))])
+        .args(names)
+        .args(["-r", "2", "--base", "1ms", "false"])
+        .assert()
+        .code(1);
+    for key in ["retry:{api}:budget", "retry:{api}:breaker"] {
+        let ttl: i64 = server
+            .command(2, &["PTTL", key])
+            .trim_start_matches(':')
+            .parse()
+            .unwrap();
+        assert!(ttl > 0, "{key}: {ttl}");
+        assert_eq!(server.command(0, &["EXISTS", key]), ":0", "{key} in db 0");
+    }
+    assert_eq!(show(&server.url(2), &names)["breaker"]["state"], "open");
+    server.command(2, &["DEL", "retry:{api}:budget", "retry:{api}:breaker"]);
+    let shown = show(&server.url(2), &names);
+    assert_eq!(shown["breaker"]["state"], "closed");
+    assert_eq!(shown["budget"]["retries"], 0);
+}
+
+#[test]
+fn a_unix_socket_works() {
+    let Some(server) = server(&["--unixsocketperm", "700"], true) else {
+        return;
+    };
+    let url = format!("unix://{}", server.socket.as_ref().unwrap().display());
+    retry()
+        .args([format!("--state={url}")])
+        .args(FLOOR_2)
+        .args(["-r", "5", "--base", "1ms", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("budget 'api' is spent"));
+    assert_eq!(show(&url, &FLOOR_2)["budget"]["retries"], 2);
+}
+
+/// Runs `retry --state URL --budget api --breaker api -r 1 ...` whose command says it ran, and
+/// checks that it ran both attempts, said once that the state is unavailable, and was not held
+/// up for long. Returns what it said.
+fn fails_open(url: &str, script: &str) -> String {
+    let started = Instant::now();
+    let output = retry()
+        .args([format!("--state={url}")])
+        .args([
+            "--budget",
+            "api",
+            "--breaker",
+            "api",
+            "-r",
+            "1",
+            "--base",
+            "1ms",
+        ])
+        .args(sh(script))
+        .command()
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ran\nran\n",
+        "{stderr}"
+    );
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("state unavailable"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    // At most one connect and one reply time-out (0.4 s each): well under 1 s of delay; the
+    // bound here is generous for a loaded machine.
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    stderr
+}
+
+#[test]
+fn a_refused_connection_fails_open() {
+    let port = free_port();
+    fails_open(&format!("redis://127.0.0.1:{port}"), "echo ran; exit 1");
+}
+
+/// A server that accepts and never answers costs one time-out, once.
+#[test]
+fn a_silent_server_fails_open_within_a_second() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().take(2) {
+            held.push(stream);
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let started = Instant::now();
+    fails_open(&format!("redis://127.0.0.1:{port}"), "echo ran; exit 1");
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    drop(held);
+}
+
+#[test]
+fn a_wrong_password_fails_open_and_is_never_shown() {
+    let Some(server) = server(&["--requirepass", "s3cret-pw"], false) else {
+        return;
+    };
+    let wrong = format!("redis://:not-the-pw@127.0.0.1:{}/0", server.port);
+    let said = fails_open(&wrong, "echo ran; exit 1");
+    assert!(!said.contains("not-the-pw"), "{said}");
+    assert!(said.contains("redis://:***@127.0.0.1"), "{said}");
+    // With the right password, in every form of output, it is never shown either.
+    let right = format!("redis://:s3cret-pw@127.0.0.1:{}/0", server.port);
+    for args in [
+        &["-v", "-r", "1", "--base", "1ms", "false"][..],
+        &["--log-format", "json", "-r", "1", "--base", "1ms", "false"],
+        &["--show-state"],
+        &["--show-state", "--log-format", "json"],
+        &["--dry-run", "false"],
+    ] {
+        let output = retry()
+            .args([format!("--state={right}")])
+            .args(["--budget", "api", "--breaker", "api"])
+            .args(args)
+            .command()
+            .output()
+            .unwrap();
+        let all = [output.stdout, output.stderr].concat();
+        let all = String::from_utf8_lossy(&all);
+        assert!(!all.contains("s3cret-pw"), "{args:?}: {all}");
+        assert!(!all.contains("state unavailable"), "{args:?}: {all}");
+    }
+}
+
+/// A server that dies between two attempts: the run goes on without it, saying so once.
+#[test]
+fn a_server_that_dies_between_attempts_fails_open() {
+    let Some(mut server) = server(&[], false) else {
+        return;
+    };
+    let pid = server.child.id();
+    let script = format!("echo ran; [ $RETRY_ATTEMPT = 1 ] && kill -9 {pid}; sleep 0.05; exit 1");
+    fails_open(&server.url(0), &script);
+    let _ = server.child.wait();
+}
+
+/// RETRY_STATE (which keeps a password out of `ps`) is read as --state is: a bad scheme is misuse.
+#[test]
+fn retry_state_refuses_an_unknown_scheme() {
+    retry()
+        .args(["--budget", "api", "true"])
+        .command()
+        .env("RETRY_STATE", "http://example.test")
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("unknown state scheme 'http'"));
+}
