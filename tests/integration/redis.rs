@@ -374,3 +374,116 @@ fn retry_state_refuses_an_unknown_scheme() {
         .code(125)
         .stderr(predicate::str::contains("unknown state scheme 'http'"));
 }
+
+/// `rediss://`: TLS, trusting what the system trusts (and `SSL_CERT_FILE`, as curl does). A
+/// certificate nobody vouches for makes the run fail open.
+#[test]
+fn rediss_speaks_tls_to_a_server_the_system_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(
+        at("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let steps: [&[&str]; 3] = [
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &at("ca.key"),
+            "-out",
+            &at("ca.pem"),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=retry-test-ca",
+        ],
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &at("server.key"),
+            "-out",
+            &at("server.csr"),
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &at("server.csr"),
+            "-CA",
+            &at("ca.pem"),
+            "-CAkey",
+            &at("ca.key"),
+            "-CAcreateserial",
+            "-out",
+            &at("server.pem"),
+            "-days",
+            "1",
+            "-extfile",
+            &at("ext.cnf"),
+        ],
+    ];
+    for step in steps {
+        let Ok(status) = Command::new("openssl")
+            .args(step)
+            .stderr(Stdio::null())
+            .status()
+        else {
+            missing("openssl", "a Redis server speaking TLS");
+            return;
+        };
+        assert!(status.success(), "openssl {step:?}");
+    }
+    let tls_port = free_port();
+    let tls_port_text = tls_port.to_string();
+    let Some(_server) = server(
+        &[
+            "--tls-port",
+            &tls_port_text,
+            "--tls-cert-file",
+            &at("server.pem"),
+            "--tls-key-file",
+            &at("server.key"),
+            "--tls-ca-cert-file",
+            &at("ca.pem"),
+            "--tls-auth-clients",
+            "no",
+        ],
+        false,
+    ) else {
+        return;
+    };
+    let url = format!("--state=rediss://127.0.0.1:{tls_port}/0");
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", tls_port)).is_err() {
+        assert!(started.elapsed() < BOUND, "no TLS port");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    retry()
+        .args([url.as_str()])
+        .args(FLOOR_2)
+        .args(["-r", "5", "--base", "1ms", "false"])
+        .command()
+        .env("SSL_CERT_FILE", at("ca.pem"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("budget 'api' is spent"));
+    retry()
+        .args([url.as_str()])
+        .args(FLOOR_2)
+        .args(["-r", "1", "--base", "1ms", "false"])
+        .command()
+        .env("SSL_CERT_FILE", at("server.key"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("state unavailable").count(1));
+}
