@@ -65,7 +65,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--breaker', '--breaker', [CompletionResultType]::ParameterName, 'Stop running the command while the circuit breaker NAME is open')
             [CompletionResult]::new('--breaker-threshold', '--breaker-threshold', [CompletionResultType]::ParameterName, 'Failed attempts in a row, across every run, that open the breaker [default: 5]')
             [CompletionResult]::new('--breaker-cooldown', '--breaker-cooldown', [CompletionResultType]::ParameterName, 'How long the breaker stays open before a probe may go [default: 1m]')
-            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Where budgets and breakers live: a directory [default: $XDG_STATE_HOME/retry]')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]')
             [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'Retry without an attempt limit (usually with --max-time)')
             [CompletionResult]::new('--http', '--http', [CompletionResultType]::ParameterName, 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After')
             [CompletionResult]::new('--honor-retry-after', '--honor-retry-after', [CompletionResultType]::ParameterName, 'A Retry-After header printed by a failed attempt sets the least wait before the next')

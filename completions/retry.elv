@@ -62,7 +62,7 @@ var retry-options~ = {|@words|
             cand --breaker 'Stop running the command while the circuit breaker NAME is open'
             cand --breaker-threshold 'Failed attempts in a row, across every run, that open the breaker [default: 5]'
             cand --breaker-cooldown 'How long the breaker stays open before a probe may go [default: 1m]'
-            cand --state 'Where budgets and breakers live: a directory [default: $XDG_STATE_HOME/retry]'
+            cand --state 'Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]'
             cand --forever 'Retry without an attempt limit (usually with --max-time)'
             cand --http 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
             cand --honor-retry-after 'A Retry-After header printed by a failed attempt sets the least wait before the next'

@@ -54,7 +54,7 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -l budget-floor -d 'R
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker -d 'Stop running the command while the circuit breaker NAME is open' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-threshold -d 'Failed attempts in a row, across every run, that open the breaker [default: 5]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-cooldown -d 'How long the breaker stays open before a probe may go [default: 1m]' -r -f
-complete -c retry -n 'not __fish_retry_command >/dev/null' -l state -d 'Where budgets and breakers live: a directory [default: $XDG_STATE_HOME/retry]' -r -f -a "(__fish_complete_directories)"
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l state -d 'Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]' -r -f -a "(__fish_complete_directories)"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l forever -d 'Retry without an attempt limit (usually with --max-time)'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l http -d 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l honor-retry-after -d 'A Retry-After header printed by a failed attempt sets the least wait before the next'

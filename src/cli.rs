@@ -383,13 +383,15 @@ pub struct Cli {
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Fleet limits")]
     pub breaker_cooldown: Option<Duration>,
 
-    /// Where budgets and breakers live: a directory [default: $XDG_STATE_HOME/retry]
+    /// Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]
     ///
     /// Also $RETRY_STATE. Without either, $XDG_STATE_HOME/retry when that is set and absolute,
     /// else ~/.local/state/retry. One file per name; a directory or file that others can write
-    /// is refused. When the state cannot be read or written, the run goes on without budget and
-    /// breaker, and says so once.
-    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, value_parser = parse_state, help_heading = "Fleet limits")]
+    /// is refused. For a fleet of hosts: redis://[[user]:password@]host[:port][/db], rediss://
+    /// (TLS) or unix:///path/to/redis.sock (a password is never printed; $RETRY_STATE keeps it
+    /// out of ps). When the state cannot be used, the run goes on without budget and breaker,
+    /// and says so once.
+    #[arg(long, value_name = "DIR|URL", value_hint = ValueHint::DirPath, value_parser = parse_state, help_heading = "Fleet limits")]
     pub state: Option<StateLocation>,
 
     /// Print the state of the budget and breaker named, and exit (COMMAND optional)
