@@ -9,6 +9,8 @@ run's own scale. With BASE = 1 s the run is the real thing, unscaled. Each clien
 `retry POLICY -- sh -c 'curl -fsS -H "X-Client: ID" -H "X-Attempt: $RETRY_ATTEMPT" URL'`;
 the shell-loop policy runs `until curl ...; do sleep BASE; done` instead.
 POLICIES picks rows by a comma-separated list of words their names contain (default: all).
+HERD_STATE, when set (a Redis URL), is where the fleet rows keep their budget and breaker,
+instead of a state directory of each cell's own.
 The fleet rows give each client the same budget (and breaker) in a state directory of the
 cell's own, with the budget's window and the breaker's cooldown at the run's scale (1 minute
 at a 1 s base). Prints one markdown row per policy.
@@ -21,6 +23,7 @@ OUTAGE = float(sys.argv[3]) if len(sys.argv) > 3 else 20.0
 RATE = float(sys.argv[4]) if len(sys.argv) > 4 else 20.0
 BASE = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
 PICK = sys.argv[6].split(",") if len(sys.argv) > 6 else None
+STATE = os.environ.get("HERD_STATE")
 CAP = 30 * BASE
 SCALE = 1.0 / BASE  # seconds here -> seconds at a 1 s base
 here = os.path.dirname(os.path.abspath(__file__))
@@ -64,8 +67,12 @@ def cell(name, flags, workdir):
         if flags is None:
             argv = ["sh", "-c", f"n=1; until RETRY_ATTEMPT=$n; export RETRY_ATTEMPT; {curl}; do n=$((n+1)); sleep {BASE}; done"]
         else:
+            state = STATE or f"{workdir}/state-{port}"
+            # Each cell's own names, so that cells sharing one Redis start afresh.
+            own = [f"{f}-{port}" if previous in ("--budget", "--breaker") else f
+                   for previous, f in zip([None] + flags, flags)]
             argv = [retry, "--log-format", "json", "--forever", "--max-time", f"{600 * BASE}s", "--base", f"{BASE}s",
-                    "--max", f"{CAP}s", f"--state={workdir}/state-{port}", *flags, "--", "sh", "-c", curl]
+                    "--max", f"{CAP}s", f"--state={state}", *own, "--", "sh", "-c", curl]
         pid = os.fork()
         if pid == 0:
             os.close(barrier_w)
