@@ -628,6 +628,47 @@ mod tests {
             paid(apply("floor", Op::Retry(floor(2, 0.0)))),
             "whole after a reset",
         );
+        // The window: spent within it, whole again once it (and its last slice) has passed.
+        let short = BudgetPolicy {
+            ratio: 0.0,
+            floor: 1,
+            window: Duration::from_millis(300),
+        };
+        check(
+            paid(apply("window", Op::Retry(short))),
+            "the floor of the window",
+        );
+        check(
+            !paid(apply("window", Op::Retry(short))),
+            "spent within the window",
+        );
+        std::thread::sleep(Duration::from_millis(340));
+        check(
+            paid(apply("window", Op::Retry(short))),
+            "whole once the window passed",
+        );
+        // A probe whose run died holds the breaker only for its lease.
+        apply("lease", failure(1));
+        apply("lease", failure(1));
+        std::thread::sleep(Duration::from_millis(110));
+        let lease = |id| Op::Admit {
+            id,
+            lease: 100,
+            earn: None,
+        };
+        check(
+            kind(apply("lease", lease(7))) == "probe",
+            "a probe, that then dies",
+        );
+        check(
+            kind(apply("lease", lease(8))) == "open",
+            "held while its lease runs",
+        );
+        std::thread::sleep(Duration::from_millis(110));
+        check(
+            kind(apply("lease", lease(8))) == "probe",
+            "forgotten after its lease",
+        );
         steps
     }
 
@@ -636,7 +677,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store =
             file::FileStore::open(&dir.path().join("state"), &["floor", "ratio", "b"]).unwrap();
-        assert_eq!(scenarios(&mut store), 17);
+        assert_eq!(scenarios(&mut store), 23);
     }
 
     #[test]
@@ -656,6 +697,6 @@ mod tests {
                 })
             }
         }
-        assert_eq!(scenarios(&mut Clocked(BTreeMap::new())), 17);
+        assert_eq!(scenarios(&mut Clocked(BTreeMap::new())), 23);
     }
 }
