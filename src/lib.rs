@@ -486,7 +486,8 @@ fn clap_exit(error: &clap::Error, args: &[OsString]) -> Exit {
 }
 
 fn misuse(message: &str) -> Exit {
-    let _ = writeln!(io::stderr(), "retry: {}", text::one_line(message));
+    let message = text::redact_urls(message);
+    let _ = writeln!(io::stderr(), "retry: {}", text::one_line(&message));
     Exit::Status(MISUSE)
 }
 

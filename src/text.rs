@@ -138,6 +138,34 @@ fn trim_decimals(value: f64, places: i32) -> String {
     text.to_string()
 }
 
+/// `text` with the password of every URL in it (`scheme://user:password@host`) replaced by
+/// `***`, so that no message `retry` writes shows one.
+pub(crate) fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let end = after
+            .find(|c: char| c == '/' || c == '\'' || c == '"' || c.is_whitespace())
+            .unwrap_or(after.len());
+        let (authority, tail) = after.split_at(end);
+        match authority.rsplit_once('@') {
+            Some((user_info, host)) => {
+                match user_info.split_once(':') {
+                    Some((user, _)) => out.push_str(&format!("{user}:***@{host}")),
+                    // A password given alone (`redis://secret@host`).
+                    None => out.push_str(&format!("***@{host}")),
+                }
+            }
+            None => out.push_str(authority),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,5 +310,23 @@ mod tests {
         assert_eq!(plain_error(&error), "Permission denied");
         let custom = io::Error::other("pipe closed");
         assert_eq!(plain_error(&custom), "pipe closed");
+    }
+
+    #[test]
+    fn passwords_in_urls_are_hidden() {
+        for (text, shown) in [
+            ("redis://:secret@host:6379/2", "redis://:***@host:6379/2"),
+            ("redis://user:secret@host", "redis://user:***@host"),
+            ("rediss://secret@host/0", "rediss://***@host/0"),
+            ("redis://host:6379", "redis://host:6379"),
+            ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+            (
+                "invalid value 'http://u:pw@x' for '--state': bad; see http://a:b@c/d too",
+                "invalid value 'http://u:***@x' for '--state': bad; see http://a:***@c/d too",
+            ),
+            ("no url here", "no url here"),
+        ] {
+            assert_eq!(redact_urls(text), shown);
+        }
     }
 }

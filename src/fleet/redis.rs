@@ -5,7 +5,7 @@
 //!
 //! One connection per run, made only when a budget or breaker is named, with short time-outs:
 //! a server that is down, silent or refuses us makes the run fail open, well within a second.
-//! The password in a URL is never said: `redacted` is how a URL is shown.
+//! The password in a URL is never said: `text::redact_urls` is how a URL is shown.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use redis::{Connection, Script, Value};
 
 use super::rules::{Admission, BreakerRecord, BudgetView, Probe, Transition};
 use super::{Applied, Op, Outcome, Reply, Store, StoreError};
+use crate::text::redact_urls;
 
 /// How long connecting (and the handshake: AUTH, SELECT) may take, and then each reply.
 const CONNECT_WAIT: Duration = Duration::from_millis(400);
@@ -25,34 +26,10 @@ pub(crate) struct RedisStore {
     shown: String,
 }
 
-/// `url` with its password, if any, replaced by `***`: how a URL is said.
-pub(crate) fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((user_info, host)) => {
-            let user = user_info.split(':').next().unwrap_or("");
-            let hidden = if user_info.contains(':') {
-                format!("{user}:***")
-            } else {
-                // `redis://secret@host`: a password given alone.
-                "***".to_string()
-            };
-            format!("{scheme}://{hidden}@{host}{path}")
-        }
-        None => url.to_string(),
-    }
-}
-
 impl RedisStore {
     /// Connects to the server at `url`; the reason, with the URL redacted, when it cannot.
     pub(crate) fn open(url: &str) -> Result<RedisStore, String> {
-        let shown = redacted(url);
+        let shown = redact_urls(url);
         let unreachable =
             |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
         let client = redis::Client::open(url).map_err(unreachable)?;
@@ -254,16 +231,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_password_is_never_shown() {
-        for (url, shown) in [
-            ("redis://:secret@host:6379/2", "redis://:***@host:6379/2"),
-            ("redis://user:secret@host", "redis://user:***@host"),
-            ("rediss://secret@host/0", "rediss://***@host/0"),
-            ("redis://host:6379", "redis://host:6379"),
-            ("unix:///run/redis.sock", "unix:///run/redis.sock"),
-        ] {
-            assert_eq!(redacted(url), shown);
-        }
+    fn the_password_of_a_url_is_found_to_be_hidden() {
         assert_eq!(password("redis://:secret@host"), Some("secret"));
         assert_eq!(password("redis://user:pw@host/1"), Some("pw"));
         assert_eq!(password("redis://host"), None);

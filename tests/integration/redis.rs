@@ -373,6 +373,21 @@ fn retry_state_refuses_an_unknown_scheme() {
         .assert()
         .code(125)
         .stderr(predicate::str::contains("unknown state scheme 'http'"));
+    // Even a misused URL's password is never shown.
+    retry()
+        .args([
+            "--state",
+            "http://user:hunter2@example.test",
+            "--budget",
+            "api",
+            "true",
+        ])
+        .assert()
+        .code(125)
+        .stderr(
+            predicate::str::contains("http://user:***@example.test")
+                .and(predicate::str::contains("hunter2").not()),
+        );
 }
 
 /// `rediss://`: TLS, trusting what the system trusts (and `SSL_CERT_FILE`, as curl does). A
