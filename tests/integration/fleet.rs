@@ -374,14 +374,13 @@ fn a_dead_probe_is_forgotten_after_its_lease() {
         .assert()
         .code(1);
     std::thread::sleep(Duration::from_millis(120));
-    let lease = ["--timeout", "400ms", "--kill-after", "0"];
+    let lease = ["--timeout", "1500ms", "--kill-after", "0"];
     let mut probe = s
         .retry(&["-r", "0"])
         .args(lease)
         .args(&b)
         .args(["sleep", "30"])
         .spawn();
-    let started = Instant::now();
     eventually("the probe holds the breaker", || {
         s.dir.join("api.state").exists()
             && std::fs::read_to_string(s.dir.join("api.state"))
@@ -396,8 +395,25 @@ fn a_dead_probe_is_forgotten_after_its_lease() {
         .args(["true"])
         .assert()
         .code(75);
-    let left = Duration::from_millis(420).saturating_sub(started.elapsed());
-    std::thread::sleep(left);
+    // Once the lease the record holds has ended (on the wall clock), another run probes.
+    let record = std::fs::read_to_string(s.dir.join("api.state")).unwrap();
+    let probe_until: u64 = record
+        .lines()
+        .find_map(|line| line.strip_prefix("breaker "))
+        .and_then(|fields| fields.split(' ').nth(3))
+        .and_then(|probe| probe.split(':').nth(1))
+        .and_then(|until| until.parse().ok())
+        .expect("a probe's lease in the record");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        probe_until >= now && probe_until - now <= 1500,
+        "the lease is the --timeout and grace: {}",
+        probe_until.saturating_sub(now)
+    );
+    std::thread::sleep(Duration::from_millis(probe_until - now + 30));
     s.retry(&["-r", "0"])
         .args(lease)
         .args(&b)
