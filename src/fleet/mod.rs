@@ -507,8 +507,10 @@ mod tests {
         assert_eq!(breaker.unwrap().failures, 0);
     }
 
-    /// The table of cases every store must agree on, on the store's own clock (so with short
-    /// real waits): the budget's exact counts, every breaker transition, the single probe.
+    /// The table of cases every store must agree on, on the store's own clock (so with real
+    /// waits, each a few hundred milliseconds so that a loaded machine cannot make a step late
+    /// enough to change its answer): the budget's exact counts and window, every breaker
+    /// transition, the single probe, a dead probe's lease.
     /// Returns how many steps ran, so a caller sees the table was walked.
     pub(crate) fn scenarios<S: Store>(store: &mut S) -> usize {
         let floor = |floor, ratio| BudgetPolicy {
@@ -518,7 +520,7 @@ mod tests {
         };
         let breaker = BreakerPolicy {
             threshold: 2,
-            cooldown: Duration::from_millis(100),
+            cooldown: Duration::from_millis(300),
         };
         let failure = |id| Op::Record {
             id,
@@ -598,7 +600,7 @@ mod tests {
             kind(apply("b", admit(3))) == "open",
             "no attempt while open",
         );
-        std::thread::sleep(Duration::from_millis(110));
+        std::thread::sleep(Duration::from_millis(320));
         check(
             kind(apply("b", admit(4))) == "probe",
             "the first to ask probes",
@@ -609,7 +611,7 @@ mod tests {
             "a failed probe reopens",
         );
         check(kind(apply("b", admit(6))) == "open", "open again");
-        std::thread::sleep(Duration::from_millis(210));
+        std::thread::sleep(Duration::from_millis(620));
         check(
             kind(apply("b", admit(6))) == "probe",
             "after twice the cooldown",
@@ -632,7 +634,7 @@ mod tests {
         let short = BudgetPolicy {
             ratio: 0.0,
             floor: 1,
-            window: Duration::from_millis(300),
+            window: Duration::from_millis(600),
         };
         check(
             paid(apply("window", Op::Retry(short))),
@@ -642,7 +644,7 @@ mod tests {
             !paid(apply("window", Op::Retry(short))),
             "spent within the window",
         );
-        std::thread::sleep(Duration::from_millis(340));
+        std::thread::sleep(Duration::from_millis(670));
         check(
             paid(apply("window", Op::Retry(short))),
             "whole once the window passed",
@@ -650,10 +652,10 @@ mod tests {
         // A probe whose run died holds the breaker only for its lease.
         apply("lease", failure(1));
         apply("lease", failure(1));
-        std::thread::sleep(Duration::from_millis(110));
+        std::thread::sleep(Duration::from_millis(320));
         let lease = |id| Op::Admit {
             id,
-            lease: 100,
+            lease: 300,
             earn: None,
         };
         check(
@@ -664,7 +666,7 @@ mod tests {
             kind(apply("lease", lease(8))) == "open",
             "held while its lease runs",
         );
-        std::thread::sleep(Duration::from_millis(110));
+        std::thread::sleep(Duration::from_millis(320));
         check(
             kind(apply("lease", lease(8))) == "probe",
             "forgotten after its lease",
