@@ -509,9 +509,9 @@ fn a_signal_ends_retry_while_the_output_of_an_ended_attempt_drains() {
     );
     let r = r.args(sh(&script));
     let child = r.spawn();
+    // `yes` runs until it is killed, whether or not the test passes.
+    let _yes = KillOnDrop(-pid_in(&r.path("pid")));
     sigterm_after_the_attempt_ends_at_once(&r, child);
-    let attempt = pid_in(&r.path("pid"));
-    kill_leftover(-attempt);
 }
 
 /// Waits for the attempt (its pid in the file `pid`) to end and `retry` to reach the write that

@@ -443,6 +443,16 @@ pub fn pid_in(path: &Path) -> i32 {
     wait_for_lines(path, 1)[0].parse().expect("a pid")
 }
 
+/// Kills a process (a negative pid: a group) when dropped, so that what a test's command
+/// leaves running on purpose (a `yes` that never stops) is gone even when the test fails.
+pub struct KillOnDrop(pub i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        kill_leftover(self.0);
+    }
+}
+
 /// Kills a process (a negative pid: a group) that a test's command left behind on purpose.
 pub fn kill_leftover(pid: i32) {
     // SAFETY: kill(2) on a process or group this test started.
