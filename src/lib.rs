@@ -209,14 +209,18 @@ fn open_state(settings: &Settings) -> Result<Option<StateStore>, String> {
 /// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`. A relative value is ignored, as for
 /// the config file.
 fn default_state_dir() -> Option<PathBuf> {
+    Some(xdg_base("XDG_STATE_HOME", ".local/state")?.join("retry"))
+}
+
+/// The XDG base directory `key` names, else `~/fallback`. A relative value is ignored (the XDG
+/// rule, applied to `HOME` too): it would read from the current directory.
+fn xdg_base(key: &str, fallback: &str) -> Option<PathBuf> {
     let absolute = |key| {
         non_empty_env(key)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
     };
-    let base = absolute("XDG_STATE_HOME")
-        .or_else(|| Some(absolute("HOME")?.join(".local").join("state")))?;
-    Some(base.join("retry"))
+    absolute(key).or_else(|| Some(absolute("HOME")?.join(fallback)))
 }
 
 /// `--show-state` or `--reset-state`: prints the state (or that it was reset) on stdout and
@@ -418,13 +422,11 @@ fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {
 /// `$XDG_CONFIG_HOME/retry/config.toml`, else `~/.config/retry/config.toml`. A relative value
 /// is ignored (the XDG rule, applied to `HOME` too): it would read from the current directory.
 fn default_config_path() -> Option<PathBuf> {
-    let absolute = |key| {
-        non_empty_env(key)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let base = absolute("XDG_CONFIG_HOME").or_else(|| Some(absolute("HOME")?.join(".config")))?;
-    Some(base.join("retry").join("config.toml"))
+    Some(
+        xdg_base("XDG_CONFIG_HOME", ".config")?
+            .join("retry")
+            .join("config.toml"),
+    )
 }
 
 fn non_empty_env(key: &str) -> Option<OsString> {

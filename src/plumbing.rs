@@ -265,7 +265,7 @@ pub(crate) fn watch(
     let http = rules.http;
     let mut collectors = Vec::new();
     if http.any() {
-        collectors.push(http_lines_pattern());
+        collectors.push(http_lines_pattern().clone());
     }
     let hint = rules.hint.clone();
     collectors.extend(hint.clone());
@@ -357,8 +357,10 @@ pub(crate) fn watch(
 /// the speed of any literal pattern; `Heard` then reads each line it passes exactly. (Anchored
 /// at the line's start, with the optional blanks, it had no literal to search for and cost six
 /// times as much: BENCHMARKS.md.)
-fn http_lines_pattern() -> Pattern {
-    Pattern::new(r"HTTP/|(?i:retry-after:)").expect("a valid pattern")
+fn http_lines_pattern() -> &'static Pattern {
+    // Compiled once for the run, not for every attempt.
+    static SIEVE: OnceLock<Pattern> = OnceLock::new();
+    SIEVE.get_or_init(|| Pattern::new(r"HTTP/|(?i:retry-after:)").expect("a valid pattern"))
 }
 
 /// How long `retry` waits for a reader downstream to take an attempt's output.

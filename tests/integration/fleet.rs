@@ -2,7 +2,7 @@
 //! and its single probe, many concurrent runs on one name, failing open, and misuse.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
@@ -158,11 +158,7 @@ fn budget_decisions_are_logged() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
-    let events: Vec<Value> = String::from_utf8(output.stderr)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let events = json_events(&output.stderr);
     let decisions: Vec<&str> = events
         .iter()
         .filter(|e| e["event"] == "budget")
@@ -172,26 +168,6 @@ fn budget_decisions_are_logged() {
     let give_up = events.iter().find(|e| e["event"] == "give-up").unwrap();
     assert_eq!(give_up["reason"], "budget");
     assert_eq!(give_up["attempts"], 2);
-}
-
-/// Starts `n` runs of `retry ARGS` at once, and waits for them all; returns their statuses.
-fn concurrently(n: usize, args: &[String]) -> Vec<i32> {
-    let children: Vec<Child> = (0..n)
-        .map(|_| {
-            Command::new(BIN)
-                .args(args)
-                .env_remove("RETRY_STATE")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    children
-        .into_iter()
-        .map(|mut child| shell_status(wait_bounded(&mut child)))
-        .collect()
 }
 
 /// A hundred runs at once on one budget: no update is lost (the state's counts are exactly the
@@ -723,11 +699,7 @@ fn breaker_decisions_are_logged() {
             .command()
             .output()
             .unwrap();
-        String::from_utf8(output.stderr)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
+        json_events(&output.stderr)
     };
     let breaker_events = |events: &[Value]| -> Vec<String> {
         events

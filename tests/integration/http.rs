@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use predicates::prelude::*;
-use serde_json::Value;
 
 use crate::util::*;
 
@@ -396,10 +395,8 @@ fn the_hook_and_the_log_see_the_hinted_wait() {
         .parse()
         .unwrap();
     assert!((1000..=2000).contains(&next), "{next}");
-    let retry_event = String::from_utf8(output.stderr)
-        .unwrap()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    let retry_event = json_events(&output.stderr)
+        .into_iter()
         .find(|event| event["event"] == "retry")
         .expect("a retry event");
     assert_eq!(retry_event["hint_ms"], 1000.0);
@@ -427,10 +424,8 @@ fn a_seed_gives_the_same_spread() {
             .command()
             .output()
             .unwrap();
-        String::from_utf8(output.stderr)
-            .unwrap()
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        json_events(&output.stderr)
+            .into_iter()
             .find(|event| event["event"] == "retry")
             .map(|event| event["delay_ms"].clone())
             .expect("a retry event")

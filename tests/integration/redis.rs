@@ -178,20 +178,8 @@ fn a_hundred_concurrent_runs_share_one_budget_in_redis() {
         "printf x >> '{}'; exit 1",
         work.path().join("count").display()
     )));
-    let children: Vec<Child> = (0..100)
-        .map(|_| {
-            Command::new(BIN)
-                .args(&args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut child in children {
-        assert_eq!(shell_status(wait_bounded(&mut child)), 1);
-    }
+    let statuses = concurrently(100, &args);
+    assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
     let attempts = std::fs::read(work.path().join("count")).unwrap().len();
     let retries = attempts - 100;
     assert!((20..=30).contains(&retries), "{retries} retries");
@@ -306,17 +294,16 @@ fn a_refused_connection_fails_open() {
 fn a_silent_server_fails_open_within_a_second() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let held = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in listener.incoming().take(2) {
-            held.push(stream);
-        }
-        std::thread::sleep(Duration::from_secs(5));
+    // The connections are held, unanswered, until the test is done with them.
+    let (done, test_done) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let _held: Vec<_> = listener.incoming().take(1).collect();
+        let _ = test_done.recv();
     });
     let started = Instant::now();
     fails_open(&format!("redis://127.0.0.1:{port}"), "echo ran; exit 1");
     assert!(started.elapsed() < Duration::from_millis(1500));
-    drop(held);
+    drop(done);
 }
 
 #[test]

@@ -443,6 +443,36 @@ pub fn pid_in(path: &Path) -> i32 {
     wait_for_lines(path, 1)[0].parse().expect("a pid")
 }
 
+/// The JSON events `retry` wrote on `stderr` (`--log-format json`), each line one object; a
+/// line that is not one fails the test.
+pub fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect()
+}
+
+/// Starts `n` runs of `retry ARGS` at once (no `RETRY_STATE`, output discarded) and waits for
+/// them all; returns their statuses as a shell sees them.
+pub fn concurrently(n: usize, args: &[String]) -> Vec<i32> {
+    let children: Vec<Child> = (0..n)
+        .map(|_| {
+            std::process::Command::new(BIN)
+                .args(args)
+                .env_remove("RETRY_STATE")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("a run of retry")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|mut child| shell_status(wait_bounded(&mut child)))
+        .collect()
+}
+
 /// Kills a process (a negative pid: a group) when dropped, so that what a test's command
 /// leaves running on purpose (a `yes` that never stops) is gone even when the test fails.
 pub struct KillOnDrop(pub i32);
