@@ -1,10 +1,12 @@
 //! Events as JSON lines, for `--log-format json`: each event is one or two objects, built as
 //! data (`objects`) and rendered with the time of writing.
 
+use std::ffi::OsString;
 use std::time::{Duration, SystemTime};
 
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
+use crate::settings::HookKind;
 
 use super::{Event, GiveUp, HintUse};
 use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
@@ -34,20 +36,7 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             command,
             max_attempts,
             seed,
-        } => {
-            let words = command
-                .iter()
-                .map(|w| w.to_string_lossy().into_owned())
-                .collect();
-            vec![(
-                "start",
-                vec![
-                    ("command", Json::List(words)),
-                    ("max_attempts", Json::limit(max_attempts)),
-                    ("seed", Json::Number(seed)),
-                ],
-            )]
-        }
+        } => vec![start(command, max_attempts, seed)],
         Event::Splay { wait } => vec![("splay", vec![("delay_ms", Json::Millis(wait))])],
         Event::AttemptStart {
             attempt,
@@ -68,20 +57,10 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             next,
             hint,
         } => {
-            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
-            fields.push(("outcome", Json::text("failure")));
             let why = why.map_or(Json::Null, |why| Json::Text(why.to_string()));
-            fields.push(("reason", why));
+            let fields = attempt_fields(attempt, max_attempts, end, ran, "failure", why);
             with_retry(("attempt", fields), attempt, next, hint)
         }
-        Event::Fleet(notice) => vec![fleet_object(notice)],
-        Event::HintIgnored { attempt, value } => vec![(
-            "hint-ignored",
-            vec![
-                ("attempt", Json::Number(attempt)),
-                ("value", Json::text(value)),
-            ],
-        )],
         Event::StreakContinues {
             attempt,
             max_attempts,
@@ -91,46 +70,36 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             needed,
             next,
         } => {
-            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
-            fields.push(("outcome", Json::text("success")));
-            fields.push(("reason", Json::Null));
+            let mut fields = attempt_fields(attempt, max_attempts, end, ran, "success", Json::Null);
             fields.push(("streak", Json::Number(streak)));
             fields.push(("needed", Json::Number(needed)));
             with_retry(("attempt", fields), attempt, next, None)
         }
-        Event::CannotStart {
-            command,
-            end,
-            error,
-        } => vec![(
-            "cannot-start",
-            vec![
-                // `program`, not `command`: `start` has `command` as the whole argument list.
-                (
-                    "program",
-                    Json::Text(command.to_string_lossy().into_owned()),
-                ),
-                ("exit_code", Json::status(end)),
-                ("error", Json::text(error)),
-            ],
-        )],
         Event::Success {
             attempt,
             max_attempts,
             end,
             ran,
             total,
-        } => {
-            let mut fields = attempt_fields(attempt, max_attempts, end, ran);
-            fields.push(("outcome", Json::text("success")));
-            fields.push(("reason", Json::Null));
-            let success = vec![
-                ("attempt", Json::Number(attempt)),
-                ("exit_code", Json::Number(0)),
-                ("duration_ms", Json::Number(total.as_millis() as u64)),
-            ];
-            vec![("attempt", fields), ("success", success)]
-        }
+        } => vec![
+            (
+                "attempt",
+                attempt_fields(attempt, max_attempts, end, ran, "success", Json::Null),
+            ),
+            (
+                "success",
+                vec![
+                    ("attempt", Json::Number(attempt)),
+                    ("exit_code", Json::Number(0)),
+                    ("duration_ms", Json::Number(total.as_millis() as u64)),
+                ],
+            ),
+        ],
+        Event::CannotStart {
+            command,
+            end,
+            error,
+        } => vec![cannot_start(command, end, error)],
         Event::GiveUp {
             reason,
             attempts,
@@ -145,56 +114,30 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
                 ("duration_ms", Json::Number(total.as_millis() as u64)),
             ],
         )],
+        Event::Fleet(notice) => vec![fleet_object(notice)],
+        Event::HintIgnored { attempt, value } => vec![(
+            "hint-ignored",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                ("value", Json::text(value)),
+            ],
+        )],
         Event::StdinShared => vec![(
             "stdin-warning",
             vec![("message", Json::Text(super::plain::line(event)))],
         )],
-        Event::SpillFailed { stream, error } => vec![(
-            "spill-failed",
-            vec![
-                ("stream", Json::text(stream.name())),
-                ("error", Json::text(error)),
-            ],
-        )],
-        Event::ReadFailed { error } => vec![(
-            "read-failed",
-            vec![
-                ("stream", Json::text("stdin")),
-                ("error", Json::text(error)),
-            ],
-        )],
-        Event::WriteFailed { stream, error } => vec![(
-            "write-failed",
-            vec![
-                ("stream", Json::text(stream.name())),
-                ("error", Json::text(error)),
-            ],
-        )],
-        Event::TerminalStop { attempt, signal } => vec![(
-            "terminal-stop",
-            vec![
-                ("attempt", Json::Number(attempt)),
-                ("signal", Json::signal(signal)),
-            ],
-        )],
-        Event::Relayed { attempt, signal } => vec![(
-            "relay",
-            vec![
-                ("attempt", Json::Number(attempt)),
-                ("signal", Json::signal(signal)),
-            ],
-        )],
-        Event::HookFailed { kind, end } => vec![(
-            "hook-failed",
-            vec![
-                ("hook", Json::text(kind.flag().trim_start_matches("--"))),
-                ("exit_code", Json::status(end)),
-                (
-                    "timed_out",
-                    Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
-                ),
-            ],
-        )],
+        Event::SpillFailed { stream, error } => {
+            vec![stream_failure("spill-failed", stream.name(), error)]
+        }
+        Event::ReadFailed { error } => vec![stream_failure("read-failed", "stdin", error)],
+        Event::WriteFailed { stream, error } => {
+            vec![stream_failure("write-failed", stream.name(), error)]
+        }
+        Event::TerminalStop { attempt, signal } => {
+            vec![attempt_signal("terminal-stop", attempt, signal)]
+        }
+        Event::Relayed { attempt, signal } => vec![attempt_signal("relay", attempt, signal)],
+        Event::HookFailed { kind, end } => vec![hook_failed(kind, end)],
         Event::Interrupted { signal } => vec![(
             "interrupted",
             vec![
@@ -205,12 +148,77 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
     }
 }
 
-/// The fields every `attempt` object has.
+fn start(command: &[OsString], max_attempts: Option<u64>, seed: u64) -> Object {
+    let words = command
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    (
+        "start",
+        vec![
+            ("command", Json::List(words)),
+            ("max_attempts", Json::limit(max_attempts)),
+            ("seed", Json::Number(seed)),
+        ],
+    )
+}
+
+fn cannot_start(command: &OsString, end: AttemptEnd, error: &str) -> Object {
+    (
+        "cannot-start",
+        vec![
+            // `program`, not `command`: `start` has `command` as the whole argument list.
+            (
+                "program",
+                Json::Text(command.to_string_lossy().into_owned()),
+            ),
+            ("exit_code", Json::status(end)),
+            ("error", Json::text(error)),
+        ],
+    )
+}
+
+/// A stream `retry` could not spill, read or write.
+fn stream_failure(name: &'static str, stream: &str, error: &str) -> Object {
+    (
+        name,
+        vec![("stream", Json::text(stream)), ("error", Json::text(error))],
+    )
+}
+
+/// A signal that concerned the running attempt.
+fn attempt_signal(name: &'static str, attempt: u64, signal: i32) -> Object {
+    (
+        name,
+        vec![
+            ("attempt", Json::Number(attempt)),
+            ("signal", Json::signal(signal)),
+        ],
+    )
+}
+
+fn hook_failed(kind: HookKind, end: AttemptEnd) -> Object {
+    (
+        "hook-failed",
+        vec![
+            ("hook", Json::text(kind.flag().trim_start_matches("--"))),
+            ("exit_code", Json::status(end)),
+            (
+                "timed_out",
+                Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
+            ),
+        ],
+    )
+}
+
+/// The fields of an `attempt` object: how it ended, its `outcome` and the `reason` for it.
 fn attempt_fields(
     attempt: u64,
     max_attempts: Option<u64>,
     end: AttemptEnd,
     ran: Duration,
+    outcome: &str,
+    reason: Json,
 ) -> Vec<(&'static str, Json)> {
     let signal = match end {
         AttemptEnd::Signaled(n) => Json::signal(n),
@@ -226,6 +234,8 @@ fn attempt_fields(
             Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
         ),
         ("duration_ms", Json::Number(ran.as_millis() as u64)),
+        ("outcome", Json::text(outcome)),
+        ("reason", reason),
     ]
 }
 
