@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::http::Heard;
+use crate::http::{Heard, HttpLines};
 use crate::lines::{LineMatcher, Pattern};
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
@@ -182,11 +182,7 @@ pub(crate) struct Watch {
     /// for signals.
     done: PipeReader,
     flow: Arc<Flow>,
-    until: Arc<AtomicBool>,
-    retry_if: Arc<AtomicBool>,
-    stop_if: Arc<AtomicBool>,
-    /// What the HTTP lines and hints said so far.
-    heard: Arc<Mutex<Heard>>,
+    findings: Arc<Findings>,
 }
 
 /// How the copy is going, for the wait after the attempt has ended.
@@ -230,7 +226,7 @@ pub(crate) struct Leftover {
 /// when no thread, or no pipe to say when it ends, can be had.
 pub(crate) fn watch(
     mut source: impl Read + AsRawFd + Send + 'static,
-    mut sink: Sink,
+    sink: Sink,
     stream: Stream,
     rules: &OutputRules,
 ) -> io::Result<Watch> {
@@ -245,95 +241,17 @@ pub(crate) fn watch(
         Sink::Discard => None,
     };
     let flow = Arc::new(Flow::default());
-    let until = Arc::new(AtomicBool::new(false));
-    let retry_if = Arc::new(AtomicBool::new(false));
-    let stop_if = Arc::new(AtomicBool::new(false));
-    let heard = Arc::new(Mutex::new(Heard::default()));
-    let mut slots = Vec::new();
-    let mut patterns = Vec::new();
-    for (pattern, flag) in [
-        (&rules.until, &until),
-        (&rules.retry_if, &retry_if),
-        (&rules.stop_if, &stop_if),
-    ] {
-        if let Some(pattern) = pattern {
-            patterns.push(pattern.clone());
-            slots.push(Arc::clone(flag));
-        }
-    }
-    // The collectors: HTTP lines first (index 0, when read), then the custom hint.
-    let http = rules.http;
-    let mut collectors = Vec::new();
-    if http.any() {
-        collectors.push(http_lines_pattern().clone());
-    }
-    let hint = rules.hint.clone();
-    collectors.extend(hint.clone());
-    let hint_index = collectors.len().checked_sub(1).filter(|_| hint.is_some());
-    let thread_heard = Arc::clone(&heard);
+    let findings = Arc::new(Findings::default());
+    let scan = Scan::new(rules, Arc::clone(&findings));
     // SAFETY: fcntl on a pipe we own; failure (an unprivileged limit) leaves the default size.
     unsafe {
-        libc::fcntl(source.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY);
+        libc::fcntl(source_fd, libc::F_SETPIPE_SZ, PIPE_CAPACITY);
     }
     let thread_flow = Arc::clone(&flow);
     thread::Builder::new()
         .name("output".into())
         .spawn(move || {
-            let mut matcher = LineMatcher::new(patterns, collectors);
-            let mut collected = |index: usize, line: &[u8]| {
-                let at = Instant::now();
-                let mut heard = thread_heard.lock().unwrap_or_else(|p| p.into_inner());
-                if Some(index) == hint_index {
-                    if let Some(text) = hint.as_ref().and_then(|hint| hint.capture(line)) {
-                        heard.hear_custom_hint(at, text);
-                    }
-                } else {
-                    heard.hear_http_line(at, line, http);
-                }
-            };
-            let mut buffer = vec![0u8; CHUNK];
-            let publish = |matcher: &LineMatcher| {
-                for (index, flag) in slots.iter().enumerate() {
-                    if matcher.matched(index) {
-                        flag.store(true, Ordering::Release);
-                    }
-                }
-            };
-            loop {
-                if !await_input(source_fd, stop) {
-                    break;
-                }
-                let read = match source.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(read) => read,
-                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                };
-                let bytes = &buffer[..read];
-                // Pass the bytes on before matching them: the reader downstream waits for them.
-                thread_flow.writing.store(true, Ordering::Release);
-                let began = Instant::now();
-                let written = sink.write_all(bytes);
-                let took = began.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
-                thread_flow.writing_nanos.fetch_add(took, Ordering::Relaxed);
-                thread_flow
-                    .written
-                    .fetch_add(read as u64, Ordering::Relaxed);
-                thread_flow.writing.store(false, Ordering::Release);
-                // What the attempt printed is judged even when it could not be passed on.
-                matcher.feed(bytes, &mut collected);
-                publish(&matcher);
-                match written {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == io::ErrorKind::BrokenPipe => break,
-                    Err(error) => {
-                        let _ = thread_flow.write_error.set(plain_error(&error));
-                        sink = Sink::Discard;
-                    }
-                }
-            }
-            matcher.finish(&mut collected);
-            publish(&matcher);
+            copy(&mut source, sink, scan, &thread_flow, stop);
             // In this order, so that `done` not yet hung up means `source` is still open (see
             // `hand_over`).
             drop(finished);
@@ -345,11 +263,164 @@ pub(crate) fn watch(
         after_end,
         done,
         flow,
-        until,
-        retry_if,
-        stop_if,
-        heard,
+        findings,
     })
+}
+
+/// The copy: passes what `source` gives on to `sink` as it comes, and judges it, until the
+/// source ends or the copies are told to stop (`stop` readable).
+fn copy(
+    source: &mut (impl Read + AsRawFd),
+    mut sink: Sink,
+    mut scan: Scan,
+    flow: &Flow,
+    stop: RawFd,
+) {
+    let source_fd = source.as_raw_fd();
+    let mut buffer = vec![0u8; CHUNK];
+    while await_input(source_fd, stop) {
+        let read = match source.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let bytes = &buffer[..read];
+        // Pass the bytes on before matching them: the reader downstream waits for them.
+        flow.writing.store(true, Ordering::Release);
+        let began = Instant::now();
+        let written = sink.write_all(bytes);
+        let took = began.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
+        flow.writing_nanos.fetch_add(took, Ordering::Relaxed);
+        flow.written.fetch_add(read as u64, Ordering::Relaxed);
+        flow.writing.store(false, Ordering::Release);
+        // What the attempt printed is judged even when it could not be passed on.
+        scan.feed(bytes);
+        match written {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => break,
+            Err(error) => {
+                let _ = flow.write_error.set(plain_error(&error));
+                sink = Sink::Discard;
+            }
+        }
+    }
+    scan.finish();
+}
+
+/// What a copy has found so far, shared with the wait for it.
+#[derive(Default)]
+struct Findings {
+    until: AtomicBool,
+    retry_if: AtomicBool,
+    stop_if: AtomicBool,
+    /// What the HTTP lines and hints said.
+    heard: Mutex<Heard>,
+}
+
+impl Findings {
+    fn flag(&self, raised: Raises) -> &AtomicBool {
+        match raised {
+            Raises::Until => &self.until,
+            Raises::RetryIf => &self.retry_if,
+            Raises::StopIf => &self.stop_if,
+        }
+    }
+
+    fn heard(&self) -> std::sync::MutexGuard<'_, Heard> {
+        self.heard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Which finding a pattern's match raises.
+#[derive(Clone, Copy)]
+enum Raises {
+    Until,
+    RetryIf,
+    StopIf,
+}
+
+/// The line matching of one copy: the patterns that raise findings, and the collectors whose
+/// lines are read for HTTP statuses and hints (HTTP lines first, at index 0 when read, then
+/// the custom hint).
+struct Scan {
+    matcher: LineMatcher,
+    /// What the match of each pattern, by index, raises.
+    raises: Vec<Raises>,
+    http: HttpLines,
+    hint: Option<Pattern>,
+    findings: Arc<Findings>,
+}
+
+impl Scan {
+    fn new(rules: &OutputRules, findings: Arc<Findings>) -> Scan {
+        let mut patterns = Vec::new();
+        let mut raises = Vec::new();
+        for (pattern, raised) in [
+            (&rules.until, Raises::Until),
+            (&rules.retry_if, Raises::RetryIf),
+            (&rules.stop_if, Raises::StopIf),
+        ] {
+            if let Some(pattern) = pattern {
+                patterns.push(pattern.clone());
+                raises.push(raised);
+            }
+        }
+        let mut collectors = Vec::new();
+        if rules.http.any() {
+            collectors.push(http_lines_pattern().clone());
+        }
+        collectors.extend(rules.hint.clone());
+        Scan {
+            matcher: LineMatcher::new(patterns, collectors),
+            raises,
+            http: rules.http,
+            hint: rules.hint.clone(),
+            findings,
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        let mut collected = collector(self.http, self.hint.as_ref(), &self.findings);
+        self.matcher.feed(bytes, &mut collected);
+        self.publish();
+    }
+
+    /// Judges a last line that has no newline.
+    fn finish(&mut self) {
+        let mut collected = collector(self.http, self.hint.as_ref(), &self.findings);
+        self.matcher.finish(&mut collected);
+        self.publish();
+    }
+
+    fn publish(&self) {
+        for (index, &raised) in self.raises.iter().enumerate() {
+            if self.matcher.matched(index) {
+                self.findings.flag(raised).store(true, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// What becomes of a collected line: the custom hint's collector is the last one, when there
+/// is a hint; any other is an HTTP line.
+fn collector<'a>(
+    http: HttpLines,
+    hint: Option<&'a Pattern>,
+    findings: &'a Findings,
+) -> impl FnMut(usize, &[u8]) + 'a {
+    let hint_index = usize::from(http.any());
+    move |index, line| {
+        let at = Instant::now();
+        match hint {
+            Some(hint) if index == hint_index => {
+                if let Some(text) = hint.capture(line) {
+                    findings.heard().hear_custom_hint(at, text);
+                }
+            }
+            _ => findings.heard().hear_http_line(at, line, http),
+        }
+    }
 }
 
 /// The lines that may be HTTP status lines or `Retry-After` headers: a sieve of plain literals,
@@ -398,12 +469,11 @@ pub(crate) fn finish(
         } else {
             drain(events, &watch, until)?
         };
-        drained.matches.until |= watch.until.load(Ordering::Acquire);
-        drained.matches.retry_if |= watch.retry_if.load(Ordering::Acquire);
-        drained.matches.stop_if |= watch.stop_if.load(Ordering::Acquire);
-        drained
-            .heard
-            .merge(&watch.heard.lock().unwrap_or_else(|p| p.into_inner()));
+        let findings = &watch.findings;
+        drained.matches.until |= findings.until.load(Ordering::Acquire);
+        drained.matches.retry_if |= findings.retry_if.load(Ordering::Acquire);
+        drained.matches.stop_if |= findings.stop_if.load(Ordering::Acquire);
+        drained.heard.merge(&findings.heard());
         if let Some(error) = watch.flow.write_error.get() {
             drained.write_errors.push((watch.stream, error.clone()));
         }
