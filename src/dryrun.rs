@@ -31,6 +31,21 @@ struct Row {
 }
 
 pub fn plan(settings: &Settings) -> String {
+    let mut out = preamble(settings);
+    out.push('\n');
+    out += &table(settings);
+    for note in [timeout_note(settings), hint_note(settings)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = writeln!(out, "{note}");
+    }
+    out
+}
+
+/// What the plan is for: the command, the schedule, the limits, the streak, the fleet limits
+/// and the seed.
+fn preamble(settings: &Settings) -> String {
     let schedule = settings.schedule;
     let mut out = String::new();
     let command = if settings.command.is_empty() {
@@ -99,8 +114,13 @@ pub fn plan(settings: &Settings) -> String {
         out,
         "elapsed counts waits only: each attempt adds its own running time"
     );
-    let _ = writeln!(out);
+    out
+}
 
+/// The table of retries, one row each, with a bar chart of their waits, and what follows it
+/// when the rows stop short.
+fn table(settings: &Settings) -> String {
+    let mut out = String::new();
     let (rows, more) = rows(settings);
     let max_most = rows.iter().map(|r| r.most).max().unwrap_or_default();
     let show_drawn = settings.seed.is_some();
@@ -144,12 +164,6 @@ pub fn plan(settings: &Settings) -> String {
     }
     if let Some(more) = more {
         let _ = writeln!(out, "{more}");
-    }
-    if let Some(note) = timeout_note(settings) {
-        let _ = writeln!(out, "{note}");
-    }
-    if let Some(note) = hint_note(settings) {
-        let _ = writeln!(out, "{note}");
     }
     out
 }
