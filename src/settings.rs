@@ -150,22 +150,7 @@ impl Settings {
             retry_after: cli.http || cli.honor_retry_after,
         };
         let fleet = fleet_settings(&cli);
-        let state_action = match (cli.show_state, cli.reset_state) {
-            (true, true) => bail!("--show-state and --reset-state cannot be given together"),
-            (true, false) => Some(StateAction::Show),
-            (false, true) => Some(StateAction::Reset),
-            (false, false) => None,
-        };
-        if state_action.is_some() && !fleet.any() {
-            bail!(
-                "{} needs --budget or --breaker: the names whose state to act on",
-                if cli.show_state {
-                    "--show-state"
-                } else {
-                    "--reset-state"
-                }
-            );
-        }
+        let state_action = state_action(&cli, &fleet)?;
         if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
         }
@@ -230,6 +215,24 @@ impl Settings {
             command: cli.command,
         })
     }
+}
+
+/// `--show-state` or `--reset-state`, each only with a name to act on.
+fn state_action(cli: &Cli, fleet: &FleetSettings) -> Result<Option<StateAction>> {
+    let action = match (cli.show_state, cli.reset_state) {
+        (true, true) => bail!("--show-state and --reset-state cannot be given together"),
+        (true, false) => StateAction::Show,
+        (false, true) => StateAction::Reset,
+        (false, false) => return Ok(None),
+    };
+    if !fleet.any() {
+        let flag = match action {
+            StateAction::Show => "--show-state",
+            StateAction::Reset => "--reset-state",
+        };
+        bail!("{flag} needs --budget or --breaker: the names whose state to act on");
+    }
+    Ok(Some(action))
 }
 
 /// The budget and breaker a run names, with its own policies, and how long its probe may hold
