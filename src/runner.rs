@@ -25,7 +25,7 @@ use crate::driver::{
 use crate::input::{Feeder, Input};
 use crate::interpreter;
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing::{self, Held, Leftover, OwnStream, ReaderWait, Sink, Watch};
+use crate::plumbing::{self, Drained, Held, Leftover, OwnStream, ReaderWait, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::{OutputRules, Settings};
@@ -216,67 +216,14 @@ impl Execute for Runner<'_> {
             Ok(spawned) => spawned,
             Err(error) => return Ok(cannot_start(&error, &self.command[0], started)),
         };
-        let target = self.target(&child);
-        let mut stopped_said = false;
-        let mut notify = |notice| match notice {
-            Notice::TerminalStop(signal) => {
-                if !std::mem::replace(&mut stopped_said, true) {
-                    reporter.emit(&Report::TerminalStop {
-                        attempt: spec.number,
-                        signal,
-                    });
-                }
-            }
-            Notice::Relayed(signal) => reporter.emit(&Report::Relayed {
-                attempt: spec.number,
-                signal,
-            }),
-        };
-        let supervised = self.supervise(
-            &mut child,
-            target,
-            spec.deadline,
-            started,
-            &mut notify,
-            Supervisee::Attempt,
-        );
-        // The run's time limit, with the grace, bounds the wait for the attempt's output: a
-        // reader that has stalled must not hold the run past it. An attempt's own `--timeout`
-        // does not: it limits how long the command runs, and a reader that takes its time
-        // over output the command has finished writing must not lose any of it, nor have the
-        // attempt judged before it has all gone by.
-        let until = self.events.readers_until().map(|at| {
-            Instant::now()
-                .checked_add(self.kill_after)
-                .map_or(at, |grace| at.max(grace))
-        });
+        let supervised = self.supervise_attempt(&mut child, spec, started, reporter);
         let reader_wait = match supervised.interrupted {
             Some(_) => ReaderWait::WhileFlowing,
             None => ReaderWait::Whole,
         };
-        let drained = plumbing::finish(watches, self.events, reader_wait, until);
-        // After the drain, whose wait lets the ends of children go by.
-        reap_orphans(None);
-        if let Some(feeder) = feeder {
-            feeder.stop();
-        }
-        self.say_stream_failures(reporter);
-        if let Ok(drained) = &drained {
-            for (stream, error) in &drained.write_errors {
-                self.say_once(
-                    reporter,
-                    Report::WriteFailed {
-                        stream: *stream,
-                        error,
-                    },
-                );
-            }
-        }
-        let (matches, heard) = match (supervised.interrupted, drained) {
-            (None, Ok(drained)) => {
-                self.leftovers.extend(drained.leftovers);
-                (drained.matches, drained.heard)
-            }
+        let drained = self.drain(watches, feeder, reader_wait, reporter);
+        let drained = match (supervised.interrupted, drained) {
+            (None, Ok(drained)) => drained,
             (Some(signal), _) | (None, Err(signal)) => {
                 // An interrupted run has no final attempt, but its held output is not dropped
                 // while the reader takes it.
@@ -285,13 +232,15 @@ impl Execute for Runner<'_> {
                 return Err(Interrupted(signal));
             }
         };
+        self.leftovers.extend(drained.leftovers);
+        let heard = drained.heard;
         let now = SystemTime::now();
         Ok(AttemptReport {
             end: supervised.end(),
             ran: supervised.ran,
             matches: Matches {
                 status: heard.status.map(|(_, status)| status),
-                ..matches
+                ..drained.matches
             },
             start_error: None,
             hint: heard.hint.map(|(_, hint)| AskedWait {
@@ -588,6 +537,80 @@ impl Runner<'_> {
 
     /// Says that stdin could not be read for the replay, or that held or replayed data
     /// outgrew memory and stays there for want of a temporary file.
+    /// Waits for the attempt to end, under its limits, saying what befalls it meanwhile.
+    fn supervise_attempt(
+        &self,
+        child: &mut Child,
+        spec: &AttemptSpec,
+        started: Instant,
+        reporter: &mut Reporter,
+    ) -> Supervised {
+        let target = self.target(child);
+        let mut stopped_said = false;
+        let mut notify = |notice| match notice {
+            Notice::TerminalStop(signal) => {
+                if !std::mem::replace(&mut stopped_said, true) {
+                    reporter.emit(&Report::TerminalStop {
+                        attempt: spec.number,
+                        signal,
+                    });
+                }
+            }
+            Notice::Relayed(signal) => reporter.emit(&Report::Relayed {
+                attempt: spec.number,
+                signal,
+            }),
+        };
+        self.supervise(
+            child,
+            target,
+            spec.deadline,
+            started,
+            &mut notify,
+            Supervisee::Attempt,
+        )
+    }
+
+    /// Waits for the ended attempt's output to go by, and says what could not be read, held
+    /// or written; a shutdown signal meanwhile is returned instead.
+    fn drain(
+        &mut self,
+        watches: Vec<Watch>,
+        feeder: Option<Feeder>,
+        reader_wait: ReaderWait,
+        reporter: &mut Reporter,
+    ) -> Result<Drained, i32> {
+        // The run's time limit, with the grace, bounds the wait for the attempt's output: a
+        // reader that has stalled must not hold the run past it. An attempt's own `--timeout`
+        // does not: it limits how long the command runs, and a reader that takes its time
+        // over output the command has finished writing must not lose any of it, nor have the
+        // attempt judged before it has all gone by.
+        let until = self.events.readers_until().map(|at| {
+            Instant::now()
+                .checked_add(self.kill_after)
+                .map_or(at, |grace| at.max(grace))
+        });
+        let drained = plumbing::finish(watches, self.events, reader_wait, until);
+        // After the drain, whose wait lets the ends of children go by.
+        reap_orphans(None);
+        if let Some(feeder) = feeder {
+            feeder.stop();
+        }
+        self.say_stream_failures(reporter);
+        if let Ok(drained) = &drained {
+            for (stream, error) in &drained.write_errors {
+                self.say_once(
+                    reporter,
+                    Report::WriteFailed {
+                        stream: *stream,
+                        error,
+                    },
+                );
+            }
+        }
+        drained
+    }
+
     fn say_stream_failures(&mut self, reporter: &mut Reporter) {
         if let Some(error) = self.input.read_error() {
             self.say_once(reporter, Report::ReadFailed { error: &error });
