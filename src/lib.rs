@@ -10,6 +10,8 @@ pub mod config;
 pub mod driver;
 pub mod dryrun;
 mod fleet;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod input;
 pub mod interpreter;

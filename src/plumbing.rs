@@ -423,15 +423,10 @@ fn collector<'a>(
     }
 }
 
-/// The lines that may be HTTP status lines or `Retry-After` headers: a sieve of plain literals,
-/// which the regex engine finds with its vector search, so that a long body costs one scan at
-/// the speed of any literal pattern; `Heard` then reads each line it passes exactly. (Anchored
-/// at the line's start, with the optional blanks, it had no literal to search for and cost six
-/// times as much: BENCHMARKS.md.)
+/// The sieve for HTTP lines (`http::SIEVE`), compiled once for the run, not for every attempt.
 fn http_lines_pattern() -> &'static Pattern {
-    // Compiled once for the run, not for every attempt.
     static SIEVE: OnceLock<Pattern> = OnceLock::new();
-    SIEVE.get_or_init(|| Pattern::new(r"HTTP/|(?i:retry-after:)").expect("a valid pattern"))
+    SIEVE.get_or_init(|| Pattern::new(crate::http::SIEVE).expect("a valid pattern"))
 }
 
 /// How long `retry` waits for a reader downstream to take an attempt's output.

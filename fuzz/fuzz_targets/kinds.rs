@@ -12,7 +12,11 @@ fuzz_target!(|text: &str| {
     let _ = Backoff::from_str(text, false);
     if let Ok(signal) = retry::parse::signal(text) {
         let name = retry::parse::signal_name(signal).expect("a parsed signal has a name");
-        assert_eq!(retry::parse::signal(&name), Ok(signal), "the name reads back");
+        assert_eq!(
+            retry::parse::signal(&name),
+            Ok(signal),
+            "the name reads back"
+        );
     }
     if let Ok(m) = retry::parse::multiplier(text) {
         assert!(m.is_finite() && m >= 1.0);
