@@ -1,6 +1,7 @@
 //! Events as lines for people (`--log-format text`), without the `retry: ` prefix that the
 //! reporter adds.
 
+use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::fleet::{Notice, Transition};
@@ -20,14 +21,7 @@ pub(super) fn line(event: &Event<'_>) -> String {
             command,
             max_attempts,
             seed,
-        } => {
-            let limit = match max_attempts {
-                Some(1) => "1 attempt".to_string(),
-                Some(n) => format!("up to {n} attempts"),
-                None => "no attempt limit".to_string(),
-            };
-            format!("running {} ({limit}, seed {seed})", shell_words(command))
-        }
+        } => start(command, max_attempts, seed),
         Event::Splay { wait } => format!("splay: first attempt in {}", human(wait)),
         Event::AttemptStart {
             attempt,
@@ -43,24 +37,12 @@ pub(super) fn line(event: &Event<'_>) -> String {
             hint,
         } => {
             let why = why.map_or(String::new(), |why| format!("{}{why}", separator(end)));
-            let asked = match hint {
-                Some(HintUse {
-                    lengthened: true,
-                    source: HintSource::RetryAfter,
-                    ..
-                }) => ", as Retry-After asked",
-                Some(HintUse {
-                    lengthened: true,
-                    source: HintSource::Command,
-                    ..
-                }) => ", as the command asked",
-                _ => "",
-            };
             format!(
-                "attempt {} failed ({end}{why}) after {}{}{asked}",
+                "attempt {} failed ({end}{why}) after {}{}{}",
                 of(attempt, max_attempts),
                 human(ran),
-                then(next)
+                then(next),
+                asked(hint)
             )
         }
         Event::Fleet(notice) => fleet_line(notice),
@@ -105,25 +87,16 @@ pub(super) fn line(event: &Event<'_>) -> String {
             attempts,
             total,
             status,
-        } => {
-            let after = match attempts {
-                0 => "before the first attempt".to_string(),
-                1 => format!("after 1 attempt in {}", human(total)),
-                n => format!("after {n} attempts in {}", human(total)),
-            };
-            let why = give_up_why(reason, attempts);
-            format!("giving up {after}: {why} (exit status {status})")
-        }
+        } => give_up(reason, attempts, total, status),
         Event::StdinShared => {
             "stdin is a pipe: later attempts see only what earlier ones left unread; \
              use --stdin replay to give every attempt the same input"
                 .to_string()
         }
         Event::SpillFailed { stream, error } => {
-            let what = if stream == Stream::Stdin {
-                "replayed stdin"
-            } else {
-                "held stdout"
+            let what = match stream {
+                Stream::Stdin => "replayed stdin",
+                _ => "held stdout",
             };
             format!("{error}; keeping {what} in memory instead")
         }
@@ -134,18 +107,50 @@ pub(super) fn line(event: &Event<'_>) -> String {
             format!("cannot read stdin: {error}; the attempts get only what was read before")
         }
         Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
-        Event::TerminalStop { attempt, signal } => {
-            let name = signal_text(signal);
-            format!(
-                "attempt {attempt} is stopped ({name}): it used the terminal from its own \
-                 process group; use --foreground for commands that read the terminal"
-            )
-        }
+        Event::TerminalStop { attempt, signal } => format!(
+            "attempt {attempt} is stopped ({}): it used the terminal from its own process \
+             group; use --foreground for commands that read the terminal",
+            signal_text(signal)
+        ),
         Event::Relayed { attempt, signal } => {
             format!("passed {} on to attempt {attempt}", signal_text(signal))
         }
         Event::Interrupted { signal } => format!("stopped by {}", signal_text(signal)),
     }
+}
+
+fn start(command: &[OsString], max_attempts: Option<u64>, seed: u64) -> String {
+    let limit = match max_attempts {
+        Some(1) => "1 attempt".to_string(),
+        Some(n) => format!("up to {n} attempts"),
+        None => "no attempt limit".to_string(),
+    };
+    format!("running {} ({limit}, seed {seed})", shell_words(command))
+}
+
+/// Where a wait came from, when a hint made it longer than the schedule's.
+fn asked(hint: Option<HintUse>) -> &'static str {
+    match hint {
+        Some(HintUse {
+            lengthened: true,
+            source,
+            ..
+        }) => match source {
+            HintSource::RetryAfter => ", as Retry-After asked",
+            HintSource::Command => ", as the command asked",
+        },
+        _ => "",
+    }
+}
+
+fn give_up(reason: GiveUp<'_>, attempts: u64, total: Duration, status: u8) -> String {
+    let after = match attempts {
+        0 => "before the first attempt".to_string(),
+        1 => format!("after 1 attempt in {}", human(total)),
+        n => format!("after {n} attempts in {}", human(total)),
+    };
+    let why = give_up_why(reason, attempts);
+    format!("giving up {after}: {why} (exit status {status})")
 }
 
 /// `; next attempt in 1.5s` when a wait follows, else nothing.
