@@ -120,11 +120,9 @@ pub(crate) fn retry_after_value(value: &[u8]) -> Option<HintValue> {
 /// The wait a custom hint (`--retry-after-stdout`'s capture) asks for: seconds, decimal
 /// seconds, or a duration (`1m30s`). `None` for anything else.
 pub(crate) fn custom_hint(value: &[u8]) -> Option<HintValue> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    if text.is_empty() || text.starts_with('-') {
-        return None;
-    }
-    parse::duration(text).ok().map(HintValue::After)
+    let text = std::str::from_utf8(value).ok()?;
+    // A duration is never empty nor negative: `parse::duration` refuses both.
+    parse::duration(text.trim()).ok().map(HintValue::After)
 }
 
 /// A hint, as read.
@@ -252,6 +250,9 @@ mod tests {
             (b"HTTP/1.1 50", None),
             (b"HTTP/1.1  503", None),
             (b"HTTP/ 503", None),
+            (b"HTTP/", None),
+            (b"< HTTP/", None),
+            (b"HTTP/.1 503", None),
             (b"HTTP/x 503", None),
             (b"http/1.1 503", None),
             (b"> GET / HTTP/1.1", None),
@@ -355,7 +356,16 @@ mod tests {
         assert_eq!(custom_hint(b" 1.5 "), ms(1500));
         assert_eq!(custom_hint(b"1m30s"), ms(90_000));
         assert_eq!(custom_hint(b"250ms"), ms(250));
-        for garbage in [&b""[..], b"-1", b"soon", b"1e3", b"\xff"] {
+        for garbage in [
+            &b""[..],
+            b"  ",
+            b"-1",
+            b" -1s",
+            b"-0",
+            b"soon",
+            b"1e3",
+            b"\xff",
+        ] {
             assert_eq!(custom_hint(garbage), None);
         }
     }
@@ -418,10 +428,27 @@ mod tests {
             Some((at(3), five)),
             "the earlier custom hint loses"
         );
+        stderr.hear_custom_hint(at(6), b"9");
+        merged.merge(&stderr);
+        let nine = Hint {
+            value: HintValue::After(Duration::from_secs(9)),
+            source: HintSource::Command,
+        };
+        assert_eq!(
+            merged.hint,
+            Some((at(6), nine)),
+            "the later custom hint wins"
+        );
         let statuses_only = HttpLines {
             statuses: true,
             retry_after: false,
         };
+        assert!(statuses_only.any() && both.any());
+        let hints_only = HttpLines {
+            statuses: false,
+            retry_after: true,
+        };
+        assert!(hints_only.any() && !HttpLines::default().any());
         let mut heard = Heard::default();
         heard.hear_http_line(at(1), b"Retry-After: 5", statuses_only);
         assert_eq!(heard, Heard::default());

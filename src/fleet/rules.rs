@@ -531,6 +531,17 @@ mod tests {
         assert_eq!(paid(&mut record, 95_000, &policy, 5), 0);
         // Far back: the counts start over.
         assert_eq!(paid(&mut record, 1_000, &policy, 5), 2);
+        // The edge, in whole slices: back by a window is still no time passing; by more, the
+        // counts start over.
+        for (back, paid_again) in [(9_000, 0), (10_000, 0), (10_001, 2)] {
+            let mut record = BudgetRecord::default();
+            assert_eq!(paid(&mut record, 100_000, &policy, 5), 2);
+            assert_eq!(
+                paid(&mut record, 100_000 - back, &policy, 5),
+                paid_again,
+                "{back}"
+            );
+        }
     }
 
     #[test]
@@ -662,9 +673,48 @@ mod tests {
             "retry-state 1\nbudget 0\nbreaker 0 - 0\n",
             "retry-state 1\nbudget 0\nbreaker 0 - 0 -\nmore\n",
             "retry-state 1\nbudget 0 1:2\nbreaker 0 - 0 -\n",
+            "retry-state 1\nbudget 0 5:1:1 5:1:1\nbreaker 0 - 0 -\n",
         ] {
             assert_eq!(Record::parse(corrupt), None, "{corrupt:?}");
         }
+        // At most the slices of a window and the one the clock is in.
+        let with_slices = |n: u64| {
+            let slices: String = (0..n).map(|i| format!(" {i}:1:0")).collect();
+            format!("retry-state 1\nbudget 100{slices}\nbreaker 0 - 0 -\n")
+        };
+        for n in [0, 1, SLICES, SLICES + 1] {
+            let record = Record::parse(&with_slices(n)).expect("a record");
+            assert_eq!(record.budget.slices.len() as u64, n);
+        }
+        assert_eq!(Record::parse(&with_slices(SLICES + 2)), None);
+    }
+
+    /// Only the decisions that change nothing may be taken without the lock.
+    #[test]
+    fn only_the_views_read_only() {
+        let budget = budget(0.1, 10, 60_000);
+        let breaker = BreakerPolicy {
+            threshold: 5,
+            cooldown: Duration::from_secs(60),
+        };
+        let changing = [
+            Op::Admit {
+                id: 1,
+                lease: 1,
+                earn: None,
+            },
+            Op::FirstAttempt(budget),
+            Op::Retry(budget),
+            Op::Record {
+                id: 1,
+                outcome: Outcome::Nothing,
+                policy: breaker,
+            },
+            Op::ResetBudget,
+            Op::ResetBreaker,
+        ];
+        assert!(changing.iter().all(|op| !op.reads_only()));
+        assert!(Op::ShowBudget(budget).reads_only() && Op::ShowBreaker.reads_only());
     }
 
     proptest! {
