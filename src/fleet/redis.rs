@@ -119,16 +119,14 @@ fn number(value: &Value) -> Option<i64> {
     match value {
         Value::Int(n) => Some(*n),
         Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
-        Value::SimpleString(text) => text.parse().ok(),
         _ => None,
     }
 }
 
+/// A string of a reply (the script's `'-'` for none, and times, which it sends as text).
 fn text(value: &Value) -> Option<String> {
     match value {
         Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
-        Value::SimpleString(text) => Some(text.clone()),
-        Value::Int(n) => Some(n.to_string()),
         _ => None,
     }
 }
@@ -235,6 +233,26 @@ mod tests {
         assert_eq!(password("redis://:secret@host"), Some("secret"));
         assert_eq!(password("redis://user:pw@host/1"), Some("pw"));
         assert_eq!(password("redis://host"), None);
+    }
+
+    /// The client's own words keep no password they may quote; with none, or an empty one,
+    /// they are left as they are.
+    #[test]
+    fn a_password_in_the_clients_words_is_hidden() {
+        let url = "redis://:hunter2@host:x";
+        let error = redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "bad URL",
+            format!("{url} (hunter2)"),
+        ));
+        let text = said(&error, url);
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(
+            text.contains("bad URL") && text.contains(":***@host:x (***)"),
+            "{text}"
+        );
+        assert_eq!(said(&error, "redis://host"), error.to_string());
+        assert_eq!(said(&error, "redis://user:@host"), error.to_string());
     }
 
     /// A redis-server of the test's own on a free loopback port, stopped by its pid.
