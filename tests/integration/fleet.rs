@@ -315,6 +315,36 @@ fn the_probe_decides_and_a_failed_probe_doubles_the_cooldown() {
     assert_eq!(shown["breaker"]["failures"], 0);
 }
 
+/// The probe's first attempt earns its share of the budget the run names, whether the budget
+/// has the breaker's name (one decision for both) or another.
+#[test]
+fn a_probe_earns_for_the_budget_it_names() {
+    for budget in ["api", "quota"] {
+        let s = state();
+        let b = breaker("1", "100ms");
+        s.retry(&["-r", "0"])
+            .args(&b)
+            .args(["false"])
+            .assert()
+            .code(1);
+        std::thread::sleep(Duration::from_millis(120));
+        s.retry(&["-r", "0", "-v", "--budget", budget])
+            .args(&b)
+            .args(["true"])
+            .assert()
+            .code(0)
+            .stderr(predicate::str::contains(
+                "this attempt is breaker 'api''s probe",
+            ));
+        let shown = s.show(&["--budget", budget]);
+        assert_eq!(shown["budget"]["first_attempts"], 1, "{budget}: {shown}");
+        if budget != "api" {
+            // The breaker's record earned nothing for a budget of another name.
+            assert_eq!(s.show(&["--budget", "api"])["budget"]["first_attempts"], 0);
+        }
+    }
+}
+
 /// Among runs that ask at once when the cooldown is over, one probes; the others end as if the
 /// breaker were open.
 #[test]
