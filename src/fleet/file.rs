@@ -50,6 +50,11 @@ pub(crate) struct FileStore {
     locks: BTreeMap<String, File>,
 }
 
+/// How the state's files are opened: never through a symbolic link, so that a link planted
+/// where a record or lock file should be is a broken state (the run fails open), not a way to
+/// make `retry` write elsewhere. (std adds `O_CLOEXEC`: the command inherits none of them.)
+const NO_LINKS: libc::c_int = libc::O_NOFOLLOW;
+
 /// Whether others (not the group) may write a file of this mode.
 fn others_can_write(mode: u32) -> bool {
     mode & 0o002 != 0
@@ -87,7 +92,9 @@ impl FileStore {
         }
         for name in names {
             for path in [state_path(dir, name), lock_path(dir, name)] {
+                // A link's own mode means nothing; it is never followed (see `load`, `lock`).
                 if let Ok(meta) = fs::symlink_metadata(&path)
+                    && !meta.file_type().is_symlink()
                     && others_can_write(meta.mode())
                 {
                     return Err(OpenError::Unsafe(format!(
@@ -117,7 +124,7 @@ impl FileStore {
                 .create(true)
                 .truncate(false)
                 .mode(0o600)
-                .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+                .custom_flags(NO_LINKS)
                 .open(&path)
                 .map_err(|error| {
                     StoreError(format!(
@@ -169,7 +176,11 @@ impl FileStore {
                 plain_error(&error)
             ))
         };
-        let mut file = match File::open(&path) {
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(NO_LINKS)
+            .open(&path)
+        {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(unreadable(error)),
@@ -206,7 +217,7 @@ impl FileStore {
             .create(true)
             .truncate(true)
             .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .custom_flags(NO_LINKS)
             .open(&temporary)
             .and_then(|mut file| file.write_all(record.render().as_bytes()))
             .and_then(|()| fs::rename(&temporary, &path));

@@ -566,6 +566,82 @@ fn a_broken_state_fails_open() {
     }
 }
 
+/// A record that cannot be read (a directory, a link that loops) and a lock file that is a
+/// link (which `retry` never follows) make the run fail open, saying why, within a second; the
+/// link's target is left alone.
+#[test]
+fn an_unreadable_record_or_a_linked_lock_fails_open() {
+    use std::os::unix::fs::{DirBuilderExt, symlink};
+    let names = ["--budget", "api", "--breaker", "api"];
+    // What is wrong, how it is planted in the state directory, and what the line says.
+    type Case = (&'static str, fn(&Path), &'static str);
+    let cases: [Case; 3] = [
+        (
+            "a directory as the record",
+            |dir| std::fs::create_dir(dir.join("api.state")).unwrap(),
+            "cannot read",
+        ),
+        (
+            "a link that loops as the record",
+            |dir| symlink("api.state", dir.join("api.state")).unwrap(),
+            "cannot read",
+        ),
+        (
+            "a link as the lock file",
+            |dir| symlink("../elsewhere", dir.join("api.lock")).unwrap(),
+            "cannot open",
+        ),
+    ];
+    for (case, plant, why) in cases {
+        let s = state();
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&s.dir)
+            .unwrap();
+        plant(&s.dir);
+        let started = Instant::now();
+        let output = s
+            .retry(&names)
+            .args(["-r", "1", "--base", "1ms", "sh", "-c", "echo ran; exit 1"])
+            .command()
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{case}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "ran\nran\n",
+            "{case}"
+        );
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("state unavailable"))
+            .collect();
+        assert!(said.len() == 1 && said[0].contains(why), "{case}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{case}");
+        assert!(!s.dir.join("../elsewhere").exists(), "{case}");
+    }
+}
+
+/// The command inherits no descriptor of the state: a daemon it starts holds no lock file open.
+#[test]
+fn the_command_inherits_no_descriptor_of_the_state() {
+    let s = state();
+    let output = s
+        .retry(&["--budget", "api", "--breaker", "api", "-r", "0"])
+        .args(sh("ls -l /proc/$$/fd"))
+        .command()
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let listing = String::from_utf8_lossy(&output.stdout);
+    assert!(listing.contains("/proc/") || listing.contains("pipe") || listing.contains("/dev/"));
+    assert!(
+        !listing.contains("api.lock") && !listing.contains("api.state"),
+        "{listing}"
+    );
+}
+
 #[test]
 fn a_corrupt_state_is_replaced_said_once_and_used() {
     let s = state();
