@@ -156,6 +156,37 @@ fn two_hosts_share_one_budget_through_redis() {
     assert_eq!(shown["budget"]["retries"], 2);
 }
 
+/// The balance a retry leaves, and the one `--show-state` reads, come back from the script as
+/// they are: the floor, plus the ratio for each first attempt, less the retries.
+#[test]
+fn the_balance_reads_back_from_redis() {
+    let Some(server) = server(&[], false) else {
+        return;
+    };
+    let names = [
+        "--budget",
+        "api",
+        "--budget-floor",
+        "2/1m",
+        "--budget-ratio",
+        "0.5",
+    ];
+    let output = retry()
+        .args([format!("--state={}", server.url(0))])
+        .args(names)
+        .args(["--log-format", "json", "-r", "1", "--base", "1ms", "false"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let events = json_events(&output.stderr);
+    let spent = events.iter().find(|e| e["event"] == "budget").unwrap();
+    assert_eq!(spent["decision"], "spent");
+    assert_eq!(spent["balance"].as_f64(), Some(1.5), "{spent}");
+    let shown = show(&server.url(0), &names);
+    assert_eq!(shown["budget"]["balance"].as_f64(), Some(1.5), "{shown}");
+}
+
 /// A hundred runs at once on one budget in Redis: no update lost.
 #[test]
 fn a_hundred_concurrent_runs_share_one_budget_in_redis() {
