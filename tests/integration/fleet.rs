@@ -32,6 +32,15 @@ impl State {
         retry().args([self.flag()]).args(args)
     }
 
+    /// One run of `false` under the breaker flags `b`: with a threshold of 1, it opens.
+    fn fail_once(&self, b: &[String]) {
+        self.retry(&["-r", "0"])
+            .args(b)
+            .args(["false"])
+            .assert()
+            .code(1);
+    }
+
     /// `--show-state` for `names` (`--budget x`, `--breaker y`), as JSON.
     fn show<S: AsRef<str>>(&self, names: &[S]) -> Value {
         let output = self
@@ -283,11 +292,7 @@ fn an_open_breaker_ends_a_run_with_75_before_any_attempt() {
 fn the_probe_decides_and_a_failed_probe_doubles_the_cooldown() {
     let s = state();
     let b = breaker("1", "300ms");
-    s.retry(&["-r", "0"])
-        .args(&b)
-        .args(["false"])
-        .assert()
-        .code(1);
+    s.fail_once(&b);
     std::thread::sleep(Duration::from_millis(320));
     s.retry(&["-r", "0", "-v"])
         .args(&b)
@@ -322,11 +327,7 @@ fn a_probe_earns_for_the_budget_it_names() {
     for budget in ["api", "quota"] {
         let s = state();
         let b = breaker("1", "100ms");
-        s.retry(&["-r", "0"])
-            .args(&b)
-            .args(["false"])
-            .assert()
-            .code(1);
+        s.fail_once(&b);
         std::thread::sleep(Duration::from_millis(120));
         s.retry(&["-r", "0", "-v", "--budget", budget])
             .args(&b)
@@ -352,11 +353,7 @@ fn only_one_probe_runs_among_concurrent_runs() {
     let s = state();
     let work = tempfile::tempdir().unwrap();
     let b = breaker("1", "200ms");
-    s.retry(&["-r", "0"])
-        .args(&b)
-        .args(["false"])
-        .assert()
-        .code(1);
+    s.fail_once(&b);
     std::thread::sleep(Duration::from_millis(220));
     let mut args: Vec<String> = vec![s.flag()];
     args.extend(b.iter().cloned());
@@ -378,11 +375,7 @@ fn only_one_probe_runs_among_concurrent_runs() {
 fn a_dead_probe_is_forgotten_after_its_lease() {
     let s = state();
     let b = breaker("1", "100ms");
-    s.retry(&["-r", "0"])
-        .args(&b)
-        .args(["false"])
-        .assert()
-        .code(1);
+    s.fail_once(&b);
     std::thread::sleep(Duration::from_millis(120));
     let lease = ["--timeout", "1500ms", "--kill-after", "0"];
     let mut probe = s
