@@ -296,7 +296,7 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
             };
             if ended {
                 let footer = match n {
-                    // Only a drawn splay can reach the limit before any attempt (fine point 21).
+                    // Only a drawn splay can reach the limit before any attempt: the run then exits 124.
                     0 => format!(
                         "the splay this seed draws passes --max-time {}: no attempt runs, and the run exits 124",
                         human(limit)
@@ -550,7 +550,7 @@ mod tests {
         }
     }
 
-    /// Fine point 21: a drawn splay past `--max-time` leaves no attempt at all.
+    /// A drawn splay past `--max-time` leaves no attempt at all, and the run exits 124.
     #[test]
     fn a_splay_past_max_time_leaves_no_attempt() {
         let text = plan_for(&["--splay", "10s", "--max-time", "1s", "--seed", "1"]);

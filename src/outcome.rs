@@ -1,5 +1,5 @@
 //! How an attempt ended, how a run ended, and the one mapping from those to `retry`'s exit
-//! status (the table in the README and the contract).
+//! status (the table in the README and the manual).
 
 use std::fmt;
 

@@ -356,7 +356,7 @@ pub fn multiplier(text: &str) -> Result<f64, String> {
 }
 
 /// A number as bare seconds are written (`2`, `1.5`, `.5`, `-0.2`): decimal digits with at most
-/// one point, and no exponent (fine point 12), so that every number `retry` takes reads one way.
+/// one point, and no exponent, so that every number `retry` takes reads one way.
 fn decimal(text: &str, what: &str, expected: &str) -> Result<f64, String> {
     let digits = text.strip_prefix('-').unwrap_or(text);
     if is_exponent_notation(digits) {
@@ -633,7 +633,7 @@ mod tests {
         assert_eq!(jitter("+250ms"), Ok(Jitter::Addend(ms(250))));
         assert_eq!(jitter(".2"), Ok(Jitter::Factor(0.2)));
         assert_eq!(jitter(" 0.5 "), Ok(Jitter::Factor(0.5)));
-        // Numbers are decimal everywhere, as bare seconds are (fine point 12).
+        // Numbers are decimal everywhere, as bare seconds are: no exponent.
         assert_eq!(
             jitter("2e-1"),
             Err("'2e-1' uses exponent notation, which a jitter factor does not take; write the digits out: 0.2".into())

@@ -175,8 +175,8 @@ pub enum Event<'a> {
 /// What the terminal (if stderr is one) allows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Terminal {
-    /// stderr is a terminal and `NO_COLOR` is unset (as the contract says: set to anything,
-    /// even the empty string, it turns colour off).
+    /// stderr is a terminal and `NO_COLOR` is unset (set to anything, even the empty
+    /// string, it turns colour off).
     pub color: bool,
     /// stderr is a terminal and `CI` is unset or empty: long waits show a live countdown.
     pub countdown: bool,

@@ -1,4 +1,4 @@
-//! Every row of the contract's exit-status table, produced by the real binary, and `--fail-exit`.
+//! Every row of the exit-status table, produced by the real binary, and `--fail-exit`.
 
 use predicates::prelude::*;
 

@@ -616,6 +616,93 @@ fn an_unreadable_record_or_a_linked_lock_fails_open() {
     }
 }
 
+/// `sh -c SETUP && exec retry ARGS` in a mount namespace of its own, as the wrapper words of
+/// `command_under`; `None` (outside CI) where this machine gives no mount namespace.
+fn in_mount_namespace(setup: &str) -> Option<Vec<String>> {
+    let namespace = Command::new("unshare").args(["--mount", "true"]).status();
+    if !namespace.is_ok_and(|status| status.success()) {
+        missing(
+            "a mount namespace (unshare --mount)",
+            "a state on a broken disk",
+        );
+        return None;
+    }
+    let script = format!("{setup} && exec \"$0\" \"$@\"");
+    Some(
+        ["unshare", "--mount", "sh", "-c", &script]
+            .map(String::from)
+            .to_vec(),
+    )
+}
+
+/// Runs `retry --state DIR --budget api --breaker api -r 1 ...` under `wrapper`, with a command
+/// that says it ran, and checks that the run failed open: both attempts ran, one line said the
+/// state is unavailable and why, and the run was not held up for as much as a second.
+fn fails_open_under(s: &State, wrapper: &[String], why: &str) {
+    let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let output = s
+        .retry(&["--budget", "api", "--breaker", "api"])
+        .args(["-r", "1", "--base", "1ms", "sh", "-c", "echo ran; exit 1"])
+        .command_under(&wrapper)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "ran\nran\n");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("state unavailable"))
+        .collect();
+    assert!(said.len() == 1 && said[0].contains(why), "{stderr}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+/// A state directory that can be read but not written (its record made by an earlier run):
+/// the run fails open and the record is left as it was. Mode 0500 makes it read-only for a
+/// user; root writes through modes, so for root it is a read-only bind mount.
+#[test]
+fn a_read_only_state_directory_fails_open() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = state();
+    s.retry(&["--budget", "api", "--breaker", "api", "-r", "0", "false"])
+        .assert()
+        .code(1);
+    let record = std::fs::read(s.dir.join("api.state")).unwrap();
+    std::fs::set_permissions(&s.dir, std::fs::Permissions::from_mode(0o500)).unwrap();
+    if std::fs::write(s.dir.join("probe"), "").is_err() {
+        fails_open_under(&s, &[], "Permission denied");
+    } else {
+        std::fs::remove_file(s.dir.join("probe")).unwrap();
+        let dir = s.dir.display();
+        let Some(wrapper) = in_mount_namespace(&format!("mount --bind -o ro '{dir}' '{dir}'"))
+        else {
+            return;
+        };
+        fails_open_under(&s, &wrapper, "Read-only file system");
+    }
+    assert_eq!(std::fs::read(s.dir.join("api.state")).unwrap(), record);
+    std::fs::set_permissions(&s.dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+/// A full disk: the state directory on a file system of 8 KiB, filled after a first run made
+/// its files, so that the lock opens and the record reads but the new record cannot be written.
+#[test]
+fn a_full_disk_fails_open() {
+    let s = state();
+    std::fs::create_dir(&s.dir).unwrap();
+    let dir = s.dir.display();
+    let first_run = format!("'{}' --state='{dir}' --budget api -r 0 true", BIN);
+    let Some(wrapper) = in_mount_namespace(&format!(
+        "mount -t tmpfs -o size=8k,mode=0700 none '{dir}' && {first_run} && \
+         {{ cat /dev/zero > '{dir}/filler' 2>/dev/null; test -s '{dir}/filler'; }}"
+    )) else {
+        return;
+    };
+    fails_open_under(&s, &wrapper, "No space left on device");
+}
+
 /// The command inherits no descriptor of the state: a daemon it starts holds no lock file open.
 #[test]
 fn the_command_inherits_no_descriptor_of_the_state() {

@@ -183,9 +183,19 @@ fn the_readme_is_short_and_ci_runs_its_test_command() {
     );
 }
 
-/// The documents say the rules themselves, never where they came from outside the repository.
+/// The documents, and the sources' comments (rustdoc is a document too), say the rules
+/// themselves, never where they came from outside the repository.
 #[test]
 fn no_document_points_outside_the_repository() {
+    let mut sources = Vec::new();
+    collect_rust_files(&Path::new(ROOT).join("src"), &mut sources);
+    let sources: Vec<String> = sources
+        .iter()
+        .map(|file| {
+            let relative = file.strip_prefix(ROOT).expect("under the root");
+            relative.to_string_lossy().into_owned()
+        })
+        .collect();
     let documents = [
         "README.md",
         "CONTRIBUTING.md",
@@ -197,7 +207,11 @@ fn no_document_points_outside_the_repository() {
         "BENCHMARKS.md",
         "RELIABILITY.md",
     ];
-    for path in documents {
+    for path in documents
+        .iter()
+        .copied()
+        .chain(sources.iter().map(String::as_str))
+    {
         let text = read(path).to_lowercase();
         for phrase in ["fine point", "the contract", "contract.md"] {
             assert!(!text.contains(phrase), "{path} mentions {phrase:?}");
