@@ -478,6 +478,59 @@ fn reset_state_gives_a_full_budget_and_a_closed_breaker() {
         .stdout(predicate::str::contains("budget 'api': balance"));
 }
 
+/// Under `--log-format json`, `--show-state` is one `state` object on stdout, and
+/// `--reset-state` one `reset` object; a name not given is null.
+#[test]
+fn show_and_reset_state_in_json_are_one_object_each() {
+    let s = state();
+    let names = [
+        "--budget",
+        "api",
+        "--breaker",
+        "db",
+        "--breaker-threshold",
+        "1",
+    ];
+    s.retry(&names).args(["-r", "0", "false"]).assert().code(1);
+    let shown = s.show(&names);
+    assert_eq!(shown["event"], "state");
+    let budget = &shown["budget"];
+    assert_eq!(budget["name"], "api");
+    assert_eq!(budget["balance"].as_f64(), Some(10.1));
+    assert_eq!(
+        (
+            budget["first_attempts"].as_u64(),
+            budget["retries"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert_eq!(budget["window_ms"].as_f64(), Some(60_000.0));
+    let breaker = &shown["breaker"];
+    assert_eq!(
+        (breaker["name"].as_str(), breaker["state"].as_str()),
+        (Some("db"), Some("open"))
+    );
+    assert_eq!(breaker["failures"].as_u64(), Some(0));
+    let next_probe = breaker["next_probe_ms"].as_f64().unwrap();
+    assert!(
+        next_probe > 50_000.0 && next_probe <= 60_000.0,
+        "{next_probe}"
+    );
+    assert!(s.show(&["--budget", "api"])["breaker"].is_null());
+    let reset = s
+        .retry(&["--reset-state", "--log-format", "json", "--breaker", "db"])
+        .command()
+        .output()
+        .unwrap();
+    assert!(reset.status.success(), "{reset:?}");
+    let reset: Value = serde_json::from_slice(&reset.stdout).unwrap();
+    assert_eq!(
+        reset,
+        serde_json::json!({"event": "reset", "budget": null, "breaker": "db"})
+    );
+    assert_eq!(s.show(&names)["breaker"]["state"], "closed");
+}
+
 #[test]
 fn the_state_directory_and_files_are_private() {
     use std::os::unix::fs::PermissionsExt;
