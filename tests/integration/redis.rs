@@ -337,6 +337,39 @@ fn a_silent_server_fails_open_within_a_second() {
     drop(done);
 }
 
+/// A server whose connection queue is full never completes the handshake: the connect time-out
+/// ends the wait, once. The listener takes a backlog of 0 and is filled by connections it never
+/// accepts, so the kernel drops the run's SYN and `connect` hangs, as for a host that is down.
+#[test]
+fn a_server_that_never_accepts_fails_open_within_a_second() {
+    let script = "import socket, time\n\
+        s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)\n\
+        port = s.getsockname()[1]\n\
+        held = [socket.socket() for _ in range(3)]\n\
+        for c in held:\n    c.setblocking(False); c.connect_ex(('127.0.0.1', port))\n\
+        time.sleep(0.2)\n\
+        print(port, flush=True)\n\
+        time.sleep(30)\n";
+    let mut listener = Command::new("python3")
+        .args(["-c", script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    BufReader::new(listener.stdout.as_mut().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let started = Instant::now();
+    let said = fails_open(
+        &format!("redis://127.0.0.1:{}", port.trim()),
+        "echo ran; exit 1",
+    );
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    assert!(said.contains("timed out"), "{said}");
+    let _ = listener.kill();
+    let _ = listener.wait();
+}
+
 #[test]
 fn a_wrong_password_fails_open_and_is_never_shown() {
     let Some(server) = server(&["--requirepass", "s3cret-pw"], false) else {
