@@ -670,22 +670,28 @@ fn an_unreadable_record_or_a_linked_lock_fails_open() {
 }
 
 /// `sh -c SETUP && exec retry ARGS` in a mount namespace of its own, as the wrapper words of
-/// `command_under`; `None` (outside CI) where this machine gives no mount namespace.
+/// `command_under`: root's, else one inside a user namespace, where a user may mount too;
+/// `None` (outside CI) where this machine gives neither.
 fn in_mount_namespace(setup: &str) -> Option<Vec<String>> {
-    let namespace = Command::new("unshare").args(["--mount", "true"]).status();
-    if !namespace.is_ok_and(|status| status.success()) {
+    let flags: [&[&str]; 2] = [&["--mount"], &["--map-root-user", "--mount"]];
+    let Some(flags) = flags.into_iter().find(|flags| {
+        let status = Command::new("unshare")
+            .args(*flags)
+            .arg("true")
+            .stderr(Stdio::null())
+            .status();
+        status.is_ok_and(|status| status.success())
+    }) else {
         missing(
             "a mount namespace (unshare --mount)",
             "a state on a broken disk",
         );
         return None;
-    }
+    };
     let script = format!("{setup} && exec \"$0\" \"$@\"");
-    Some(
-        ["unshare", "--mount", "sh", "-c", &script]
-            .map(String::from)
-            .to_vec(),
-    )
+    let shell = ["sh", "-c", &script];
+    let words = ["unshare"].iter().chain(flags).chain(&shell);
+    Some(words.map(|word| word.to_string()).collect())
 }
 
 /// Runs `retry --state DIR --budget api --breaker api -r 1 ...` under `wrapper`, with a command
