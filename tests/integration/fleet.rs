@@ -478,6 +478,16 @@ fn reset_state_gives_a_full_budget_and_a_closed_breaker() {
         .stdout(predicate::str::contains("budget 'api': balance"));
 }
 
+/// A run that names no budget and no breaker leaves the state alone: no directory is made.
+#[test]
+fn a_run_that_names_neither_makes_no_state() {
+    let s = state();
+    s.retry(&["-r", "1", "--base", "1ms", "false"])
+        .assert()
+        .code(1);
+    assert!(!s.dir.exists());
+}
+
 /// Under `--log-format json`, `--show-state` is one `state` object on stdout, and
 /// `--reset-state` one `reset` object; a name not given is null.
 #[test]

@@ -337,6 +337,27 @@ fn a_silent_server_fails_open_within_a_second() {
     drop(done);
 }
 
+/// A run that names no budget and no breaker opens no connection, whatever `--state` says.
+#[test]
+fn a_run_that_names_neither_connects_to_nothing() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    retry()
+        .args([format!("--state=redis://127.0.0.1:{port}")])
+        .args(["-r", "1", "--base", "1ms", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("state").not());
+    listener.set_nonblocking(true).unwrap();
+    let accepted = listener.accept();
+    assert!(
+        accepted
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "{accepted:?}"
+    );
+}
+
 /// A server whose connection queue is full never completes the handshake: the connect time-out
 /// ends the wait, once. The listener takes a backlog of 0 and is filled by connections it never
 /// accepts, so the kernel drops the run's SYN and `connect` hangs, as for a host that is down.
