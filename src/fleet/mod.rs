@@ -286,10 +286,11 @@ impl<S: Store> Gate for Fleet<S> {
     }
 
     fn go_on(&mut self) -> GoOn {
+        // Refused as the next attempt would be (open, or another run's probe running), the run
+        // ends now rather than wait for a refusal, and its budget pays for nothing.
         if let Some((name, _)) = self.settings.breaker.clone()
             && let Some((record, now)) = self.breaker(&name)
-            && record.state(now) == BreakerState::Open
-            && let Some(at) = record.open_until
+            && let Some(at) = record.refusal(now, self.id)
         {
             return GoOn::BreakerOpen {
                 next_probe: until(at, now),
@@ -467,6 +468,36 @@ mod tests {
         );
     }
 
+    /// A run whose attempt failed while another run's probe runs is refused at once, as its
+    /// next attempt would be, and its budget pays for nothing; the probe's own run is not.
+    #[test]
+    fn while_another_run_probes_a_run_ends_without_paying() {
+        let mut opener = Fleet::new(settings(), Memory::default(), 1);
+        opener.record(Outcome::Failure);
+        opener.record(Outcome::Failure);
+        let mut store = opener.store.take().unwrap();
+        store.now = 10_000;
+        let mut prober = Fleet::new(settings(), store, 2);
+        assert_eq!(prober.admit(2), Admit::Go);
+        assert_eq!(
+            prober.take_notices(),
+            [Notice::Probe { name: "api".into() }]
+        );
+        let mut waiting = Fleet::new(settings(), prober.store.take().unwrap(), 3);
+        assert_eq!(
+            waiting.go_on(),
+            GoOn::BreakerOpen {
+                next_probe: Duration::from_secs(10)
+            }
+        );
+        let policy = settings().budget.unwrap().1;
+        let store = waiting.store.as_mut().unwrap();
+        let shown = store.apply("api", &Op::ShowBudget(policy)).unwrap().reply;
+        assert!(matches!(shown, Reply::Budget(view) if view.retries == 0));
+        let mut prober = Fleet::new(settings(), waiting.store.take().unwrap(), 2);
+        assert_eq!(prober.go_on(), GoOn::Yes);
+    }
+
     #[test]
     fn a_failing_store_fails_open_and_says_so_once() {
         let store = Memory {
@@ -606,6 +637,18 @@ mod tests {
             "the first to ask probes",
         );
         check(kind(apply("b", admit(5))) == "open", "one probe at a time");
+        let refusal = |reply: Reply, id| match reply {
+            Reply::Breaker { record, now } => record.refusal(now, id),
+            other => panic!("{other:?}"),
+        };
+        check(
+            refusal(apply("b", Op::ShowBreaker), 5).is_some(),
+            "the record read back refuses another run while the probe runs",
+        );
+        check(
+            refusal(apply("b", Op::ShowBreaker), 4).is_none(),
+            "and not the probe's own run",
+        );
         check(
             kind(apply("b", failure(4))) == "reopened",
             "a failed probe reopens",
@@ -679,7 +722,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store =
             file::FileStore::open(&dir.path().join("state"), &["floor", "ratio", "b"]).unwrap();
-        assert_eq!(scenarios(&mut store), 23);
+        assert_eq!(scenarios(&mut store), 25);
     }
 
     #[test]
@@ -699,6 +742,6 @@ mod tests {
                 })
             }
         }
-        assert_eq!(scenarios(&mut Clocked(BTreeMap::new())), 23);
+        assert_eq!(scenarios(&mut Clocked(BTreeMap::new())), 25);
     }
 }

@@ -209,28 +209,35 @@ impl BreakerRecord {
         }
     }
 
+    /// Whether an attempt of run `id` would be refused at `now`, and if so, when the next probe
+    /// may go: while the cooldown runs, and after it while another run's probe holds its lease.
+    /// Changes nothing, so that a run deciding whether to wait for another attempt at all can
+    /// read it without the lock.
+    pub(crate) fn refusal(&self, now: u64, id: u64) -> Option<u64> {
+        let until = self.open_until?;
+        if now < until {
+            return Some(until);
+        }
+        self.probe
+            .filter(|probe| probe.id != id && now < probe.until)
+            .map(|probe| probe.until)
+    }
+
     /// An attempt asks to start, at `now`. Once the cooldown is over, the first to ask is the
     /// probe (`id`, holding the right for `lease` milliseconds); the others are answered as if
     /// the breaker were open.
     pub(crate) fn admit(&mut self, now: u64, id: u64, lease: u64) -> Admission {
-        let Some(until) = self.open_until else {
+        if self.open_until.is_none() {
             return Admission::Closed;
-        };
-        if now < until {
-            return Admission::Open { next_probe: until };
         }
-        match self.probe {
-            Some(probe) if probe.id != id && now < probe.until => Admission::Open {
-                next_probe: probe.until,
-            },
-            _ => {
-                self.probe = Some(Probe {
-                    id,
-                    until: now.saturating_add(lease),
-                });
-                Admission::Probe
-            }
+        if let Some(next_probe) = self.refusal(now, id) {
+            return Admission::Open { next_probe };
         }
+        self.probe = Some(Probe {
+            id,
+            until: now.saturating_add(lease),
+        });
+        Admission::Probe
     }
 
     /// Records how an attempt of the run `id` ended, at `now`, under the run's `policy`.
@@ -613,6 +620,30 @@ mod tests {
             Admission::Open { next_probe: 1_500 }
         );
         assert_eq!(b.admit(1_500, 3, 500), Admission::Probe);
+    }
+
+    /// Who would be refused, as `admit` refuses, without changing the record.
+    #[test]
+    fn a_refusal_is_read_without_changing_anything() {
+        let policy = BreakerPolicy {
+            threshold: 1,
+            cooldown: Duration::from_secs(1),
+        };
+        let mut b = BreakerRecord::default();
+        assert_eq!(b.refusal(0, 1), None);
+        b.record(0, 1, Outcome::Failure, &policy);
+        assert_eq!(b.refusal(999, 1), Some(1_000));
+        let before = b.clone();
+        assert_eq!(
+            b.refusal(1_000, 2),
+            None,
+            "the cooldown is over: a probe may go"
+        );
+        assert_eq!(b, before);
+        assert_eq!(b.admit(1_000, 2, 500), Admission::Probe);
+        assert_eq!(b.refusal(1_200, 3), Some(1_500), "another run's probe runs");
+        assert_eq!(b.refusal(1_200, 2), None, "the probe's own run");
+        assert_eq!(b.refusal(1_500, 3), None, "its lease is over");
     }
 
     #[test]

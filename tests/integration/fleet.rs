@@ -371,6 +371,42 @@ fn only_one_probe_runs_among_concurrent_runs() {
 
 /// A probe whose run dies without a word (SIGKILL) holds the breaker only until its lease ends:
 /// its `--timeout` and grace since it started.
+/// A run whose attempt fails while another run's probe runs is answered as if the breaker were
+/// open: it ends at once with its status, without waiting for a retry it would be refused.
+#[test]
+fn a_retrying_run_ends_at_once_while_another_run_probes() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let at = |name: &str| work.path().join(name).display().to_string();
+    let (started, go) = (at("started"), at("go"));
+    // Its first attempt starts while the breaker is closed, and fails once the probe runs.
+    let mut waiting = s
+        .retry(&["--breaker", "api", "--breaker-threshold", "100"])
+        .args(["-r", "3", "--base", "5s"])
+        .args(sh(&format!(
+            "touch '{started}'; for i in $(seq 1000); do [ -e '{go}' ] && break; sleep 0.01; done; exit 1"
+        )))
+        .spawn();
+    eventually("the first attempt runs", || Path::new(&started).exists());
+    s.fail_once(&breaker("1", "100ms"));
+    std::thread::sleep(Duration::from_millis(120));
+    s.retry(&["-v", "-r", "0", "--timeout", "5s"])
+        .args(breaker("1", "100ms"))
+        .args(sh(&format!("touch '{go}'; sleep 1; exit 1")))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "this attempt is breaker 'api''s probe",
+        ));
+    assert_eq!(wait_bounded(&mut waiting).code(), Some(1));
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut waiting.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(
+        said.contains("breaker 'api' is open") && !said.contains("next attempt"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_dead_probe_is_forgotten_after_its_lease() {
     let s = state();
