@@ -296,7 +296,8 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
             };
             if ended {
                 let footer = match n {
-                    // Only a drawn splay can reach the limit before any attempt: the run then exits 124.
+                    // Only a drawn splay can reach the limit before any attempt: the run then
+                    // exits 124.
                     0 => format!(
                         "the splay this seed draws passes --max-time {}: no attempt runs, and the run exits 124",
                         human(limit)

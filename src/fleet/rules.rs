@@ -492,6 +492,13 @@ mod tests {
         }
     }
 
+    fn breaker(threshold: u64, cooldown_secs: u64) -> BreakerPolicy {
+        BreakerPolicy {
+            threshold,
+            cooldown: Duration::from_secs(cooldown_secs),
+        }
+    }
+
     /// How many of `asked` retries at `now` the budget pays for.
     fn paid(record: &mut BudgetRecord, now: u64, policy: &BudgetPolicy, asked: u64) -> u64 {
         (0..asked).filter(|_| record.try_retry(now, policy)).count() as u64
@@ -553,10 +560,7 @@ mod tests {
 
     #[test]
     fn the_breaker_opens_at_the_threshold_and_a_probe_closes_it() {
-        let policy = BreakerPolicy {
-            threshold: 3,
-            cooldown: Duration::from_secs(60),
-        };
+        let policy = breaker(3, 60);
         let mut b = BreakerRecord::default();
         assert_eq!(b.record(0, 1, Outcome::Failure, &policy), None);
         assert_eq!(b.record(0, 2, Outcome::Failure, &policy), None);
@@ -585,10 +589,7 @@ mod tests {
 
     #[test]
     fn a_failed_probe_doubles_the_cooldown_up_to_sixteen_times() {
-        let policy = BreakerPolicy {
-            threshold: 1,
-            cooldown: Duration::from_secs(1),
-        };
+        let policy = breaker(1, 1);
         let mut b = BreakerRecord::default();
         b.record(0, 1, Outcome::Failure, &policy);
         assert_eq!(b.open_until, Some(1_000));
@@ -607,10 +608,7 @@ mod tests {
 
     #[test]
     fn a_dead_probe_is_forgotten_after_its_lease() {
-        let policy = BreakerPolicy {
-            threshold: 1,
-            cooldown: Duration::from_secs(1),
-        };
+        let policy = breaker(1, 1);
         let mut b = BreakerRecord::default();
         b.record(0, 1, Outcome::Failure, &policy);
         assert_eq!(b.admit(1_000, 2, 500), Admission::Probe);
@@ -625,10 +623,7 @@ mod tests {
     /// Who would be refused, as `admit` refuses, without changing the record.
     #[test]
     fn a_refusal_is_read_without_changing_anything() {
-        let policy = BreakerPolicy {
-            threshold: 1,
-            cooldown: Duration::from_secs(1),
-        };
+        let policy = breaker(1, 1);
         let mut b = BreakerRecord::default();
         assert_eq!(b.refusal(0, 1), None);
         b.record(0, 1, Outcome::Failure, &policy);
@@ -648,10 +643,7 @@ mod tests {
 
     #[test]
     fn permanent_failures_record_nothing_but_free_the_probe() {
-        let policy = BreakerPolicy {
-            threshold: 2,
-            cooldown: Duration::from_secs(1),
-        };
+        let policy = breaker(2, 1);
         let mut b = BreakerRecord::default();
         b.record(0, 1, Outcome::Failure, &policy);
         assert_eq!(b.record(0, 1, Outcome::Nothing, &policy), None);
@@ -724,10 +716,7 @@ mod tests {
     #[test]
     fn only_the_views_read_only() {
         let budget = budget(0.1, 10, 60_000);
-        let breaker = BreakerPolicy {
-            threshold: 5,
-            cooldown: Duration::from_secs(60),
-        };
+        let breaker = breaker(5, 60);
         let changing = [
             Op::Admit {
                 id: 1,
