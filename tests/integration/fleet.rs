@@ -369,8 +369,6 @@ fn only_one_probe_runs_among_concurrent_runs() {
     assert_eq!(statuses.iter().filter(|&&s| s == 75).count(), 9);
 }
 
-/// A probe whose run dies without a word (SIGKILL) holds the breaker only until its lease ends:
-/// its `--timeout` and grace since it started.
 /// A run whose attempt fails while another run's probe runs is answered as if the breaker were
 /// open: it ends at once with its status, without waiting for a retry it would be refused.
 #[test]
@@ -407,6 +405,8 @@ fn a_retrying_run_ends_at_once_while_another_run_probes() {
     );
 }
 
+/// A probe whose run dies without a word (SIGKILL) holds the breaker only until its lease ends:
+/// its `--timeout` and grace since it started.
 #[test]
 fn a_dead_probe_is_forgotten_after_its_lease() {
     let s = state();
@@ -459,6 +459,29 @@ fn a_dead_probe_is_forgotten_after_its_lease() {
         .args(["true"])
         .assert()
         .code(0);
+}
+
+/// A cooldown of 0 holds no run back: once open, every run's attempt is a probe, and without a
+/// `--timeout` a probe's lease is that cooldown, so concurrent runs all go. The breaker still
+/// counts, and still closes on a success.
+#[test]
+fn a_breaker_with_no_cooldown_holds_no_run_back() {
+    let s = state();
+    let work = tempfile::tempdir().unwrap();
+    let b = breaker("1", "0s");
+    s.fail_once(&b);
+    assert_eq!(s.show(&b)["breaker"]["state"], "half-open");
+    let mut args: Vec<String> = vec![s.flag()];
+    args.extend(b.iter().cloned());
+    args.extend(["-q", "-r", "0", "--"].map(String::from));
+    args.extend(sh(&format!(
+        "printf x >> '{}'; sleep 0.3",
+        work.path().join("count").display()
+    )));
+    let statuses = concurrently(5, &args);
+    assert_eq!(statuses, [0; 5]);
+    assert_eq!(count(work.path()), 5);
+    assert_eq!(s.show(&b)["breaker"]["state"], "closed");
 }
 
 /// Permanent failures and commands that cannot start say nothing of the service.
