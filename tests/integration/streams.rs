@@ -513,6 +513,69 @@ fn a_slow_reader_loses_nothing_blocking_or_not() {
     }
 }
 
+/// `retry`'s own lines, on a stderr pipe left non-blocking and shared with another writer that
+/// keeps it full: a write that finds the room taken (EAGAIN after the pipe polled writable) waits
+/// again; no line is lost. The other writer's bytes (`Z`) are taken out before the check.
+#[test]
+fn own_lines_on_a_crowded_non_blocking_stderr_are_all_written() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    set_non_blocking(&writer);
+    let mut filler = writer.try_clone().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let filling = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let mut poll = libc::pollfd {
+                    fd: filler.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd, a 10 ms bound.
+                unsafe { libc::poll(&mut poll, 1, 10) };
+                let _ = filler.write(&[b'Z'; 4096]);
+            }
+        })
+    };
+    eventually("the other writer fills the pipe", || pipe_full(&reader));
+    let reading = std::thread::spawn(move || {
+        let mut received = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match reader.read(&mut chunk) {
+                Ok(0) => return received,
+                Ok(n) => received.extend_from_slice(&chunk[..n]),
+                Err(error) => panic!("{error}"),
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let r = retry().args(["-r", "40", "--base", "1ms", "--max", "1ms", "false"]);
+    let mut child = r.spawn_with(Stdio::null(), writer);
+    let status = wait_bounded(&mut child);
+    stop.store(true, Ordering::Relaxed);
+    filling.join().unwrap();
+    let received = reading.join().unwrap();
+    let said: String = String::from_utf8(received)
+        .unwrap()
+        .chars()
+        .filter(|&c| c != 'Z')
+        .collect();
+    assert_eq!(shell_status(status), 1);
+    for attempt in 1..=41 {
+        assert!(
+            said.contains(&format!("attempt {attempt}/41 failed (exit 1)")),
+            "attempt {attempt}: {said}"
+        );
+    }
+    assert!(said.contains("giving up after 41 attempts"), "{said}");
+}
+
 /// `--timeout` limits how long the command runs, not how long a slow reader may take over what
 /// it has written: all of it arrives, and the attempt is judged on all of it (here its last
 /// line, which a reader slower than the timeout has not taken when the command ends).
