@@ -279,6 +279,23 @@ fn ctrl_c_reaches_the_attempt_once() {
     }
 }
 
+/// A SIGINT sent to `retry` alone (by `kill`, a supervisor) reached no one else: under
+/// --foreground too, `retry` passes it on to the attempt, once. Only the terminal's own Ctrl-C
+/// is taken to have reached the attempt already.
+#[test]
+fn a_sigint_sent_to_retry_alone_reaches_the_attempt_under_foreground() {
+    use std::io::BufRead;
+    let r = retry()
+        .args(["-r", "0", "--kill-after", "5s", "--foreground"])
+        .args(["python3", "-c", COUNT_SIGINTS]);
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    send(&child, libc::SIGINT);
+    assert_eq!(lines.next().unwrap().unwrap(), "SIGINTs: 1");
+    assert_eq!(shell_status(wait_bounded(&mut child)), 130);
+}
+
 fn signal_during_sleep(signal: i32, status: i32) {
     let r = retry().args(["--base", "1h", "false"]);
     let mut child = r.spawn();
