@@ -41,6 +41,28 @@ impl State {
             .code(1);
     }
 
+    /// `n` runs at once, each under the breaker flags `b` and `extra`, of a command that counts
+    /// itself in `dir` (see `counting`) and sleeps `seconds`; their statuses.
+    fn concurrent_runs(
+        &self,
+        n: usize,
+        b: &[String],
+        extra: &[&str],
+        dir: &Path,
+        seconds: &str,
+    ) -> Vec<i32> {
+        let mut args: Vec<String> = vec![self.flag()];
+        args.extend(b.iter().cloned());
+        args.extend(["-q", "-r", "0"].map(String::from));
+        args.extend(extra.iter().map(|arg| arg.to_string()));
+        args.push("--".into());
+        args.extend(sh(&format!(
+            "printf x >> '{}'; sleep {seconds}",
+            dir.join("count").display()
+        )));
+        concurrently(n, &args)
+    }
+
     /// `--show-state` for `names` (`--budget x`, `--breaker y`), as JSON.
     fn show<S: AsRef<str>>(&self, names: &[S]) -> Value {
         let output = self
@@ -355,15 +377,8 @@ fn only_one_probe_runs_among_concurrent_runs() {
     let b = breaker("1", "200ms");
     s.fail_once(&b);
     std::thread::sleep(Duration::from_millis(220));
-    let mut args: Vec<String> = vec![s.flag()];
-    args.extend(b.iter().cloned());
     // A --timeout makes the probe's lease outlast its sleep: --timeout and the grace.
-    args.extend(["-q", "-r", "0", "--timeout", "5s", "--"].map(String::from));
-    args.extend(sh(&format!(
-        "printf x >> '{}'; sleep 0.5",
-        work.path().join("count").display()
-    )));
-    let statuses = concurrently(10, &args);
+    let statuses = s.concurrent_runs(10, &b, &["--timeout", "5s"], work.path(), "0.5");
     assert_eq!(count(work.path()), 1, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|&&s| s == 0).count(), 1);
     assert_eq!(statuses.iter().filter(|&&s| s == 75).count(), 9);
@@ -471,14 +486,7 @@ fn a_breaker_with_no_cooldown_holds_no_run_back() {
     let b = breaker("1", "0s");
     s.fail_once(&b);
     assert_eq!(s.show(&b)["breaker"]["state"], "half-open");
-    let mut args: Vec<String> = vec![s.flag()];
-    args.extend(b.iter().cloned());
-    args.extend(["-q", "-r", "0", "--"].map(String::from));
-    args.extend(sh(&format!(
-        "printf x >> '{}'; sleep 0.3",
-        work.path().join("count").display()
-    )));
-    let statuses = concurrently(5, &args);
+    let statuses = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
     assert_eq!(statuses, [0; 5]);
     assert_eq!(count(work.path()), 5);
     assert_eq!(s.show(&b)["breaker"]["state"], "closed");
