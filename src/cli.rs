@@ -15,6 +15,10 @@ use crate::backoff::{Backoff, Jitter};
 use crate::lines::Pattern;
 use crate::parse::{self, CodeSet};
 
+/// The version with the package's name (`retry 0.1.0 (retry-exec)`): Debian's unrelated `retry`
+/// may be on the same PATH, and `retry --version` is how a user tells which one runs.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CARGO_PKG_NAME"), ")");
+
 const EXAMPLES: &str = "\
 Examples:
   retry -- curl -fsS https://example.com/health
@@ -67,7 +71,7 @@ pub enum LogFormat {
 #[derive(Debug, Default, Parser)]
 #[command(
     name = "retry",
-    version,
+    version = VERSION,
     about = "Run a command until it succeeds, with backoff and jitter between attempts.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...",
     after_help = "Use --help for details and examples.",
