@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::util::*;
 
 /// A redis-server of the test's own, stopped by its pid when dropped.
-struct Server {
+pub struct Server {
     child: Child,
-    port: u16,
+    pub port: u16,
     socket: Option<PathBuf>,
     _dir: tempfile::TempDir,
 }
@@ -37,7 +37,7 @@ fn free_port() -> u16 {
 }
 
 /// Starts a server with `args` besides its port; `None` (outside CI) without redis-server.
-fn server(args: &[&str], socket: bool) -> Option<Server> {
+pub fn server(args: &[&str], socket: bool) -> Option<Server> {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let socket = socket.then(|| dir.path().join("redis.sock"));
@@ -75,7 +75,7 @@ impl Server {
     }
 
     /// One command, in the server's own protocol; the reply's first line.
-    fn command(&self, db: u8, words: &[&str]) -> String {
+    pub fn command(&self, db: u8, words: &[&str]) -> String {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream.set_read_timeout(Some(BOUND)).unwrap();
         let encode = |words: &[&str]| {

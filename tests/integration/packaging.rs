@@ -1,0 +1,688 @@
+//! The release artifacts that `packaging/dist` leaves in `target/dist/`, checked where they will
+//! be used: the tarball's static binary in an empty root laid out as `packaging/Dockerfile` lays
+//! out its image (no loader, no libc, no /etc), the .deb in private dpkg roots beside Debian's
+//! own `retry` (never on this machine, whose Debian `retry` the benchmarks compare against),
+//! lintian, the man page and the bash completion as the .deb installs them.
+//!
+//! `.ci/run` builds the artifacts before the tests; elsewhere, without them or without root (for
+//! chroot), each test says why it is skipped.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use predicates::prelude::*;
+use tempfile::TempDir;
+
+use crate::redis;
+use crate::util::*;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const NAME: &str = env!("CARGO_PKG_NAME");
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const TRIPLE: &str = "x86_64-unknown-linux-gnu";
+
+fn tarball_top() -> String {
+    format!("{NAME}-{VERSION}-{TRIPLE}")
+}
+
+fn deb_name() -> String {
+    format!("{NAME}_{VERSION}-1_amd64.deb")
+}
+
+/// `target/dist/` when it holds this version's artifacts; `None` (outside CI) when it does not.
+fn dist(what: &str) -> Option<PathBuf> {
+    // The test binary's `retry` is target/debug/retry, beside dist/ whatever the target dir.
+    let target = Path::new(BIN).parent()?.parent()?;
+    let dist = target.join("dist");
+    let built = [format!("{}.tar.gz", tarball_top()), deb_name()]
+        .iter()
+        .all(|file| dist.join(file).is_file());
+    if built {
+        Some(dist)
+    } else {
+        missing("packaging/dist's artifacts", what);
+        None
+    }
+}
+
+fn root_user(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        missing("root (for chroot and dpkg --root)", what);
+    }
+    root
+}
+
+fn run(program: &str, args: &[&str]) -> Output {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn unpack_tarball(dist: &Path) -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let tarball = dist.join(format!("{}.tar.gz", tarball_top()));
+    run(
+        "tar",
+        &[
+            "-xzf",
+            tarball.to_str().unwrap(),
+            "-C",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let top = dir.path().join(tarball_top());
+    (dir, top)
+}
+
+/// An empty directory with only what `packaging/Dockerfile` puts in its image: the Dockerfile's
+/// `COPY` lines applied to the unpacked tarball, its one base `FROM scratch`. Returns the root
+/// and the `ENTRYPOINT`.
+fn image_root(dist: &Path) -> (TempDir, Vec<String>) {
+    let dockerfile = fs::read_to_string(Path::new(ROOT).join("packaging/Dockerfile")).unwrap();
+    let (_unpacked, context) = unpack_tarball(dist);
+    let root = tempfile::tempdir().unwrap();
+    let mut entrypoint = Vec::new();
+    let mut from = Vec::new();
+    for line in dockerfile.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (instruction, rest) = line.split_once(' ').expect("an instruction and its words");
+        match instruction {
+            "FROM" => from.push(rest.to_string()),
+            "COPY" => {
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                let [source, destination] = words[..] else {
+                    panic!("COPY of one file: {line}");
+                };
+                let destination = destination.strip_prefix('/').expect("an absolute path");
+                let target = root.path().join(destination);
+                fs::create_dir_all(target.parent().unwrap()).unwrap();
+                fs::copy(context.join(source), &target).unwrap();
+            }
+            "ENTRYPOINT" => {
+                entrypoint = serde_json::from_str(rest).expect("ENTRYPOINT in exec form");
+            }
+            other => panic!("the test follows FROM, COPY and ENTRYPOINT only, not {other}"),
+        }
+    }
+    assert_eq!(from, ["scratch"], "an image of the binary alone");
+    assert!(!entrypoint.is_empty(), "an ENTRYPOINT");
+    (root, entrypoint)
+}
+
+/// `chroot ROOT ENTRYPOINT ARGS` with only `env` in the environment (so chroot is named by its
+/// path: no PATH is left to look it up in).
+fn in_root(
+    root: &Path,
+    entrypoint: &[String],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> assert_cmd::Command {
+    let chroot = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .chain([PathBuf::from("/usr/sbin")])
+        .map(|dir| dir.join("chroot"))
+        .find(|path| path.is_file())
+        .expect("chroot (coreutils)");
+    let mut command = assert_cmd::Command::new(chroot);
+    command
+        .arg(root)
+        .args(entrypoint)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .timeout(BOUND);
+    command
+}
+
+#[test]
+fn cargo_package_ships_the_licences_man_page_and_completions() {
+    let output = Command::new(env!("CARGO"))
+        .args(["package", "--locked", "--list", "--allow-dirty"])
+        .current_dir(ROOT)
+        .output()
+        .expect("cargo");
+    assert!(output.status.success(), "{output:?}");
+    let listed = text(&output);
+    let files: Vec<&str> = listed.lines().collect();
+    for file in [
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
+        "man/retry.1",
+        "completions/retry.bash",
+        "completions/_retry",
+        "completions/retry.fish",
+        "completions/retry.elv",
+        "completions/_retry.ps1",
+        "README.md",
+        "Cargo.lock",
+        "src/main.rs",
+        "src/fleet/decide.lua",
+    ] {
+        assert!(files.contains(&file), "{file} is not in {files:?}");
+    }
+    assert!(
+        !files
+            .iter()
+            .any(|f| f.starts_with("tests/") || f.starts_with(".ci/")),
+        "the tests stay in the repository: {files:?}"
+    );
+}
+
+#[test]
+fn the_tarball_holds_one_folder_of_the_binary_manual_completions_and_licences() {
+    let Some(dist) = dist("the tarball's contents") else {
+        return;
+    };
+    let tarball = dist.join(format!("{}.tar.gz", tarball_top()));
+    let listing = text(&run("tar", &["-tzf", tarball.to_str().unwrap()]));
+    let mut entries: Vec<&str> = listing.lines().collect();
+    entries.sort_unstable();
+    let top = tarball_top();
+    let expected: Vec<String> = [
+        "",
+        "CHANGELOG.md",
+        "LICENSE-APACHE",
+        "LICENSE-MIT",
+        "README.md",
+        "THIRD-PARTY",
+        "completions/",
+        "completions/_retry",
+        "completions/_retry.ps1",
+        "completions/retry.bash",
+        "completions/retry.elv",
+        "completions/retry.fish",
+        "man/",
+        "man/retry.1",
+        "retry",
+    ]
+    .iter()
+    .map(|entry| format!("{top}/{entry}"))
+    .collect();
+    assert_eq!(entries, expected);
+
+    let (_dir, unpacked) = unpack_tarball(&dist);
+    for file in ["man/retry.1", "completions/retry.bash", "LICENSE-MIT"] {
+        assert_eq!(
+            fs::read(unpacked.join(file)).unwrap(),
+            fs::read(Path::new(ROOT).join(file)).unwrap(),
+            "{file} as committed"
+        );
+    }
+    let third_party = fs::read_to_string(unpacked.join("THIRD-PARTY")).unwrap();
+    for crate_name in ["clap ", "redis ", "ring ", "rustls "] {
+        assert!(
+            third_party.contains(&format!("\n  {crate_name}")),
+            "{crate_name}is listed"
+        );
+    }
+    assert!(
+        !third_party.contains("\n  clap_derive ") && !third_party.contains("\n  proptest "),
+        "proc-macros and dev-dependencies are not in the binary"
+    );
+    assert!(third_party.contains("GNU LESSER GENERAL PUBLIC LICENSE"));
+}
+
+#[test]
+fn the_checksums_hold() {
+    let Some(dist) = dist("SHA256SUMS") else {
+        return;
+    };
+    let sums = fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert_eq!(sums.lines().count(), 2, "{sums}");
+    let output = Command::new("sha256sum")
+        .args(["--check", "--strict", "SHA256SUMS"])
+        .current_dir(&dist)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let checked = text(&output);
+    assert!(checked.contains(&format!("{}.tar.gz: OK", tarball_top())));
+    assert!(checked.contains(&format!("{}: OK", deb_name())));
+}
+
+#[test]
+fn the_image_binary_retries_in_an_empty_root() {
+    let Some(dist) = dist("the binary in an empty root") else {
+        return;
+    };
+    if !root_user("the binary in an empty root") {
+        return;
+    }
+    let (root, entrypoint) = image_root(&dist);
+    let mut files = Vec::new();
+    for entry in walk(root.path()) {
+        files.push(entry.strip_prefix(root.path()).unwrap().to_path_buf());
+    }
+    assert_eq!(files, [Path::new("usr/local/bin/retry")], "nothing else");
+    let binary = &entrypoint[0];
+
+    let mut once = in_root(
+        root.path(),
+        &entrypoint,
+        &["--retries", "1", "--", binary, "--version"],
+        &[],
+    );
+    once.env("PATH", "/nonexistent")
+        .assert()
+        .code(0)
+        .stdout(format!("retry {VERSION} ({NAME})\n"));
+
+    // A command that fails (the binary misused exits 125) is run again after the wait.
+    let mut twice = in_root(
+        root.path(),
+        &entrypoint,
+        &[
+            "--retries",
+            "1",
+            "--base",
+            "1ms",
+            "--",
+            binary,
+            "--no-such-flag",
+        ],
+        &[],
+    );
+    twice.assert().code(125).stderr(
+        predicate::str::contains("attempt 2/2 failed (exit 125)")
+            .and(predicate::str::contains("'--no-such-flag'").count(2)),
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// In the empty root, `localhost` and a name given by an /etc/hosts placed there resolve (the
+/// static C library reads the file itself), so a Redis state works by name.
+#[test]
+fn the_image_binary_reaches_redis_by_name_from_its_own_etc_hosts() {
+    let Some(dist) = dist("names in an empty root") else {
+        return;
+    };
+    if !root_user("names in an empty root") {
+        return;
+    }
+    let Some(server) = redis::server(&[], false) else {
+        return;
+    };
+    let (root, entrypoint) = image_root(&dist);
+    fs::create_dir(root.path().join("etc")).unwrap();
+    fs::write(
+        root.path().join("etc/hosts"),
+        "127.0.0.1 localhost\n127.0.0.1 cache.internal\n",
+    )
+    .unwrap();
+    for (host, db) in [("localhost", 1), ("cache.internal", 2)] {
+        let state = format!("--state=redis://{host}:{}/{db}", server.port);
+        let mut command = in_root(
+            root.path(),
+            &entrypoint,
+            &[
+                &state,
+                "--budget",
+                "api",
+                "--retries",
+                "0",
+                "--",
+                &entrypoint[0],
+                "--version",
+            ],
+            &[],
+        );
+        command.assert().code(0).stderr("");
+        assert_eq!(
+            server.command(db, &["EXISTS", "retry:{api}:budget"]),
+            ":1",
+            "the run through {host} kept its budget in Redis"
+        );
+    }
+}
+
+#[test]
+fn the_image_binary_makes_its_state_directory_under_home() {
+    let Some(dist) = dist("the state directory in an empty root") else {
+        return;
+    };
+    if !root_user("the state directory in an empty root") {
+        return;
+    }
+    let (root, entrypoint) = image_root(&dist);
+    fs::create_dir_all(root.path().join("home/app")).unwrap();
+    let mut command = in_root(
+        root.path(),
+        &entrypoint,
+        &[
+            "--budget",
+            "api",
+            "--retries",
+            "0",
+            "--",
+            &entrypoint[0],
+            "--version",
+        ],
+        &[("HOME", "/home/app")],
+    );
+    command.assert().code(0).stderr("");
+    let state = root.path().join("home/app/.local/state/retry");
+    let names: Vec<String> = fs::read_dir(&state)
+        .unwrap_or_else(|e| panic!("{}: {e}", state.display()))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|name| name.contains("api")),
+        "the budget's record: {names:?}"
+    );
+}
+
+/// A private dpkg root: an empty status file and the directories dpkg writes.
+fn dpkg_root() -> TempDir {
+    let root = tempfile::tempdir().unwrap();
+    for dir in ["var/lib/dpkg/info", "var/lib/dpkg/updates"] {
+        fs::create_dir_all(root.path().join(dir)).unwrap();
+    }
+    fs::write(root.path().join("var/lib/dpkg/status"), "").unwrap();
+    root
+}
+
+fn dpkg(root: &Path, args: &[&str]) -> Output {
+    let root_flag = format!("--root={}", root.display());
+    let mut all = vec![root_flag.as_str(), "--log=/dev/null"];
+    all.extend_from_slice(args);
+    run("dpkg", &all)
+}
+
+fn deb_field(deb: &Path, field: &str) -> String {
+    text(&run("dpkg-deb", &["--field", deb.to_str().unwrap(), field]))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn the_deb_conflicts_with_and_replaces_debians_retry_without_providing_it() {
+    let Some(dist) = dist("the .deb's control fields") else {
+        return;
+    };
+    let deb = dist.join(deb_name());
+    assert_eq!(deb_field(&deb, "Package"), NAME);
+    assert_eq!(deb_field(&deb, "Version"), format!("{VERSION}-1"));
+    assert_eq!(deb_field(&deb, "Conflicts"), "retry");
+    assert_eq!(deb_field(&deb, "Replaces"), "retry");
+    assert_eq!(
+        deb_field(&deb, "Provides"),
+        "",
+        "its flags differ from Debian's retry"
+    );
+    assert_eq!(
+        deb_field(&deb, "Depends"),
+        "",
+        "a static binary depends on nothing"
+    );
+}
+
+#[test]
+fn the_deb_installs_into_a_private_root_and_runs_there() {
+    let Some(dist) = dist("the .deb in a private root") else {
+        return;
+    };
+    if !root_user("the .deb in a private root") {
+        return;
+    }
+    let root = dpkg_root();
+    dpkg(
+        root.path(),
+        &["--install", dist.join(deb_name()).to_str().unwrap()],
+    );
+    let listed = text(&dpkg(root.path(), &["--listfiles", NAME]));
+    let doc = format!("/usr/share/doc/{NAME}");
+    for path in [
+        "/usr/bin/retry",
+        "/usr/share/man/man1/retry.1.gz",
+        "/usr/share/bash-completion/completions/retry",
+        "/usr/share/zsh/vendor-completions/_retry",
+        "/usr/share/fish/vendor_completions.d/retry.fish",
+        &format!("{doc}/copyright"),
+        &format!("{doc}/changelog.Debian.gz"),
+    ] {
+        assert!(
+            listed.lines().any(|line| line == path),
+            "{path} in {listed}"
+        );
+    }
+    let copyright = fs::read_to_string(root.path().join(&doc[1..]).join("copyright")).unwrap();
+    assert!(copyright.starts_with(
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+    ));
+    let mut command = in_root(
+        root.path(),
+        &["/usr/bin/retry".to_string()],
+        &["--retries", "1", "--", "/usr/bin/retry", "--version"],
+        &[],
+    );
+    command
+        .assert()
+        .code(0)
+        .stdout(format!("retry {VERSION} ({NAME})\n"));
+}
+
+/// `dpkg -i` of ours over Debian's real `retry` package (fetched with `apt-get download`, and
+/// installed without its libc6, which a private root lacks) removes Debian's and leaves ours.
+#[test]
+fn the_deb_takes_the_place_of_debians_retry() {
+    let Some(dist) = dist("the .deb over Debian's retry") else {
+        return;
+    };
+    if !root_user("the .deb over Debian's retry") {
+        return;
+    }
+    let download = tempfile::tempdir().unwrap();
+    let fetched = Command::new("apt-get")
+        .args(["download", "retry"])
+        .current_dir(download.path())
+        .output();
+    let debian = fs::read_dir(download.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|e| e == "deb"));
+    let Some(debian) = debian else {
+        missing(
+            "apt-get download retry",
+            &format!("the .deb over Debian's retry ({fetched:?})"),
+        );
+        return;
+    };
+    let root = dpkg_root();
+    dpkg(
+        root.path(),
+        &["--force-depends", "--install", debian.to_str().unwrap()],
+    );
+    let theirs = fs::read(root.path().join("usr/bin/retry")).unwrap();
+    assert_eq!(&theirs[1..4], b"ELF", "Debian's retry is in place first");
+
+    let output = dpkg(
+        root.path(),
+        &["--install", dist.join(deb_name()).to_str().unwrap()],
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("will remove retry in favour of"),
+        "{output:?}"
+    );
+    let status = text(&dpkg(root.path(), &["--status", NAME]));
+    assert!(status.contains("Status: install ok installed"), "{status}");
+    let theirs_now = Command::new("dpkg")
+        .arg(format!("--root={}", root.path().display()))
+        .args(["--status", "retry"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&theirs_now.stdout).contains("Status: deinstall ok config-files")
+            || !theirs_now.status.success(),
+        "Debian's retry is removed: {theirs_now:?}"
+    );
+    let mut command = in_root(
+        root.path(),
+        &["/usr/bin/retry".to_string()],
+        &["--version"],
+        &[],
+    );
+    command
+        .assert()
+        .code(0)
+        .stdout(format!("retry {VERSION} ({NAME})\n"));
+    let manual = text(&run(
+        "zcat",
+        &[root
+            .path()
+            .join("usr/share/man/man1/retry.1.gz")
+            .to_str()
+            .unwrap()],
+    ));
+    assert!(manual.contains(NAME), "the man page is ours");
+}
+
+/// lintian finds no error in the .deb, and every warning it would give is overridden in the
+/// package with a comment that says why it is kept.
+#[test]
+fn lintian_finds_no_error_and_every_kept_warning_is_explained() {
+    let Some(dist) = dist("the .deb under lintian") else {
+        return;
+    };
+    let deb = dist.join(deb_name());
+    let lintian = |flags: &[&str]| {
+        let output = Command::new("lintian").args(flags).arg(&deb).output();
+        match output {
+            Ok(output) => Some(text(&output)),
+            Err(_) => {
+                missing("lintian", "the .deb under lintian");
+                None
+            }
+        }
+    };
+    let Some(unfiltered) = lintian(&["--pedantic", "--no-override"]) else {
+        return;
+    };
+    let errors: Vec<&str> = unfiltered.lines().filter(|l| l.starts_with("E:")).collect();
+    assert!(errors.is_empty(), "lintian errors: {errors:?}");
+    let kept = lintian(&["--pedantic"]).unwrap();
+    let flagged: Vec<&str> = kept
+        .lines()
+        .filter(|line| line.starts_with("E:") || line.starts_with("W:") || line.starts_with("I:"))
+        .collect();
+    assert!(flagged.is_empty(), "explain or fix: {flagged:?}");
+
+    let overrides =
+        fs::read_to_string(Path::new(ROOT).join("packaging/deb/lintian-overrides")).unwrap();
+    let mut explained = false;
+    for line in overrides.lines() {
+        if line.starts_with('#') {
+            explained = true;
+        } else if !line.trim().is_empty() {
+            assert!(explained, "no comment says why {line} is kept");
+            let tag = line.split_whitespace().next().unwrap();
+            assert!(
+                unfiltered.contains(&format!(": {tag}")),
+                "{tag} is overridden but lintian no longer gives it: drop the override"
+            );
+            explained = false;
+        }
+    }
+}
+
+/// The .deb's files, unpacked without installing.
+fn deb_contents(dist: &Path) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        "dpkg-deb",
+        &[
+            "--extract",
+            dist.join(deb_name()).to_str().unwrap(),
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    dir
+}
+
+#[test]
+fn the_debs_man_page_renders() {
+    let Some(dist) = dist("the .deb's man page") else {
+        return;
+    };
+    let contents = deb_contents(&dist);
+    let page = contents.path().join("usr/share/man/man1/retry.1.gz");
+    let Ok(output) = Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANWIDTH", "80")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .output()
+    else {
+        missing("man", "the .deb's man page");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stderr.trim().is_empty(),
+        "{stderr}"
+    );
+    assert!(
+        text(&output).contains("--max-time"),
+        "the options are there"
+    );
+}
+
+/// bash-completion loads /usr/share/bash-completion/completions/retry when `retry` is first
+/// completed: the function it registers completes `--max-t` to `--max-time`.
+#[test]
+fn the_debs_bash_completion_completes_a_long_flag() {
+    let Some(dist) = dist("the .deb's bash completion") else {
+        return;
+    };
+    let contents = deb_contents(&dist);
+    let script = contents
+        .path()
+        .join("usr/share/bash-completion/completions/retry");
+    let program = format!(
+        r#"source '{}'
+function=$(complete -p retry | sed -n 's/.* -F \([^ ]*\) .*/\1/p')
+COMP_WORDS=(retry --max-t)
+COMP_CWORD=1
+COMP_LINE='retry --max-t'
+COMP_POINT=${{#COMP_LINE}}
+"$function" retry --max-t retry
+printf '%s\n' "${{COMPREPLY[@]}}""#,
+        script.display()
+    );
+    let output = Command::new("bash")
+        .args(["--norc", "-c", &program])
+        .output()
+        .expect("bash");
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        text(&output).split_whitespace().collect::<Vec<_>>(),
+        ["--max-time"]
+    );
+}
