@@ -68,13 +68,20 @@ pub struct HookSpec<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interrupted(pub i32);
 
-/// Why held output was not passed on in full.
+/// Why a run ends before its verdict is told: the one early exit of the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unreleased {
-    /// Writing the final attempt's output found stdout closed.
+pub enum Halt {
+    /// The reader downstream has gone: writing held output found stdout closed, or the attempt
+    /// died of SIGPIPE. The run ends quietly.
     BrokenPipe,
-    /// `retry` received a signal meanwhile.
-    Interrupted(Interrupted),
+    /// `retry` received this signal.
+    Interrupted(i32),
+}
+
+impl From<Interrupted> for Halt {
+    fn from(Interrupted(signal): Interrupted) -> Halt {
+        Halt::Interrupted(signal)
+    }
 }
 
 /// Whose held stdout is passed on, which says where it goes.
@@ -105,11 +112,7 @@ pub trait Execute {
     ) -> Result<AttemptReport, Interrupted>;
     /// Passes on the last attempt's held stdout (`--hold-stdout`): to stdout when it is the
     /// final attempt, else to stderr.
-    fn release_output(
-        &mut self,
-        output_of: OutputOf,
-        reporter: &mut Reporter,
-    ) -> Result<(), Unreleased>;
+    fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt>;
     /// The run ends at `deadline` (`--max-time`): past it, and past the grace an attempt
     /// gets, no wait on a reader downstream may hold `retry` up. Told once, before anything runs.
     fn end_by(&mut self, deadline: Instant);
@@ -160,7 +163,8 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
     });
     match run.drive() {
         Ok(end) => end,
-        Err(Interrupted(signal)) => {
+        Err(Halt::BrokenPipe) => RunEnd::BrokenPipe,
+        Err(Halt::Interrupted(signal)) => {
             run.reporter.emit(&Event::Interrupted { signal });
             RunEnd::Interrupted(signal)
         }
@@ -185,6 +189,15 @@ enum Next {
     End(RunEnd),
 }
 
+/// The kind of attempt a wait follows, which says what is told of it.
+#[derive(Clone, Copy)]
+enum Between {
+    /// A retryable failure; the wait may have heeded the attempt's hint.
+    Failure(Option<HintUse>),
+    /// A success that leaves a `--consecutive` streak unfinished.
+    Streak,
+}
+
 struct Run<'a, E, S, R, G: ?Sized> {
     settings: &'a Settings,
     start: Instant,
@@ -201,13 +214,9 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         self.deadline.is_some_and(|deadline| at >= deadline)
     }
 
-    /// Passes on the last attempt's held output; `false` when the reader downstream has gone.
-    fn release(&mut self, output_of: OutputOf) -> Result<bool, Interrupted> {
-        match self.executor.release_output(output_of, self.reporter) {
-            Ok(()) => Ok(true),
-            Err(Unreleased::BrokenPipe) => Ok(false),
-            Err(Unreleased::Interrupted(interrupted)) => Err(interrupted),
-        }
+    /// Passes on the last attempt's held output.
+    fn release(&mut self, output_of: OutputOf) -> Result<(), Halt> {
+        self.executor.release_output(output_of, self.reporter)
     }
 
     /// Whether a wait of `wait` starting now would reach the deadline. A wait that ends past
@@ -231,7 +240,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         }
     }
 
-    fn drive(&mut self) -> Result<RunEnd, Interrupted> {
+    fn drive(&mut self) -> Result<RunEnd, Halt> {
         if let Some(end) = self.splay()? {
             return Ok(end);
         }
@@ -253,8 +262,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
                 _ => Outcome::Nothing,
             });
             let next = match verdict {
-                Verdict::BrokenPipe => Next::End(RunEnd::BrokenPipe),
-                Verdict::Stop(rule) => self.stop(rule, attempt, &report)?,
+                Verdict::BrokenPipe => return Err(Halt::BrokenPipe),
+                Verdict::Stop(rule) => return self.stop(rule, attempt, &report),
                 Verdict::Succeed => self.after_success(attempt, &report, &mut progress)?,
                 Verdict::Retry => self.after_failure(attempt, &report, &mut progress)?,
             };
@@ -268,7 +277,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
 
     /// Asks the breaker whether attempt `attempt` may start; the run's end when it may not: with
     /// 75 before any attempt ran, else with the last attempt's status.
-    fn admit(&mut self, attempt: u64, progress: &Progress) -> Result<Option<RunEnd>, Interrupted> {
+    fn admit(&mut self, attempt: u64, progress: &Progress) -> Result<Option<RunEnd>, Halt> {
         let admitted = self.gate.admit(attempt);
         self.say_notices();
         let Admit::BreakerOpen { next_probe } = admitted else {
@@ -316,7 +325,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
 
     /// The random wait before the first attempt (`--splay`); the run's end when no time is
     /// left for a first attempt after it.
-    fn splay(&mut self) -> Result<Option<RunEnd>, Interrupted> {
+    fn splay(&mut self) -> Result<Option<RunEnd>, Halt> {
         let splay = self.settings.splay;
         if splay.is_zero() {
             return Ok(None);
@@ -370,10 +379,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         rule: Permanent,
         attempt: u64,
         report: &AttemptReport,
-    ) -> Result<Next, Interrupted> {
-        if !self.release(OutputOf::FinalAttempt)? {
-            return Ok(Next::End(RunEnd::BrokenPipe));
-        }
+    ) -> Result<RunEnd, Halt> {
+        self.release(OutputOf::FinalAttempt)?;
         // A command that cannot start was already said in a line of its own; a log still gets
         // the attempt's end and the run's.
         let telling = if report.end.could_not_start() {
@@ -385,7 +392,6 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         self.reporter.tell(&event, telling);
         let reason = GiveUp::Permanent(rule);
         self.give_up(reason, attempt, Some(report.end), telling)
-            .map(Next::End)
     }
 
     /// A success: the run's end, or with `--consecutive`, the wait before the streak goes on.
@@ -394,63 +400,27 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempt: u64,
         report: &AttemptReport,
         progress: &mut Progress,
-    ) -> Result<Next, Interrupted> {
+    ) -> Result<Next, Halt> {
         let settings = self.settings;
-        let end = report.end;
         progress.streak += 1;
-        if progress.streak >= settings.consecutive {
-            if !self.release(OutputOf::FinalAttempt)? {
-                return Ok(Next::End(RunEnd::BrokenPipe));
-            }
-            self.reporter.emit(&Event::Success {
-                attempt,
-                max_attempts: settings.max_attempts,
-                end,
-                ran: report.ran,
-                total: self.clock.now() - self.start,
-            });
-            self.say_notices();
-            self.hook(HookKind::Success, attempt, end.status(), None)?;
-            return Ok(Next::End(RunEnd::Succeeded));
+        if progress.streak < settings.consecutive {
+            // After a success the schedule starts over at d(1).
+            progress.retry_number = 1;
+            self.delays.restart();
+            let wait = self.delays.delay(progress.retry_number);
+            return self.after_attempt(attempt, report, wait, Between::Streak, progress);
         }
-        // After a success the schedule starts over at d(1).
-        progress.retry_number = 1;
-        self.delays.restart();
-        let wait = self.delays.delay(progress.retry_number);
-        let streak_event = |next| Event::StreakContinues {
+        self.release(OutputOf::FinalAttempt)?;
+        self.reporter.emit(&Event::Success {
             attempt,
             max_attempts: settings.max_attempts,
-            end,
+            end: report.end,
             ran: report.ran,
-            streak: progress.streak,
-            needed: settings.consecutive,
-            next,
-        };
-        let is_last = self.is_last(attempt);
-        let final_attempt = is_last || self.wait_crosses_deadline(wait);
-        if !self.release(OutputOf::of(final_attempt))? {
-            return Ok(Next::End(RunEnd::BrokenPipe));
-        }
-        if final_attempt {
-            self.reporter.emit(&streak_event(None));
-            let reason = if is_last {
-                GiveUp::Exhausted
-            } else {
-                self.max_time_end(wait)
-            };
-            return self
-                .give_up(reason, attempt, Some(end), Telling::Always)
-                .map(Next::End);
-        }
-        if let Some(reason) = self.may_go_on() {
-            self.reporter.emit(&streak_event(None));
-            return self
-                .give_up(reason, attempt, Some(end), Telling::Always)
-                .map(Next::End);
-        }
-        self.reporter.emit(&streak_event(Some(wait)));
+            total: self.clock.now() - self.start,
+        });
         self.say_notices();
-        Ok(Next::Wait(wait))
+        self.hook(HookKind::Success, attempt, report.end.status(), None)?;
+        Ok(Next::End(RunEnd::Succeeded))
     }
 
     /// A retryable failure: the wait before the next attempt, or the run's end when no attempt
@@ -460,8 +430,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempt: u64,
         report: &AttemptReport,
         progress: &mut Progress,
-    ) -> Result<Next, Interrupted> {
-        let end = report.end;
+    ) -> Result<Next, Halt> {
         progress.streak = 0;
         progress.retry_number = progress.retry_number.saturating_add(1);
         let delay = self.delays.delay(progress.retry_number);
@@ -469,46 +438,80 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             self.reporter.emit(&Event::HintIgnored { attempt, value });
         }
         let (wait, hint) = self.hinted(delay, report.hint);
+        self.after_attempt(attempt, report, wait, Between::Failure(hint), progress)
+    }
+
+    /// What follows an attempt after which the run would wait `wait` and go on: the run's end
+    /// when the attempt was the last the limit allows, when the wait would cross the deadline,
+    /// or when the fleet limits refuse the next attempt; else the wait, announced.
+    fn after_attempt(
+        &mut self,
+        attempt: u64,
+        report: &AttemptReport,
+        wait: Duration,
+        between: Between,
+        progress: &mut Progress,
+    ) -> Result<Next, Halt> {
         let is_last = self.is_last(attempt);
         let final_attempt = is_last || self.wait_crosses_deadline(wait);
-        if !self.release(OutputOf::of(final_attempt))? {
-            return Ok(Next::End(RunEnd::BrokenPipe));
-        }
-        if final_attempt {
-            let event = self.failure(attempt, report, None, None);
-            self.reporter.emit(&event);
-            let reason = if is_last {
-                GiveUp::Exhausted
-            } else {
-                self.max_time_end(wait)
-            };
+        self.release(OutputOf::of(final_attempt))?;
+        let refusal = if is_last {
+            Some(GiveUp::Exhausted)
+        } else if final_attempt {
+            Some(self.max_time_end(wait))
+        } else {
+            self.may_go_on()
+        };
+        if let Some(reason) = refusal {
+            self.reporter
+                .emit(&self.between_event(attempt, report, between, None, progress));
             return self
-                .give_up(reason, attempt, Some(end), Telling::Always)
+                .give_up(reason, attempt, Some(report.end), Telling::Always)
                 .map(Next::End);
         }
-        if let Some(reason) = self.may_go_on() {
-            let event = self.failure(attempt, report, None, None);
-            self.reporter.emit(&event);
-            return self
-                .give_up(reason, attempt, Some(end), Telling::Always)
-                .map(Next::End);
-        }
-        let event = self.failure(attempt, report, Some(wait), hint);
-        self.reporter.emit(&event);
+        self.reporter
+            .emit(&self.between_event(attempt, report, between, Some(wait), progress));
         self.say_notices();
-        if !progress.warned_stdin && self.executor.stdin_shared() {
-            progress.warned_stdin = true;
-            self.reporter.emit(&Event::StdinShared);
-        }
-        self.hook(HookKind::Retry, attempt, end.status(), Some(wait))?;
-        if self.wait_crosses_deadline(wait) {
-            // The hook used up the time the wait had.
-            let reason = self.max_time_end(wait);
-            return self
-                .give_up(reason, attempt, Some(end), Telling::Always)
-                .map(Next::End);
+        if let Between::Failure(_) = between {
+            if !progress.warned_stdin && self.executor.stdin_shared() {
+                progress.warned_stdin = true;
+                self.reporter.emit(&Event::StdinShared);
+            }
+            self.hook(HookKind::Retry, attempt, report.end.status(), Some(wait))?;
+            if self.wait_crosses_deadline(wait) {
+                // The hook used up the time the wait had.
+                let reason = self.max_time_end(wait);
+                return self
+                    .give_up(reason, attempt, Some(report.end), Telling::Always)
+                    .map(Next::End);
+            }
         }
         Ok(Next::Wait(wait))
+    }
+
+    /// The event of an attempt that a wait would follow, with that wait if it does.
+    fn between_event<'r>(
+        &self,
+        attempt: u64,
+        report: &'r AttemptReport,
+        between: Between,
+        next: Option<Duration>,
+        progress: &Progress,
+    ) -> Event<'r> {
+        match between {
+            Between::Failure(hint) => {
+                self.failure(attempt, report, next, hint.filter(|_| next.is_some()))
+            }
+            Between::Streak => Event::StreakContinues {
+                attempt,
+                max_attempts: self.settings.max_attempts,
+                end: report.end,
+                ran: report.ran,
+                streak: progress.streak,
+                needed: self.settings.consecutive,
+                next,
+            },
+        }
     }
 
     /// The wait after a retryable failure whose schedule says `delay`: longer when the attempt
@@ -572,13 +575,13 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     }
 
     /// Waits before the next attempt; on a terminal, a long wait counts down once a second.
-    fn wait(&mut self, wait: Duration) -> Result<(), Interrupted> {
+    fn wait(&mut self, wait: Duration) -> Result<(), Halt> {
         if !self.reporter.wants_countdown(wait) {
-            return self.clock.sleep(wait);
+            return Ok(self.clock.sleep(wait)?);
         }
         let Some(until) = self.clock.now().checked_add(wait) else {
             // An end past what the clock can count has no countdown to show.
-            return self.clock.sleep(wait);
+            return Ok(self.clock.sleep(wait)?);
         };
         loop {
             let left = until.saturating_duration_since(self.clock.now());
@@ -595,7 +598,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             };
             if let Err(interrupted) = self.clock.sleep(step) {
                 self.reporter.clear_countdown();
-                return Err(interrupted);
+                return Err(interrupted.into());
             }
         }
         self.reporter.clear_countdown();
@@ -609,7 +612,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempts: u64,
         last: Option<AttemptEnd>,
         telling: Telling,
-    ) -> Result<RunEnd, Interrupted> {
+    ) -> Result<RunEnd, Halt> {
         self.end_run(RunEnd::Failed { last }, reason, attempts, telling)
     }
 
@@ -622,7 +625,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         reason: GiveUp<'_>,
         attempts: u64,
         telling: Telling,
-    ) -> Result<RunEnd, Interrupted> {
+    ) -> Result<RunEnd, Halt> {
         self.say_notices();
         let last = match end {
             RunEnd::Failed { last } => last,
@@ -648,7 +651,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempt: u64,
         last_status: u8,
         next_delay: Option<Duration>,
-    ) -> Result<(), Interrupted> {
+    ) -> Result<(), Halt> {
         let settings = self.settings;
         let Some(command) = settings.hooks.command(kind) else {
             return Ok(());
@@ -796,11 +799,7 @@ mod tests {
             })
         }
 
-        fn release_output(
-            &mut self,
-            output_of: OutputOf,
-            _: &mut Reporter,
-        ) -> Result<(), Unreleased> {
+        fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
             self.released.push(output_of == OutputOf::FinalAttempt);
             Ok(())
         }
@@ -878,6 +877,25 @@ mod tests {
         hints: &[Option<AskedWait>],
         interrupt_at: Option<usize>,
     ) -> Outcome {
+        run_through(args, ends, hints, interrupt_at, &mut NoLimits)
+    }
+
+    /// `run`, asking `gate` as the fleet limits.
+    fn run_gated(
+        args: &[&str],
+        ends: &[(AttemptEnd, Duration)],
+        gate: &mut ScriptedGate,
+    ) -> Outcome {
+        run_through(args, ends, &[], None, gate)
+    }
+
+    fn run_through(
+        args: &[&str],
+        ends: &[(AttemptEnd, Duration)],
+        hints: &[Option<AskedWait>],
+        interrupt_at: Option<usize>,
+        gate: &mut dyn Gate,
+    ) -> Outcome {
         let pretend = ["--stdin-is-a-pipe", "--oversleep-20ms"];
         let flags = args.iter().filter(|a| !pretend.contains(a));
         let cli = Cli::try_parse_from(
@@ -930,7 +948,7 @@ mod tests {
             &mut script,
             &mut clock,
             &mut delays,
-            &mut NoLimits,
+            gate,
             &mut reporter,
         );
         let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
@@ -948,6 +966,159 @@ mod tests {
 
     fn run(args: &[&str], ends: &[(AttemptEnd, Duration)]) -> Outcome {
         run_with(args, ends, None)
+    }
+
+    /// Fleet limits that answer from a script: `admits[i]` for the i-th `admit` and
+    /// `go_ons[i]` for the i-th `go_on` (past either list, `Go` and `Yes`). It keeps what it
+    /// was asked and told, in order.
+    #[derive(Default)]
+    struct ScriptedGate {
+        admits: Vec<Admit>,
+        go_ons: Vec<GoOn>,
+        asked: Vec<String>,
+    }
+
+    impl Gate for ScriptedGate {
+        fn admit(&mut self, attempt: u64) -> Admit {
+            let answer = self
+                .admits
+                .get(self.asked.iter().filter(|a| a.starts_with("admit")).count())
+                .copied()
+                .unwrap_or(Admit::Go);
+            self.asked.push(format!("admit {attempt}"));
+            answer
+        }
+        fn record(&mut self, outcome: crate::fleet::Outcome) {
+            self.asked.push(format!("record {outcome:?}"));
+        }
+        fn go_on(&mut self) -> GoOn {
+            let answer = self
+                .go_ons
+                .get(self.asked.iter().filter(|a| *a == "go_on").count())
+                .copied()
+                .unwrap_or(GoOn::Yes);
+            self.asked.push("go_on".to_string());
+            answer
+        }
+        fn take_notices(&mut self) -> Vec<crate::fleet::Notice> {
+            Vec::new()
+        }
+    }
+
+    const OPEN: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_breaker_open_before_the_first_attempt_ends_the_run_with_75_and_runs_nothing() {
+        let mut gate = ScriptedGate {
+            admits: vec![Admit::BreakerOpen { next_probe: OPEN }],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&["--on-failure", "report"], &[exited(0, 5)], &mut gate);
+        assert_eq!(out.end, RunEnd::BreakerOpen);
+        assert_eq!(out.end.exit_status(None), 75);
+        assert!(out.specs.is_empty() && out.slept.is_empty());
+        assert_eq!(gate.asked, ["admit 1"]);
+        assert_eq!(out.hooks, ["Failure attempt=0 last=75 next=None at=0ns"]);
+        assert_eq!(
+            out.output,
+            "retry: giving up before the first attempt: breaker '' is open; next probe in 1m \
+             (exit status 75)\n"
+        );
+    }
+
+    #[test]
+    fn a_breaker_that_opens_during_the_run_ends_it_with_the_last_status_and_no_wait() {
+        let mut gate = ScriptedGate {
+            go_ons: vec![GoOn::Yes, GoOn::BreakerOpen { next_probe: OPEN }],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&[], &[exited(1, 5), exited(2, 5)], &mut gate);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(2)));
+        assert_eq!(out.slept, [ms(100)], "no wait after the refusal");
+        assert_eq!(out.specs.len(), 2);
+        assert_eq!(
+            gate.asked,
+            [
+                "admit 1",
+                "record Failure",
+                "go_on",
+                "admit 2",
+                "record Failure",
+                "go_on"
+            ]
+        );
+        let lines: Vec<&str> = out.output.lines().collect();
+        assert_eq!(lines[1], "retry: attempt 2/6 failed (exit 2) after 5ms");
+        assert!(lines[2].contains("breaker '' is open; next probe in 1m (exit status 2)"));
+    }
+
+    #[test]
+    fn a_spent_budget_ends_the_run_after_a_failure_or_within_a_streak() {
+        let mut gate = ScriptedGate {
+            go_ons: vec![GoOn::BudgetSpent],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&[], &[exited(3, 5)], &mut gate);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(3)));
+        assert!(out.slept.is_empty());
+        assert!(
+            out.output
+                .ends_with("budget '' is spent; not retrying (exit status 3)\n")
+        );
+
+        let mut gate = ScriptedGate {
+            go_ons: vec![GoOn::BudgetSpent],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&["--consecutive", "2"], &[exited(0, 5)], &mut gate);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
+        assert_eq!(out.end.exit_status(None), 1, "an unfinished streak exits 1");
+        assert_eq!(gate.asked, ["admit 1", "record Success", "go_on"]);
+    }
+
+    /// The limits are asked to pay only for an attempt that would come: not after the last
+    /// the limit allows, nor when the wait would cross the deadline, nor after a permanent
+    /// failure or a success that ends the run.
+    #[test]
+    fn the_budget_is_asked_only_for_an_attempt_that_would_come() {
+        let mut gate = ScriptedGate::default();
+        run_gated(&["--retries", "1"], &[exited(1, 5)], &mut gate);
+        assert_eq!(
+            gate.asked,
+            [
+                "admit 1",
+                "record Failure",
+                "go_on",
+                "admit 2",
+                "record Failure"
+            ]
+        );
+        let mut gate = ScriptedGate::default();
+        run_gated(&["--max-time", "150ms"], &[exited(1, 60)], &mut gate);
+        assert_eq!(gate.asked, ["admit 1", "record Failure"], "60 + 100 > 150");
+        let mut gate = ScriptedGate::default();
+        run_gated(&["--stop-on-exit", "4"], &[exited(4, 5)], &mut gate);
+        assert_eq!(gate.asked, ["admit 1", "record Nothing"]);
+        let mut gate = ScriptedGate::default();
+        run_gated(&[], &[exited(0, 5)], &mut gate);
+        assert_eq!(gate.asked, ["admit 1", "record Success"]);
+        let mut gate = ScriptedGate::default();
+        run_gated(
+            &[],
+            &[(AttemptEnd::SpawnFailed, ms(0)), exited(0, 5)],
+            &mut gate,
+        );
+        assert_eq!(
+            gate.asked,
+            [
+                "admit 1",
+                "record Nothing",
+                "go_on",
+                "admit 2",
+                "record Success"
+            ],
+            "a system short of processes says nothing of the service"
+        );
     }
 
     fn failed(end: AttemptEnd) -> RunEnd {

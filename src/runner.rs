@@ -20,7 +20,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::driver::{
-    AskedWait, AttemptReport, AttemptSpec, Execute, HookSpec, Interrupted, OutputOf, Unreleased,
+    AskedWait, AttemptReport, AttemptSpec, Execute, Halt, HookSpec, Interrupted, OutputOf,
 };
 use crate::input::{Feeder, Input};
 use crate::interpreter;
@@ -251,11 +251,7 @@ impl Execute for Runner<'_> {
         })
     }
 
-    fn release_output(
-        &mut self,
-        output_of: OutputOf,
-        reporter: &mut Reporter,
-    ) -> Result<(), Unreleased> {
+    fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt> {
         self.release_held(output_of, ReaderWait::Whole, reporter)
     }
 
@@ -656,7 +652,7 @@ impl Runner<'_> {
         output_of: OutputOf,
         reader_wait: ReaderWait,
         reporter: &mut Reporter,
-    ) -> Result<(), Unreleased> {
+    ) -> Result<(), Halt> {
         let final_attempt = output_of == OutputOf::FinalAttempt;
         let interrupted = reader_wait == ReaderWait::WhileFlowing;
         let Some(held) = self.held.take() else {
@@ -679,7 +675,7 @@ impl Runner<'_> {
                     Ok(true) => copier.join().unwrap_or(Ok(())),
                     Ok(false) if interrupted => Ok(()),
                     Ok(false) => Err(io::Error::other(plumbing::READER_TOO_SLOW)),
-                    Err(signal) => return Err(Unreleased::Interrupted(Interrupted(signal))),
+                    Err(signal) => return Err(Halt::Interrupted(signal)),
                 }
             }
             None => copy_held(&held, final_attempt, &moved),
@@ -689,7 +685,7 @@ impl Runner<'_> {
             // Only the final attempt's output has a reader to lose.
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
                 if final_attempt {
-                    Err(Unreleased::BrokenPipe)
+                    Err(Halt::BrokenPipe)
                 } else {
                     Ok(())
                 }
