@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Cap on any single delay, after jitter too [default: 30s]')
             [CompletionResult]::new('--multiplier', '--multiplier', [CompletionResultType]::ParameterName, 'Growth factor of exponential backoff, at least 1 [default: 2]')
             [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'How the nominal delay grows [default: exponential]')
+            [CompletionResult]::new('--delays', '--delays', [CompletionResultType]::ParameterName, 'The delays as a list, instead of a backoff curve: retry n waits entry n')
             [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'How delays are randomised [default: equal]')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for the jitter, so the same flags give the same delays [default: from OS entropy]')
             [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'Wait a random time in [0, DUR] before the first attempt [default: none]')

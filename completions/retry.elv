@@ -33,6 +33,7 @@ var retry-options~ = {|@words|
             cand --max 'Cap on any single delay, after jitter too [default: 30s]'
             cand --multiplier 'Growth factor of exponential backoff, at least 1 [default: 2]'
             cand --backoff 'How the nominal delay grows [default: exponential]'
+            cand --delays 'The delays as a list, instead of a backoff curve: retry n waits entry n'
             cand --jitter 'How delays are randomised [default: equal]'
             cand --seed 'Seed for the jitter, so the same flags give the same delays [default: from OS entropy]'
             cand --splay 'Wait a random time in [0, DUR] before the first attempt [default: none]'
@@ -90,7 +91,7 @@ use re
 # COMMAND and its arguments complete as that command would: after `--`, or from the first word
 # that is not an option or an option's value.
 set edit:completion:arg-completer[retry] = {|@words|
-    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
+    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
     var i = 1
     var last = (- (count $words) 1)
     while (< $i $last) {

@@ -18,6 +18,7 @@ constant\t'base, every time'
 linear\t'base * n'
 fibonacci\t'base * fib(n): 1, 1, 2, 3, 5, ...'
 ethernet\t'IEEE 802.3 truncated binary exponential backoff: r * base, r in [0, 2^min(n,10) - 1]'"
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l delays -d 'The delays as a list, instead of a backoff curve: retry n waits entry n' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l jitter -d 'How delays are randomised [default: equal]' -r -f -a "none\t'the nominal delay'
 full\t'uniform in [0, d]'
 equal\t'd/2 + uniform in [0, d/2] (the default)'
@@ -83,7 +84,7 @@ function __fish_retry_command
             case --
                 set -e words[1]
                 break
-            case -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
+            case -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
                 set -e words[1..2]
                 continue
             case '-*'
@@ -99,7 +100,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
+        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
             return 1
         end
     end

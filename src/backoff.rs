@@ -57,13 +57,16 @@ pub const ETHERNET_ATTEMPTS: u64 = 16;
 /// The exponent cap of `ethernet`: past ten collisions the range stops growing.
 const ETHERNET_MAX_EXPONENT: u64 = 10;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
     pub backoff: Backoff,
     pub jitter: Jitter,
     pub base: Duration,
     pub max: Duration,
     pub multiplier: f64,
+    /// The delays given outright (`--delays`): retry n waits entry n, and the last repeats.
+    /// When not empty, it replaces `backoff`, `base` and `multiplier`.
+    pub list: Vec<Duration>,
 }
 
 impl Schedule {
@@ -71,6 +74,10 @@ impl Schedule {
     /// top of its random range.
     pub fn nominal(&self, n: u64) -> Duration {
         let n = n.max(1);
+        if let Some(last) = self.list.last() {
+            let entry = usize::try_from(n - 1).map_or(last, |i| self.list.get(i).unwrap_or(last));
+            return (*entry).min(self.max);
+        }
         let max = nanos(self.max);
         let base = nanos(self.base);
         let uncapped = match self.backoff {
@@ -86,7 +93,7 @@ impl Schedule {
     /// The least and the most retry `n` can wait, jitter included.
     pub fn range(&self, n: u64) -> (Duration, Duration) {
         let d = self.nominal(n);
-        if self.backoff == Backoff::Ethernet {
+        if self.is_ethernet() {
             return (Duration::ZERO, d);
         }
         match self.jitter {
@@ -111,6 +118,11 @@ impl Schedule {
         }
     }
 
+    /// Whether the delays are `ethernet`'s random slots, which ignore the jitter.
+    pub fn is_ethernet(&self) -> bool {
+        self.backoff == Backoff::Ethernet && self.list.is_empty()
+    }
+
     fn decorrelated_top(&self, previous: Duration) -> Duration {
         duration(nanos(previous).saturating_mul(3).min(nanos(self.max)))
     }
@@ -126,9 +138,9 @@ pub struct Delays<R> {
 impl<R: Rng> Delays<R> {
     pub fn new(schedule: Schedule, rng: R) -> Self {
         Delays {
+            previous: schedule.base,
             schedule,
             rng,
-            previous: schedule.base,
         }
     }
 
@@ -144,11 +156,12 @@ impl<R: Rng> Delays<R> {
 
     /// The wait before retry `n` (1-based).
     pub fn delay(&mut self, n: u64) -> Duration {
-        let s = self.schedule;
+        let s = &self.schedule;
         let d = s.nominal(n);
-        let wait = if s.backoff == Backoff::Ethernet {
+        let (base, max) = (s.base, s.max);
+        let wait = if s.is_ethernet() {
             let slots = self.rng.random_range(0..=ethernet_slots(n));
-            duration(slots.saturating_mul(nanos(s.base)).min(nanos(s.max)))
+            duration(slots.saturating_mul(nanos(base)).min(nanos(max)))
         } else {
             match s.jitter {
                 Jitter::None => d,
@@ -159,11 +172,11 @@ impl<R: Rng> Delays<R> {
                     let factor = 1.0 + f * self.rng.random_range(-1.0..=1.0);
                     scale(d, factor).clamp(low, high)
                 }
-                Jitter::Addend(a) => d.saturating_add(self.uniform(Duration::ZERO, a)).min(s.max),
+                Jitter::Addend(a) => d.saturating_add(self.uniform(Duration::ZERO, a)).min(max),
                 Jitter::Decorrelated => {
                     let top = s.decorrelated_top(self.previous);
-                    let (low, high) = (s.base.min(top), s.base.max(top));
-                    self.uniform(low, high).min(s.max)
+                    let (low, high) = (base.min(top), base.max(top));
+                    self.uniform(low, high).min(max)
                 }
             }
         };
@@ -266,11 +279,12 @@ mod tests {
             base: ms(100),
             max: ms(5000),
             multiplier: 2.0,
+            list: Vec::new(),
         }
     }
 
     fn delays(s: Schedule, count: u64) -> Vec<Duration> {
-        let mut delays = Delays::new(s, StdRng::seed_from_u64(1));
+        let mut delays = Delays::new(s.clone(), StdRng::seed_from_u64(1));
         (1..=count).map(|n| delays.delay(n)).collect()
     }
 
@@ -282,7 +296,7 @@ mod tests {
     fn exponential_sequence() {
         let s = schedule(Backoff::Exponential, Jitter::None);
         assert_eq!(
-            delays(s, 8),
+            delays(s.clone(), 8),
             millis(&[100, 200, 400, 800, 1600, 3200, 5000, 5000])
         );
     }
@@ -294,7 +308,7 @@ mod tests {
             ..schedule(Backoff::Exponential, Jitter::None)
         };
         assert_eq!(
-            delays(s, 4),
+            delays(s.clone(), 4),
             [100_000, 150_000, 225_000, 337_500].map(Duration::from_micros)
         );
     }
@@ -302,13 +316,13 @@ mod tests {
     #[test]
     fn constant_sequence() {
         let s = schedule(Backoff::Constant, Jitter::None);
-        assert_eq!(delays(s, 4), millis(&[100, 100, 100, 100]));
+        assert_eq!(delays(s.clone(), 4), millis(&[100, 100, 100, 100]));
     }
 
     #[test]
     fn linear_sequence() {
         let s = schedule(Backoff::Linear, Jitter::None);
-        assert_eq!(delays(s, 5), millis(&[100, 200, 300, 400, 500]));
+        assert_eq!(delays(s.clone(), 5), millis(&[100, 200, 300, 400, 500]));
         assert_eq!(s.nominal(60), ms(5000));
     }
 
@@ -316,15 +330,58 @@ mod tests {
     fn fibonacci_sequence() {
         let s = schedule(Backoff::Fibonacci, Jitter::None);
         assert_eq!(
-            delays(s, 10),
+            delays(s.clone(), 10),
             millis(&[100, 100, 200, 300, 500, 800, 1300, 2100, 3400, 5000])
         );
+    }
+
+    fn listed(list: &[u64], jitter: Jitter) -> Schedule {
+        Schedule {
+            list: millis(list),
+            ..schedule(Backoff::Exponential, jitter)
+        }
+    }
+
+    #[test]
+    fn a_list_is_waited_entry_by_entry_and_its_last_entry_repeats() {
+        let s = listed(&[0, 200, 50, 1000], Jitter::None);
+        assert_eq!(
+            delays(s.clone(), 7),
+            millis(&[0, 200, 50, 1000, 1000, 1000, 1000])
+        );
+        assert_eq!(s.nominal(u64::MAX), ms(1000));
+        assert_eq!(s.nominal(0), ms(0), "retry 0 reads as the first");
+        assert!(
+            !s.is_ethernet(),
+            "a list replaces the curve, ethernet's too"
+        );
+    }
+
+    #[test]
+    fn max_caps_every_entry() {
+        let s = listed(&[100, 9000, 20_000], Jitter::None);
+        assert_eq!(delays(s.clone(), 4), millis(&[100, 5000, 5000, 5000]));
+    }
+
+    #[test]
+    fn jitter_applies_to_each_entry_as_to_a_nominal_delay() {
+        let s = listed(&[100, 2000], Jitter::Equal);
+        assert_eq!(s.range(1), (ms(50), ms(100)));
+        assert_eq!(s.range(9), (ms(1000), ms(2000)));
+        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(5));
+        for n in 1..=50u64 {
+            let wait = d.delay(n);
+            let (low, high) = listed(&[100, 2000], Jitter::Equal).range(n);
+            assert!(low <= wait && wait <= high, "retry {n}: {wait:?}");
+        }
+        let s = listed(&[1000], Jitter::Factor(0.5));
+        assert_eq!(s.range(3), (ms(500), ms(1500)));
     }
 
     #[test]
     fn ethernet_draws_whole_slots_within_its_window() {
         let s = schedule(Backoff::Ethernet, Jitter::None);
-        let mut d = Delays::new(s, StdRng::seed_from_u64(3));
+        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(3));
         for n in 1..=20u64 {
             let top = (1u64 << n.min(10)) - 1;
             for _ in 0..200 {
@@ -351,7 +408,7 @@ mod tests {
             base: ms(10_000),
             ..schedule(Backoff::Exponential, Jitter::None)
         };
-        assert_eq!(delays(s, 3), millis(&[5000, 5000, 5000]));
+        assert_eq!(delays(s.clone(), 3), millis(&[5000, 5000, 5000]));
     }
 
     #[test]
@@ -368,7 +425,7 @@ mod tests {
                     ..schedule(backoff, jitter)
                 };
                 assert!(
-                    delays(s, 50).iter().all(|d| d.is_zero()),
+                    delays(s.clone(), 50).iter().all(|d| d.is_zero()),
                     "{backoff:?}/{jitter:?}"
                 );
             }
@@ -382,7 +439,7 @@ mod tests {
     ) {
         let s = schedule(Backoff::Exponential, jitter);
         for seed in 0..20 {
-            let mut d = Delays::new(s, StdRng::seed_from_u64(seed));
+            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(seed));
             for n in 1..=10 {
                 let nominal = s.nominal(n);
                 for _ in 0..25 {
@@ -436,7 +493,7 @@ mod tests {
     fn decorrelated_jitter_bounds() {
         let s = schedule(Backoff::Exponential, Jitter::Decorrelated);
         for seed in 0..50 {
-            let mut d = Delays::new(s, StdRng::seed_from_u64(seed));
+            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(seed));
             let mut previous = s.base;
             for n in 1..=30 {
                 let wait = d.delay(n);
@@ -458,7 +515,7 @@ mod tests {
     #[test]
     fn restart_resets_decorrelated_state() {
         let s = schedule(Backoff::Exponential, Jitter::Decorrelated);
-        let mut d = Delays::new(s, StdRng::seed_from_u64(9));
+        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(9));
         for n in 1..=20 {
             d.delay(n);
         }
@@ -469,7 +526,7 @@ mod tests {
     #[test]
     fn jitter_spreads_delays_at_the_cap() {
         let s = schedule(Backoff::Exponential, Jitter::Equal);
-        let mut d = Delays::new(s, StdRng::seed_from_u64(5));
+        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(5));
         let waits: std::collections::BTreeSet<_> = (0..100).map(|_| d.delay(40)).collect();
         assert!(waits.len() > 90, "equal jitter at the cap still spreads");
         assert!(waits.iter().all(|&w| w >= ms(2500) && w <= ms(5000)));
@@ -516,7 +573,7 @@ mod tests {
         ] {
             let s = schedule(Backoff::Constant, jitter);
             let (low, high) = s.range(1);
-            let mut d = Delays::new(s, StdRng::seed_from_u64(11));
+            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(11));
             let mut slices = [0u32; 20];
             for _ in 0..5000 {
                 d.restart();
@@ -544,16 +601,16 @@ mod tests {
     #[test]
     fn same_seed_same_delays() {
         let s = schedule(Backoff::Exponential, Jitter::Equal);
-        assert_eq!(delays(s, 20), delays(s, 20));
-        let mut other = Delays::new(s, StdRng::seed_from_u64(2));
+        assert_eq!(delays(s.clone(), 20), delays(s.clone(), 20));
+        let mut other = Delays::new(s.clone(), StdRng::seed_from_u64(2));
         let other: Vec<_> = (1..=20).map(|n| other.delay(n)).collect();
-        assert_ne!(delays(s, 20), other);
+        assert_ne!(delays(s.clone(), 20), other);
     }
 
     #[test]
     fn splay_is_within_its_bound() {
         let s = schedule(Backoff::Exponential, Jitter::Equal);
-        let mut d = Delays::new(s, StdRng::seed_from_u64(4));
+        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(4));
         for _ in 0..1000 {
             assert!(d.up_to(ms(700)) <= ms(700));
         }
@@ -570,8 +627,9 @@ mod tests {
                 base: years,
                 max: Duration::MAX,
                 multiplier: 1e6,
+                list: Vec::new(),
             };
-            let mut d = Delays::new(s, StdRng::seed_from_u64(0));
+            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(0));
             for n in [1, 2, 10, 1000, u64::from(u32::MAX), u64::MAX] {
                 let (low, high) = s.range(n);
                 let wait = d.delay(n);
@@ -656,8 +714,8 @@ mod tests {
             n in prop_oneof![1u64..100, any::<u64>(), Just(u64::from(u32::MAX))],
             seed in any::<u64>(),
         ) {
-            let s = Schedule { backoff, jitter, base, max, multiplier };
-            let mut d = Delays::new(s, StdRng::seed_from_u64(seed));
+            let s = Schedule { backoff, jitter, base, max, multiplier, list: Vec::new() };
+            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(seed));
             let nominal = s.nominal(n);
             prop_assert!(nominal <= max);
             let (low, high) = s.range(n);
@@ -680,7 +738,7 @@ mod tests {
             multiplier in 1.0..=1e6f64,
             n in 1u64..10_000,
         ) {
-            let s = Schedule { backoff, jitter: Jitter::None, base, max, multiplier };
+            let s = Schedule { backoff, jitter: Jitter::None, base, max, multiplier, list: Vec::new() };
             prop_assert!(s.nominal(n) <= s.nominal(n + 1));
         }
     }

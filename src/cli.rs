@@ -163,6 +163,14 @@ pub struct Cli {
     )]
     pub backoff: Option<Backoff>,
 
+    /// The delays as a list, instead of a backoff curve: retry n waits entry n
+    ///
+    /// A comma list of durations (0,2s,5s,30s); the last entry repeats, and --max still caps
+    /// each. It replaces --backoff, --base and --multiplier, and the jitter is none unless
+    /// --jitter is given.
+    #[arg(long, value_name = "LIST", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::delays, conflicts_with_all = ["backoff", "base", "multiplier"], help_heading = "Delay schedule")]
+    pub delays: Option<parse::DelayList>,
+
     /// How delays are randomised [default: equal]
     ///
     /// none; full: uniform in [0, d]; equal: d/2 + uniform in [0, d/2]; decorrelated:

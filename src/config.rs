@@ -34,6 +34,11 @@ const NOT_KEYS: &[&str] = &[
 /// lower layers, and one table may not set two of them.
 const GROUPS: &[&[&str]] = &[&["retries", "attempts", "forever"], &["quiet", "verbose"]];
 
+/// Keys that give the delay schedule two ways: the list, or the curve's keys (which go
+/// together). A layer that sets one side replaces the other side of lower layers, and one table
+/// may not set both.
+const RIVALS: &[(&str, &[&str])] = &[("delays", &["backoff", "base", "multiplier"])];
+
 /// Every key a configuration file accepts, in the order of `--help`.
 pub fn keys() -> Vec<String> {
     keys_of(&Cli::command())
@@ -67,6 +72,9 @@ struct Entry {
 enum ValueKind {
     /// A list of exit codes: an array, or a string like `"1,75-78"`.
     Codes,
+    /// A list of durations: an array of strings and numbers, a string like `"0,2s,30s"`, or
+    /// one number.
+    Durations,
     /// Text only (a pattern, a command): a number there is a slip.
     Text,
     /// A string or a number.
@@ -92,6 +100,8 @@ impl ValueKind {
     fn of(key: &str) -> ValueKind {
         if CODE_KEYS.contains(&key) {
             ValueKind::Codes
+        } else if key == "delays" {
+            ValueKind::Durations
         } else if PATTERN_KEYS.contains(&key) || is_hook_key(key) {
             ValueKind::Text
         } else {
@@ -277,12 +287,21 @@ pub fn command_line_keys(matches: &clap::ArgMatches) -> Vec<String> {
         .collect()
 }
 
-/// Whether setting `key` replaces a lower layer's `other`: the same key, or one of its group.
+/// Whether setting `key` replaces a lower layer's `other`: the same key, one of its group, or
+/// its rival.
 fn replaces(key: &str, other: &str) -> bool {
     key == other
         || GROUPS
             .iter()
             .any(|group| group.contains(&key) && group.contains(&other))
+        || rivals(key, other)
+}
+
+/// Whether `key` and `other` give one setting two incompatible ways (`delays` and `base`).
+fn rivals(key: &str, other: &str) -> bool {
+    RIVALS.iter().any(|(one, many)| {
+        (*one == key && many.contains(&other)) || (*one == other && many.contains(&key))
+    })
 }
 
 /// The entries of one table (`label`), each checked: a known key, one spelling of a setting,
@@ -389,6 +408,25 @@ fn entry_args(
                 "a list of exit codes like [1, 75] or \"1,75-78\"",
             ));
         }
+        DeValue::Array(items) if kind == ValueKind::Durations => {
+            let mut delays = Vec::new();
+            for item in items.iter() {
+                match item.get_ref() {
+                    DeValue::Integer(n) => delays.push(n.to_string()),
+                    DeValue::Float(n) => delays.push(n.to_string()),
+                    DeValue::String(s) => delays.push(s.to_string()),
+                    other => {
+                        return Err(ConfigError(format!(
+                            "{context}: expected an array of durations, found an array \
+                             holding a {}",
+                            other.type_str()
+                        )));
+                    }
+                }
+            }
+            // An empty array is an empty list, which the flag's parser refuses.
+            delays.join(",")
+        }
         _ => return Err(wrong_type("a string or a number")),
     };
     Ok(vec![flag(), text.into()])
@@ -412,6 +450,20 @@ fn check_one_spelling(
         if let [first, second, ..] = set.as_slice() {
             return Err(ConfigError(format!(
                 "{}: key '{}' in {label}: cannot be set together with '{}' (one spelling per table)",
+                at(second.key_offset),
+                second.key,
+                first.key
+            )));
+        }
+    }
+    for (i, second) in written.iter().enumerate() {
+        if let Some(first) = written[..i]
+            .iter()
+            .find(|first| rivals(&first.key, &second.key))
+        {
+            return Err(ConfigError(format!(
+                "{}: key '{}' in {label}: cannot be set together with '{}' (a list of delays \
+                 replaces the backoff curve)",
                 at(second.key_offset),
                 second.key,
                 first.key
@@ -563,6 +615,7 @@ mod tests {
             };
             let expected = match names[0].as_str() {
                 "CODES" => ValueKind::Codes,
+                "LIST" => ValueKind::Durations,
                 "REGEX" | "CMD" => ValueKind::Text,
                 _ => ValueKind::Scalar,
             };
@@ -613,6 +666,70 @@ mod tests {
         for not_key in NOT_KEYS {
             assert!(!keys.iter().any(|k| k == not_key), "{not_key}");
         }
+    }
+
+    #[test]
+    fn delays_are_an_array_a_comma_string_or_one_number() {
+        let delays = |value: &str| {
+            let file = ConfigFile::parse("cfg.toml", &format!("[defaults]\ndelays = {value}\n"));
+            args(&file.unwrap(), None, &[])
+        };
+        assert_eq!(
+            delays(r#"["0", 2, 0.5, "30s"]"#),
+            ["--delays", "0,2,0.5,30s"]
+        );
+        assert_eq!(delays(r#""0,2s, 30s""#), ["--delays", "0,2s, 30s"]);
+        assert_eq!(delays("3"), ["--delays", "3"]);
+        assert_eq!(
+            error("[defaults]\ndelays = [\"1s\", true]\n"),
+            "cfg.toml:2: key 'delays' in [defaults]: expected an array of durations, found an \
+             array holding a boolean"
+        );
+        assert!(
+            error("[defaults]\ndelays = []\n").contains("empty list of delays"),
+            "an empty array is an empty list"
+        );
+    }
+
+    /// A list of delays and the curve's keys are two ways to give one schedule: never both in
+    /// one table, and a higher layer's replaces a lower layer's, whichever way it is given.
+    #[test]
+    fn a_list_of_delays_and_the_backoff_curve_replace_each_other() {
+        for key in ["backoff = \"linear\"", "base = \"1s\"", "multiplier = 3"] {
+            assert_eq!(
+                error(&format!("[profile.p]\n{key}\ndelays = \"1s\"\n")),
+                "cfg.toml:3: key 'delays' in [profile.p]: cannot be set together with '{}' (a \
+                 list of delays replaces the backoff curve)"
+                    .replace("{}", key.split(' ').next().unwrap())
+            );
+        }
+        let file = ConfigFile::parse(
+            "cfg.toml",
+            "[defaults]\nbackoff = \"linear\"\nbase = \"2s\"\nmax = \"9s\"\n\
+             [profile.list]\ndelays = \"1s,5s\"\n[profile.curve]\nmultiplier = 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            args(&file, Some("list"), &[]),
+            ["--max", "9s", "--delays", "1s,5s"]
+        );
+        assert_eq!(
+            args(&file, Some("curve"), &[]),
+            [
+                "--backoff",
+                "linear",
+                "--base",
+                "2s",
+                "--max",
+                "9s",
+                "--multiplier",
+                "3"
+            ]
+        );
+        assert_eq!(args(&file, None, &["delays"]), ["--max", "9s"]);
+        let listed = ConfigFile::parse("cfg.toml", "[defaults]\ndelays = \"1s\"\n").unwrap();
+        assert!(args(&listed, None, &["base"]).is_empty());
+        assert_eq!(args(&listed, None, &["jitter"]), ["--delays", "1s"]);
     }
 
     #[test]

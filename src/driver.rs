@@ -939,7 +939,7 @@ mod tests {
             Box::new(lines.clone()),
         );
         let mut delays = Delays::new(
-            settings.schedule,
+            settings.schedule.clone(),
             StdRng::seed_from_u64(settings.seed.unwrap_or(0)),
         );
         let end = drive(

@@ -46,7 +46,7 @@ pub fn plan(settings: &Settings) -> String {
 /// What the plan is for: the command, the schedule, the limits, the streak, the fleet limits
 /// and the seed.
 fn preamble(settings: &Settings) -> String {
-    let schedule = settings.schedule;
+    let schedule = &settings.schedule;
     let mut out = String::new();
     let command = if settings.command.is_empty() {
         "(no command given)".to_string()
@@ -54,8 +54,8 @@ fn preamble(settings: &Settings) -> String {
         crate::text::shell_words(&settings.command)
     };
     let _ = writeln!(out, "dry run: {command}");
-    let jitter = match (schedule.backoff, schedule.jitter) {
-        (Backoff::Ethernet, _) => "random slots".to_string(),
+    let jitter = match (schedule.is_ethernet(), schedule.jitter) {
+        (true, _) => "random slots".to_string(),
         (_, Jitter::None) => "no jitter".to_string(),
         (_, Jitter::Full) => "full jitter".to_string(),
         (_, Jitter::Equal) => "equal jitter".to_string(),
@@ -64,17 +64,27 @@ fn preamble(settings: &Settings) -> String {
         (_, Jitter::Factor(f)) => format!("jitter ±{}%", (f * 1e4).round() / 100.0),
         (_, Jitter::Addend(a)) => format!("jitter +0..{}", human(a)),
     };
-    let growth = match schedule.backoff {
-        Backoff::Exponential => format!(", multiplier {}", schedule.multiplier),
-        _ => String::new(),
-    };
-    let _ = writeln!(
-        out,
-        "schedule: {} backoff, base {}, max {}{growth}, {jitter}",
-        schedule.backoff.name(),
-        human(schedule.base),
-        human(schedule.max),
-    );
+    if schedule.list.is_empty() {
+        let growth = match schedule.backoff {
+            Backoff::Exponential => format!(", multiplier {}", schedule.multiplier),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "schedule: {} backoff, base {}, max {}{growth}, {jitter}",
+            schedule.backoff.name(),
+            human(schedule.base),
+            human(schedule.max),
+        );
+    } else {
+        let list: Vec<String> = schedule.list.iter().copied().map(human).collect();
+        let _ = writeln!(
+            out,
+            "schedule: delays {} (the last repeats), max {}, {jitter}",
+            list.join(", "),
+            human(schedule.max),
+        );
+    }
     let _ = writeln!(
         out,
         "limits: {}, max-time {}, timeout {}",
@@ -261,10 +271,10 @@ fn timeout_note(settings: &Settings) -> Option<String> {
 
 /// The rows of the table, and a line saying what was left out, if anything.
 fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
-    let schedule = settings.schedule;
+    let schedule = &settings.schedule;
     let mut draws = settings
         .seed
-        .map(|seed| Delays::new(schedule, StdRng::seed_from_u64(seed)));
+        .map(|seed| Delays::new(schedule.clone(), StdRng::seed_from_u64(seed)));
     let max_time = settings.max_time;
     let mut rows = Vec::new();
     let (mut elapsed_least, mut elapsed_most) = (Duration::ZERO, Duration::ZERO);

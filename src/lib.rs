@@ -111,7 +111,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Err(error) => return misuse(&format!("{error:#}")),
     };
     let seed = settings.seed.unwrap_or_else(os_seed);
-    let mut delays = Delays::new(settings.schedule, StdRng::seed_from_u64(seed));
+    let mut delays = Delays::new(settings.schedule.clone(), StdRng::seed_from_u64(seed));
     let mut reporter = Reporter::new(
         settings.verbosity,
         settings.log_format,

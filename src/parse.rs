@@ -37,6 +37,31 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// The delays of `--delays`, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelayList(pub Vec<Duration>);
+
+/// A list of delays, `0,2s,5s,30s`: durations separated by commas, blanks around each allowed.
+/// An empty list or an empty entry (`1s,,2s`, `1s,`) is refused.
+pub fn delays(text: &str) -> Result<DelayList, String> {
+    if text.trim().is_empty() {
+        return Err("empty list of delays; expected e.g. 0,2s,5s,30s".into());
+    }
+    text.split(',')
+        .enumerate()
+        .map(|(i, entry)| {
+            if entry.trim().is_empty() {
+                return Err(format!(
+                    "entry {} of '{text}' is empty; expected e.g. 0,2s,5s,30s",
+                    i + 1
+                ));
+            }
+            duration(entry)
+        })
+        .collect::<Result<_, _>>()
+        .map(DelayList)
+}
+
 /// `1e3`, `1.5E-2`, `2e3ms`: a number written the way Python or C would print it.
 fn is_exponent_notation(text: &str) -> bool {
     let Some((mantissa, rest)) = text.split_once(['e', 'E']) else {
@@ -448,6 +473,35 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn delay_lists_are_durations_between_commas() {
+        assert_eq!(
+            delays("0,2s, 1.5 ,1m30s"),
+            Ok(DelayList(vec![ms(0), ms(2000), ms(1500), ms(90_000)]))
+        );
+        assert_eq!(delays("250ms"), Ok(DelayList(vec![ms(250)])));
+        for (bad, entry) in [("1s,,2s", 2), ("1s,", 2), (",1s", 1), ("1s, ,2s", 2)] {
+            assert_eq!(
+                delays(bad),
+                Err(format!(
+                    "entry {entry} of '{bad}' is empty; expected e.g. 0,2s,5s,30s"
+                ))
+            );
+        }
+        for empty in ["", "  "] {
+            assert_eq!(
+                delays(empty),
+                Err("empty list of delays; expected e.g. 0,2s,5s,30s".into())
+            );
+        }
+        assert_eq!(delays("1s,-2s"), Err("negative duration '-2s'".into()));
+        assert!(
+            delays("1s,soon")
+                .unwrap_err()
+                .contains("invalid duration 'soon'")
+        );
     }
 
     #[test]

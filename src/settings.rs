@@ -11,6 +11,7 @@ use crate::cli::{Cli, LogFormat, StateLocation, StdinMode};
 use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
+use crate::parse::DelayList;
 use crate::predicate::Judge;
 
 pub const DEFAULT_RETRIES: u64 = 5;
@@ -161,13 +162,7 @@ impl Settings {
             timeout: cli.timeout.filter(|d| !d.is_zero()),
             kill_after: cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER),
             kill_signal: cli.kill_signal.unwrap_or(libc::SIGTERM),
-            schedule: Schedule {
-                backoff,
-                jitter: cli.jitter.unwrap_or(Jitter::Equal),
-                base: cli.base.unwrap_or(DEFAULT_BASE),
-                max: cli.max.unwrap_or(DEFAULT_MAX),
-                multiplier: cli.multiplier.unwrap_or(DEFAULT_MULTIPLIER),
-            },
+            schedule: schedule(&cli, backoff)?,
             seed: cli.seed,
             splay: cli.splay.unwrap_or(Duration::ZERO),
             judge: Judge {
@@ -215,6 +210,29 @@ impl Settings {
             command: cli.command,
         })
     }
+}
+
+/// The delay schedule: a backoff curve, or the list `--delays` gives, whose jitter is none
+/// unless asked for (a list says exactly what to wait).
+fn schedule(cli: &Cli, backoff: Backoff) -> Result<Schedule> {
+    let list = cli.delays.clone().map(|DelayList(list)| list);
+    let jitter = match (&list, cli.jitter) {
+        (Some(_), Some(Jitter::Decorrelated)) => bail!(
+            "--jitter decorrelated cannot be used with --delays: it draws from --base and the \
+             previous wait, and a list has neither; give another jitter or none"
+        ),
+        (_, Some(jitter)) => jitter,
+        (Some(_), None) => Jitter::None,
+        (None, None) => Jitter::Equal,
+    };
+    Ok(Schedule {
+        backoff,
+        jitter,
+        base: cli.base.unwrap_or(DEFAULT_BASE),
+        max: cli.max.unwrap_or(DEFAULT_MAX),
+        multiplier: cli.multiplier.unwrap_or(DEFAULT_MULTIPLIER),
+        list: list.unwrap_or_default(),
+    })
 }
 
 /// `--show-state` or `--reset-state`, each only with a name to act on.

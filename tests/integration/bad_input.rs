@@ -185,6 +185,29 @@ fn conflicting_flags() {
     misuse(&["--quiet", "--verbose"], "--quiet");
 }
 
+/// A list of delays replaces the backoff curve: naming both, or a jitter that draws from the
+/// curve, is misuse, and so is a list with nothing in it or in one of its entries.
+#[test]
+fn a_list_of_delays_with_a_curve_or_an_empty_entry() {
+    for curve in [
+        ["--backoff", "linear"],
+        ["--base", "1s"],
+        ["--multiplier", "3"],
+    ] {
+        misuse(&[&["--delays", "1s,2s"][..], &curve].concat(), curve[0]);
+    }
+    misuse(&["--delays", "1s", "--backoff", "ethernet"], "--backoff");
+    misuse(
+        &["--delays", "1s", "--jitter", "decorrelated"],
+        "--jitter decorrelated",
+    );
+    for empty in ["", "1s,,2s", "1s,", ",1s", " , "] {
+        misuse(&["--delays", empty], "--delays");
+    }
+    misuse(&["--delays", "1s,soon"], "invalid duration 'soon'");
+    misuse(&["--delays", "1s,-1s"], "negative duration");
+}
+
 #[test]
 fn unknown_flags_and_missing_values() {
     misuse(&["--no-such-flag"], "--no-such-flag");

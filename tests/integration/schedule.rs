@@ -220,3 +220,106 @@ fn stop_on_exit_wins_over_retry_on_exit() {
     r.assert().code(3);
     assert_eq!(r.runs(), 1);
 }
+
+/// The `delay_ms` of each `retry` event of a run under `--log-format json`.
+fn json_delays(args: &[&str]) -> Vec<f64> {
+    let output = retry()
+        .args(["--log-format", "json"])
+        .args(args)
+        .command()
+        .output()
+        .unwrap();
+    json_events(&output.stderr)
+        .iter()
+        .filter(|event| event["event"] == "retry")
+        .map(|event| event["delay_ms"].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_list_of_delays_is_waited_entry_by_entry_and_its_last_entry_repeats() {
+    assert_eq!(
+        json_delays(&["--delays", "0, 2ms,5ms", "--retries", "5", "false"]),
+        [0.0, 2.0, 5.0, 5.0, 5.0],
+        "no jitter unless asked for"
+    );
+    assert_eq!(
+        json_delays(&[
+            "--delays",
+            "1ms,1h",
+            "--max",
+            "3ms",
+            "--retries",
+            "3",
+            "false"
+        ]),
+        [1.0, 3.0, 3.0],
+        "--max caps each entry"
+    );
+    let started = Instant::now();
+    retry()
+        .args(["--delays", "40ms,80ms", "--retries", "2", "false"])
+        .assert()
+        .code(1);
+    assert!(started.elapsed() >= Duration::from_millis(120));
+}
+
+/// A jitter given with a list applies to each entry as to a nominal delay, and `--dry-run
+/// --seed` predicts the waits exactly.
+#[test]
+fn a_given_jitter_applies_to_each_entry_as_dry_run_predicts() {
+    let flags = [
+        "--delays",
+        "10ms,20ms",
+        "--jitter",
+        "equal",
+        "--seed",
+        "3",
+        "--retries",
+        "2",
+    ];
+    let waits = json_delays(&[&flags[..], &["false"]].concat());
+    assert_eq!(waits.len(), 2);
+    assert!(
+        (5.0..=10.0).contains(&waits[0]) && (10.0..=20.0).contains(&waits[1]),
+        "{waits:?}"
+    );
+    let plan = retry()
+        .args(flags)
+        .args(["--dry-run"])
+        .command()
+        .output()
+        .unwrap();
+    let plan = String::from_utf8(plan.stdout).unwrap();
+    assert!(
+        plan.contains("schedule: delays 10ms, 20ms (the last repeats), max 30s, equal jitter"),
+        "{plan}"
+    );
+    // The rows' "drawn" column: `  1  10ms  5ms..10ms  5ms..10ms  6.7ms  ███`.
+    let drawn: Vec<f64> = plan
+        .lines()
+        .filter(|line| line.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|line| {
+            let column = line.split_whitespace().nth(4).unwrap();
+            column.strip_suffix("ms").unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(drawn.len(), waits.len(), "{plan}");
+    for (drawn, waited) in drawn.iter().zip(&waits) {
+        assert!((drawn - waited).abs() < 0.1, "{drawn} against {waited}");
+    }
+}
+
+#[test]
+fn a_config_file_gives_the_list_in_any_of_its_forms() {
+    for value in [r#"["0", 0.002, "5ms"]"#, r#""0,2ms,5ms""#] {
+        let r = retry();
+        let config = r.write("retry.toml", &format!("[defaults]\ndelays = {value}\n"));
+        let config = config.to_str().unwrap().to_string();
+        assert_eq!(
+            json_delays(&["--config", &config, "--retries", "3", "false"]),
+            [0.0, 2.0, 5.0],
+            "{value}"
+        );
+    }
+}
