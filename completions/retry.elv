@@ -26,6 +26,7 @@ var retry-options~ = {|@words|
             cand --max-time 'Deadline for the whole run, measured from start; 0 disables it [default: none]'
             cand -t 'Time limit for one attempt; 0 disables it [default: none]'
             cand --timeout 'Time limit for one attempt; 0 disables it [default: none]'
+            cand --reset-after 'An attempt that ran at least this long starts the schedule and the attempt limit afresh'
             cand --kill-after 'Grace between the terminating signal and SIGKILL [default: 2s]'
             cand --kill-signal 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]'
             cand -b 'First nominal delay (for ethernet: the slot time) [default: 1s]'
@@ -65,6 +66,7 @@ var retry-options~ = {|@words|
             cand --breaker-cooldown 'How long the breaker stays open before a probe may go [default: 1m]'
             cand --state 'Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]'
             cand --forever 'Retry without an attempt limit (usually with --max-time)'
+            cand --restart 'Start the command again after a success, after the first delay'
             cand --http 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
             cand --honor-retry-after 'A Retry-After header printed by a failed attempt sets the least wait before the next'
             cand --invert 'Swap success and failure: retry until COMMAND fails'
@@ -91,7 +93,7 @@ use re
 # COMMAND and its arguments complete as that command would: after `--`, or from the first word
 # that is not an option or an option's value.
 set edit:completion:arg-completer[retry] = {|@words|
-    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
+    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--reset-after' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
     var i = 1
     var last = (- (count $words) 1)
     while (< $i $last) {

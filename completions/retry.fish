@@ -2,6 +2,7 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -s r -l retries -d 'R
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s a -l attempts -d 'Total attempts, at least 1 (another spelling of --retries)' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s m -l max-time -d 'Deadline for the whole run, measured from start; 0 disables it [default: none]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s t -l timeout -d 'Time limit for one attempt; 0 disables it [default: none]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l reset-after -d 'An attempt that ran at least this long starts the schedule and the attempt limit afresh' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-after -d 'Grace between the terminating signal and SIGKILL [default: 2s]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-signal -d 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]' -r -f -a "TERM\t'terminate (the default)'
 INT\t'interrupt, as Ctrl-C'
@@ -57,6 +58,7 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-threshold 
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-cooldown -d 'How long the breaker stays open before a probe may go [default: 1m]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l state -d 'Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]' -r -f -a "(__fish_complete_directories)"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l forever -d 'Retry without an attempt limit (usually with --max-time)'
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l restart -d 'Start the command again after a success, after the first delay'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l http -d 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l honor-retry-after -d 'A Retry-After header printed by a failed attempt sets the least wait before the next'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l invert -d 'Swap success and failure: retry until COMMAND fails'
@@ -84,7 +86,7 @@ function __fish_retry_command
             case --
                 set -e words[1]
                 break
-            case -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
+            case -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
                 set -e words[1..2]
                 continue
             case '-*'
@@ -100,7 +102,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
+        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
             return 1
         end
     end

@@ -130,6 +130,23 @@ pub struct Cli {
     #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub timeout: Option<Duration>,
 
+    /// An attempt that ran at least this long starts the schedule and the attempt limit afresh
+    ///
+    /// After a failed attempt that ran for DUR or longer, the next wait is the first delay
+    /// again, and --retries and --attempts count the attempts after it: a long-running command
+    /// that fails once a week does not inherit last week's back-off. --max-time still bounds
+    /// the whole run.
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::positive_duration, help_heading = "Attempts and time limits")]
+    pub reset_after: Option<Duration>,
+
+    /// Start the command again after a success, after the first delay
+    ///
+    /// The run then ends only by failures in a row past the attempt limit, --max-time, a
+    /// permanent failure, the budget or breaker, or a signal; ended while waiting after a
+    /// success, it exits 0. --on-success runs after every success.
+    #[arg(long, conflicts_with_all = ["consecutive", "invert"], help_heading = "Attempts and time limits")]
+    pub restart: bool,
+
     /// Grace between the terminating signal and SIGKILL [default: 2s]
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub kill_after: Option<Duration>,

@@ -13,7 +13,7 @@ use crate::fleet::{Admit, Gate, GoOn, Outcome};
 use crate::http::{self, HintSource, StatusClass};
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
 use crate::predicate::{Matches, Permanent, Verdict};
-use crate::report::{Event, GiveUp, HintUse, Reporter, Telling, Why};
+use crate::report::{Count, Event, GiveUp, HintUse, Reporter, Telling, Why};
 use crate::settings::{HookKind, Settings};
 
 /// What the executor needs to know to run one attempt.
@@ -181,6 +181,12 @@ struct Progress {
     retry_number: u64,
     said_cannot_start: bool,
     warned_stdin: bool,
+    /// The attempt after which the attempt limit counts: 0, or the last reset's (a long
+    /// attempt under `--reset-after`, a success under `--restart`).
+    limit_from: u64,
+    /// Under `--restart`, the success the run is waiting after: how it ended and how long it
+    /// ran. A run that ends before the next attempt then ends as a success.
+    restarting_after: Option<(AttemptEnd, Duration)>,
 }
 
 /// What follows an attempt.
@@ -192,10 +198,13 @@ enum Next {
 /// The kind of attempt a wait follows, which says what is told of it.
 #[derive(Clone, Copy)]
 enum Between {
-    /// A retryable failure; the wait may have heeded the attempt's hint.
-    Failure(Option<HintUse>),
+    /// A retryable failure; the wait may have heeded the attempt's hint, or be d(1) again
+    /// because the attempt ran past `--reset-after`.
+    Failure { hint: Option<HintUse>, reset: bool },
     /// A success that leaves a `--consecutive` streak unfinished.
     Streak,
+    /// A success under `--restart`.
+    Restart,
 }
 
 struct Run<'a, E, S, R, G: ?Sized> {
@@ -247,6 +256,9 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         let mut progress = Progress::default();
         for attempt in 1u64.. {
             if self.past_deadline(self.clock.now()) {
+                if progress.restarting_after.is_some() {
+                    return self.end_restarts(attempt - 1, &progress, GiveUp::MaxTime);
+                }
                 let last = progress.last;
                 return self.give_up(GiveUp::MaxTime, attempt - 1, last, Telling::Always);
             }
@@ -263,7 +275,10 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             });
             let next = match verdict {
                 Verdict::BrokenPipe => return Err(Halt::BrokenPipe),
-                Verdict::Stop(rule) => return self.stop(rule, attempt, &report),
+                Verdict::Stop(rule) => {
+                    let count = self.count(attempt, &progress);
+                    return self.stop(rule, count, &report);
+                }
                 Verdict::Succeed => self.after_success(attempt, &report, &mut progress)?,
                 Verdict::Retry => self.after_failure(attempt, &report, &mut progress)?,
             };
@@ -285,6 +300,9 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         };
         let name = self.breaker_name();
         let reason = GiveUp::Breaker { name, next_probe };
+        if progress.restarting_after.is_some() {
+            return self.end_restarts(attempt - 1, progress, reason).map(Some);
+        }
         let end = match progress.last {
             None => RunEnd::BreakerOpen,
             Some(last) => RunEnd::Failed { last: Some(last) },
@@ -354,11 +372,11 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             deadline: attempt_deadline(self.clock.now(), settings.timeout, self.deadline),
         };
         self.reporter.emit(&Event::AttemptStart {
-            attempt,
-            max_attempts: settings.max_attempts,
+            count: self.count(attempt, progress),
         });
         let report = self.executor.run(&spec, self.reporter)?;
         progress.last = Some(report.end);
+        progress.restarting_after = None;
         if let Some(error) = &report.start_error
             && report.end.could_not_start()
             && !progress.said_cannot_start
@@ -377,7 +395,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     fn stop(
         &mut self,
         rule: Permanent,
-        attempt: u64,
+        count: Count,
         report: &AttemptReport,
     ) -> Result<RunEnd, Halt> {
         self.release(OutputOf::FinalAttempt)?;
@@ -388,13 +406,23 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         } else {
             Telling::Always
         };
-        let event = self.failure(attempt, report, None, None);
+        let event = self.failure(count, report, None, None, false);
         self.reporter.tell(&event, telling);
         let reason = GiveUp::Permanent(rule);
-        self.give_up(reason, attempt, Some(report.end), telling)
+        self.give_up(reason, count.attempt, Some(report.end), telling)
     }
 
-    /// A success: the run's end, or with `--consecutive`, the wait before the streak goes on.
+    /// Attempt `attempt` as the run counts it against the limit.
+    fn count(&self, attempt: u64, progress: &Progress) -> Count {
+        Count {
+            attempt,
+            max_attempts: self.settings.max_attempts,
+            limit_from: progress.limit_from,
+        }
+    }
+
+    /// A success: the run's end; with `--consecutive`, the wait before the streak goes on; with
+    /// `--restart`, `--on-success` and then the wait before the command starts again.
     fn after_success(
         &mut self,
         attempt: u64,
@@ -402,21 +430,36 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         progress: &mut Progress,
     ) -> Result<Next, Halt> {
         let settings = self.settings;
+        let count = self.count(attempt, progress);
         progress.streak += 1;
-        if progress.streak < settings.consecutive {
+        if settings.restart {
+            self.hook(HookKind::Success, attempt, report.end.status(), None)?;
+        }
+        if settings.restart || progress.streak < settings.consecutive {
             // After a success the schedule starts over at d(1).
             progress.retry_number = 1;
             self.delays.restart();
             let wait = self.delays.delay(progress.retry_number);
-            return self.after_attempt(attempt, report, wait, Between::Streak, progress);
+            let between = if settings.restart {
+                // The limit counts the attempts after this success.
+                progress.limit_from = attempt;
+                Between::Restart
+            } else {
+                Between::Streak
+            };
+            let next = self.after_attempt(count, report, wait, between, progress)?;
+            if settings.restart {
+                progress.restarting_after = Some((report.end, report.ran));
+            }
+            return Ok(next);
         }
         self.release(OutputOf::FinalAttempt)?;
         self.reporter.emit(&Event::Success {
-            attempt,
-            max_attempts: settings.max_attempts,
+            count,
             end: report.end,
             ran: report.ran,
             total: self.clock.now() - self.start,
+            not_restarting: None,
         });
         self.say_notices();
         self.hook(HookKind::Success, attempt, report.end.status(), None)?;
@@ -424,21 +467,37 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     }
 
     /// A retryable failure: the wait before the next attempt, or the run's end when no attempt
-    /// or no time is left.
+    /// or no time is left. A failure that ran for `--reset-after` or longer starts the schedule
+    /// and the attempt limit afresh first.
     fn after_failure(
         &mut self,
         attempt: u64,
         report: &AttemptReport,
         progress: &mut Progress,
     ) -> Result<Next, Halt> {
+        let count = self.count(attempt, progress);
         progress.streak = 0;
+        let reset = self
+            .settings
+            .reset_after
+            .is_some_and(|long| report.ran >= long);
+        if reset {
+            self.reporter.emit(&Event::Reset {
+                attempt,
+                ran: report.ran,
+            });
+            progress.limit_from = attempt;
+            progress.retry_number = 0;
+            self.delays.restart();
+        }
         progress.retry_number = progress.retry_number.saturating_add(1);
         let delay = self.delays.delay(progress.retry_number);
         if let Some(value) = &report.ignored_hint {
             self.reporter.emit(&Event::HintIgnored { attempt, value });
         }
         let (wait, hint) = self.hinted(delay, report.hint);
-        self.after_attempt(attempt, report, wait, Between::Failure(hint), progress)
+        let between = Between::Failure { hint, reset };
+        self.after_attempt(count, report, wait, between, progress)
     }
 
     /// What follows an attempt after which the run would wait `wait` and go on: the run's end
@@ -446,15 +505,21 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     /// or when the fleet limits refuse the next attempt; else the wait, announced.
     fn after_attempt(
         &mut self,
-        attempt: u64,
+        count: Count,
         report: &AttemptReport,
         wait: Duration,
         between: Between,
         progress: &mut Progress,
     ) -> Result<Next, Halt> {
-        let is_last = self.is_last(attempt);
+        let attempt = count.attempt;
+        let is_last = self.is_last(attempt, progress);
         let final_attempt = is_last || self.wait_crosses_deadline(wait);
-        self.release(OutputOf::of(final_attempt))?;
+        // Every success under --restart is the run's answer so far: its output is the one copy.
+        let output_of = match between {
+            Between::Restart => OutputOf::FinalAttempt,
+            _ => OutputOf::of(final_attempt),
+        };
+        self.release(output_of)?;
         let refusal = if is_last {
             Some(GiveUp::Exhausted)
         } else if final_attempt {
@@ -463,16 +528,27 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             self.may_go_on()
         };
         if let Some(reason) = refusal {
+            if let Between::Restart = between {
+                self.reporter.emit(&Event::Success {
+                    count,
+                    end: report.end,
+                    ran: report.ran,
+                    total: self.clock.now() - self.start,
+                    not_restarting: Some(reason),
+                });
+                self.say_notices();
+                return Ok(Next::End(RunEnd::Succeeded));
+            }
             self.reporter
-                .emit(&self.between_event(attempt, report, between, None, progress));
+                .emit(&self.between_event(count, report, between, None, progress));
             return self
                 .give_up(reason, attempt, Some(report.end), Telling::Always)
                 .map(Next::End);
         }
         self.reporter
-            .emit(&self.between_event(attempt, report, between, Some(wait), progress));
+            .emit(&self.between_event(count, report, between, Some(wait), progress));
         self.say_notices();
-        if let Between::Failure(_) = between {
+        if let Between::Failure { .. } = between {
             if !progress.warned_stdin && self.executor.stdin_shared() {
                 progress.warned_stdin = true;
                 self.reporter.emit(&Event::StdinShared);
@@ -489,27 +565,59 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         Ok(Next::Wait(wait))
     }
 
+    /// Ends a `--restart` run that waited after a success and may not start the command
+    /// again: it succeeded, and says why it stops.
+    fn end_restarts(
+        &mut self,
+        attempts: u64,
+        progress: &Progress,
+        reason: GiveUp<'_>,
+    ) -> Result<RunEnd, Halt> {
+        let (end, ran) = progress
+            .restarting_after
+            .expect("only after a success under --restart");
+        self.reporter.emit(&Event::Success {
+            count: Count {
+                attempt: attempts,
+                max_attempts: self.settings.max_attempts,
+                limit_from: 0,
+            },
+            end,
+            ran,
+            total: self.clock.now() - self.start,
+            not_restarting: Some(reason),
+        });
+        self.say_notices();
+        Ok(RunEnd::Succeeded)
+    }
+
     /// The event of an attempt that a wait would follow, with that wait if it does.
     fn between_event<'r>(
         &self,
-        attempt: u64,
+        count: Count,
         report: &'r AttemptReport,
         between: Between,
         next: Option<Duration>,
         progress: &Progress,
     ) -> Event<'r> {
         match between {
-            Between::Failure(hint) => {
-                self.failure(attempt, report, next, hint.filter(|_| next.is_some()))
+            Between::Failure { hint, reset } => {
+                let hint = hint.filter(|_| next.is_some());
+                self.failure(count, report, next, hint, reset)
             }
             Between::Streak => Event::StreakContinues {
-                attempt,
-                max_attempts: self.settings.max_attempts,
+                count,
                 end: report.end,
                 ran: report.ran,
                 streak: progress.streak,
                 needed: self.settings.consecutive,
                 next,
+            },
+            Between::Restart => Event::Restart {
+                count,
+                end: report.end,
+                ran: report.ran,
+                next: next.unwrap_or_default(),
             },
         }
     }
@@ -532,19 +640,23 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         (wait, Some(used))
     }
 
-    /// Whether attempt number `attempt` is the last the limit allows.
-    fn is_last(&self, attempt: u64) -> bool {
-        self.settings.max_attempts.is_some_and(|max| attempt >= max)
+    /// Whether attempt number `attempt` is the last the limit allows, counting the attempts
+    /// after the last reset.
+    fn is_last(&self, attempt: u64, progress: &Progress) -> bool {
+        self.settings
+            .max_attempts
+            .is_some_and(|max| attempt - progress.limit_from >= max)
     }
 
     /// The event of a failed attempt, with the wait that follows it, if one does, and the hint
     /// that wait heeded.
     fn failure<'r>(
         &self,
-        attempt: u64,
+        count: Count,
         report: &'r AttemptReport,
         next: Option<Duration>,
         hint: Option<HintUse>,
+        reset: bool,
     ) -> Event<'r> {
         let judge = &self.settings.judge;
         let matches = &report.matches;
@@ -564,13 +676,13 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             None
         };
         Event::AttemptFailed {
-            attempt,
-            max_attempts: self.settings.max_attempts,
+            count,
             end: report.end,
             why,
             ran: report.ran,
             next,
             hint,
+            reset,
         }
     }
 
@@ -1006,6 +1118,174 @@ mod tests {
     }
 
     const OPEN: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_long_failure_starts_the_schedule_and_the_limit_afresh() {
+        let ends = [
+            exited(1, 5),
+            exited(1, 5),
+            exited(1, 60),
+            exited(1, 5),
+            exited(1, 5),
+            exited(1, 5),
+        ];
+        let out = run(&["--reset-after", "50ms", "--retries", "2"], &ends);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(
+            out.specs.len(),
+            6,
+            "3 attempts, then 3 more after the long one"
+        );
+        assert_eq!(out.slept, [ms(100), ms(200), ms(100), ms(200), ms(400)]);
+        let numbers: Vec<u64> = out.specs.iter().map(|s| s.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5, 6], "attempt numbers never reset");
+        assert!(
+            out.specs.iter().all(|s| s.max_attempts == Some(3)),
+            "the limit per streak"
+        );
+        let lines: Vec<&str> = out.output.lines().collect();
+        assert_eq!(
+            lines[2],
+            "retry: attempt 3/3 failed (exit 1) after 60ms; next attempt in 100ms (it ran past \
+             --reset-after: the schedule starts over)"
+        );
+        assert_eq!(
+            lines[4],
+            "retry: attempt 5 (2/3 since attempt 3) failed (exit 1) after 5ms; next attempt in 400ms"
+        );
+        assert_eq!(
+            lines[5],
+            "retry: attempt 6 (3/3 since attempt 3) failed (exit 1) after 5ms"
+        );
+    }
+
+    #[test]
+    fn the_limit_counts_only_short_failures_in_a_row() {
+        // Every attempt runs long: the limit of 2 never comes, the deadline does.
+        let out = run(
+            &[
+                "--reset-after",
+                "50ms",
+                "--retries",
+                "1",
+                "--max-time",
+                "1s",
+            ],
+            &[exited(1, 60)],
+        );
+        assert!(out.specs.len() > 2, "{} attempts", out.specs.len());
+        assert!(out.slept.iter().all(|&wait| wait == ms(100)), "always d(1)");
+        // Exactly as long as --reset-after is long enough; a shorter one is not.
+        let out = run(
+            &["--reset-after", "60ms", "--retries", "1"],
+            &[exited(1, 59)],
+        );
+        assert_eq!(out.specs.len(), 2);
+        let out = run(
+            &["--reset-after", "60ms", "--retries", "1"],
+            &[exited(1, 60), exited(1, 1)],
+        );
+        assert_eq!(out.specs.len(), 3);
+    }
+
+    #[test]
+    fn restart_runs_the_command_again_after_each_success() {
+        let ends = [exited(0, 5), exited(0, 5), exited(1, 5), exited(1, 5)];
+        let out = run(
+            &["--restart", "--retries", "1", "--on-success", "ok"],
+            &ends,
+        );
+        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(out.specs.len(), 4, "two failures in a row end it");
+        assert_eq!(
+            out.slept,
+            [ms(100), ms(100), ms(200)],
+            "d(1) after a success, then on"
+        );
+        assert_eq!(
+            out.hooks,
+            [
+                "Success attempt=1 last=0 next=None at=5ms",
+                "Success attempt=2 last=0 next=None at=110ms"
+            ],
+            "--on-success after every success, before the wait"
+        );
+        let lines: Vec<&str> = out.output.lines().collect();
+        assert_eq!(
+            lines[0],
+            "retry: attempt 1 succeeded after 5ms; restarting in 100ms"
+        );
+        assert_eq!(
+            lines[2],
+            "retry: attempt 3 (1/2 since attempt 2) failed (exit 1) after 5ms; next attempt in 200ms"
+        );
+    }
+
+    #[test]
+    fn restart_ended_while_waiting_after_a_success_exits_0() {
+        let out = run(&["--restart", "--max-time", "250ms"], &[exited(0, 5)]);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(
+            out.specs.len(),
+            3,
+            "at 0, 105 and 210 ms; the next would start past 250"
+        );
+        assert!(
+            out.output.ends_with(
+                "retry: attempt 3 succeeded after 5ms; not restarting: the next attempt, due in \
+                 100ms, would start past --max-time; done in 215ms\n"
+            ),
+            "{}",
+            out.output
+        );
+        let mut gate = ScriptedGate {
+            go_ons: vec![GoOn::Yes, GoOn::BudgetSpent],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&["--restart"], &[exited(0, 5)], &mut gate);
+        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.specs.len(), 2);
+        assert!(
+            out.output
+                .ends_with("not restarting: budget '' is spent; done in 110ms\n")
+        );
+        let mut gate = ScriptedGate {
+            admits: vec![Admit::Go, Admit::BreakerOpen { next_probe: OPEN }],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&["--restart"], &[exited(0, 5)], &mut gate);
+        assert_eq!(
+            out.end,
+            RunEnd::Succeeded,
+            "the breaker opened during the wait"
+        );
+        assert_eq!(out.specs.len(), 1);
+    }
+
+    #[test]
+    fn restart_still_gives_124_when_the_deadline_cuts_an_attempt_short() {
+        let out = run(
+            &["--restart", "--max-time", "300ms"],
+            &[exited(0, 5), exited(0, 1000)],
+        );
+        assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Run)));
+        assert_eq!(out.end.exit_status(None), 124);
+    }
+
+    #[test]
+    fn every_success_under_restart_releases_its_output_as_the_answer() {
+        let out = run(
+            &["--restart", "--hold-stdout", "--retries", "1"],
+            &[
+                exited(0, 5),
+                exited(1, 5),
+                exited(0, 5),
+                exited(1, 5),
+                exited(1, 5),
+            ],
+        );
+        assert_eq!(out.released, [true, false, true, false, true]);
+    }
 
     #[test]
     fn a_breaker_open_before_the_first_attempt_ends_the_run_with_75_and_runs_nothing() {

@@ -37,6 +37,14 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// A duration above zero (`--reset-after`): zero would be no length at all.
+pub fn positive_duration(text: &str) -> Result<Duration, String> {
+    match duration(text)? {
+        Duration::ZERO => Err("0 is no length of time here; give a duration above 0".into()),
+        positive => Ok(positive),
+    }
+}
+
 /// The delays of `--delays`, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DelayList(pub Vec<Duration>);

@@ -124,6 +124,11 @@ pub struct Settings {
     /// `--show-state` or `--reset-state`: act on the state and exit.
     pub state_action: Option<StateAction>,
     pub consecutive: u64,
+    /// `--reset-after`: a failed attempt that ran this long starts the schedule and the limit
+    /// afresh.
+    pub reset_after: Option<Duration>,
+    /// `--restart`: a success starts the command again.
+    pub restart: bool,
     pub fail_exit: Option<u8>,
     pub foreground: bool,
     pub stdin: StdinMode,
@@ -191,6 +196,8 @@ impl Settings {
             state: cli.state,
             state_action,
             consecutive: cli.consecutive.unwrap_or(1),
+            reset_after: cli.reset_after,
+            restart: cli.restart,
             fail_exit: cli.fail_exit,
             foreground: cli.foreground,
             stdin: cli.stdin.unwrap_or(StdinMode::Auto),

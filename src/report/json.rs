@@ -8,7 +8,7 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::settings::HookKind;
 
-use super::{Event, GiveUp, HintUse};
+use super::{Count, Event, GiveUp, HintUse};
 use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 
 /// One JSON object: the event's name and its fields, in order.
@@ -38,60 +38,76 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             seed,
         } => vec![start(command, max_attempts, seed)],
         Event::Splay { wait } => vec![("splay", vec![("delay_ms", Json::Millis(wait))])],
-        Event::AttemptStart {
-            attempt,
-            max_attempts,
-        } => vec![(
+        Event::AttemptStart { count } => vec![(
             "attempt-start",
             vec![
-                ("attempt", Json::Number(attempt)),
-                ("max_attempts", Json::limit(max_attempts)),
+                ("attempt", Json::Number(count.attempt)),
+                ("max_attempts", Json::limit(count.max_attempts)),
             ],
         )],
         Event::AttemptFailed {
-            attempt,
-            max_attempts,
+            count,
             end,
             why,
             ran,
             next,
             hint,
+            reset: _,
         } => {
             let why = why.map_or(Json::Null, |why| Json::Text(why.to_string()));
-            let fields = attempt_fields(attempt, max_attempts, end, ran, "failure", why);
-            with_retry(("attempt", fields), attempt, next, hint)
+            let fields = attempt_fields(count, end, ran, "failure", why);
+            with_retry(("attempt", fields), count.attempt, next, hint)
+        }
+        Event::Reset { attempt, ran } => vec![(
+            "reset",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                ("ran_ms", Json::Number(ran.as_millis() as u64)),
+            ],
+        )],
+        Event::Restart {
+            count,
+            end,
+            ran,
+            next,
+        } => {
+            let fields = attempt_fields(count, end, ran, "success", Json::Null);
+            with_retry(("attempt", fields), count.attempt, Some(next), None)
         }
         Event::StreakContinues {
-            attempt,
-            max_attempts,
+            count,
             end,
             ran,
             streak,
             needed,
             next,
         } => {
-            let mut fields = attempt_fields(attempt, max_attempts, end, ran, "success", Json::Null);
+            let mut fields = attempt_fields(count, end, ran, "success", Json::Null);
             fields.push(("streak", Json::Number(streak)));
             fields.push(("needed", Json::Number(needed)));
-            with_retry(("attempt", fields), attempt, next, None)
+            with_retry(("attempt", fields), count.attempt, next, None)
         }
         Event::Success {
-            attempt,
-            max_attempts,
+            count,
             end,
             ran,
             total,
+            not_restarting,
         } => vec![
             (
                 "attempt",
-                attempt_fields(attempt, max_attempts, end, ran, "success", Json::Null),
+                attempt_fields(count, end, ran, "success", Json::Null),
             ),
             (
                 "success",
                 vec![
-                    ("attempt", Json::Number(attempt)),
+                    ("attempt", Json::Number(count.attempt)),
                     ("exit_code", Json::Number(0)),
                     ("duration_ms", Json::Number(total.as_millis() as u64)),
+                    (
+                        "reason",
+                        not_restarting.map_or(Json::Null, |why| Json::text(give_up_reason(why))),
+                    ),
                 ],
             ),
         ],
@@ -213,8 +229,7 @@ fn hook_failed(kind: HookKind, end: AttemptEnd) -> Object {
 
 /// The fields of an `attempt` object: how it ended, its `outcome` and the `reason` for it.
 fn attempt_fields(
-    attempt: u64,
-    max_attempts: Option<u64>,
+    count: Count,
     end: AttemptEnd,
     ran: Duration,
     outcome: &str,
@@ -225,8 +240,8 @@ fn attempt_fields(
         _ => Json::Null,
     };
     vec![
-        ("attempt", Json::Number(attempt)),
-        ("max_attempts", Json::limit(max_attempts)),
+        ("attempt", Json::Number(count.attempt)),
+        ("max_attempts", Json::limit(count.max_attempts)),
         ("exit_code", Json::status(end)),
         ("signal", signal),
         (
@@ -466,13 +481,13 @@ mod tests {
     #[test]
     fn a_failed_attempt_with_a_wait_is_two_objects_and_the_last_one_is_one() {
         let failed = |next| Event::AttemptFailed {
-            attempt: 2,
-            max_attempts: None,
+            count: Count::new(2, None),
             end: AttemptEnd::Exited(3),
             why: Some(super::super::Why::RetryIf),
             ran: Duration::from_millis(1500),
             next,
             hint: None,
+            reset: false,
         };
         let names = |event: &Event<'_>| -> Vec<&str> {
             objects(event).iter().map(|(name, _)| *name).collect()

@@ -71,6 +71,30 @@ pub enum GiveUp<'a> {
     Breaker { name: &'a str, next_probe: Duration },
 }
 
+/// An attempt's number in the run, and where it stands against the attempt limit, which counts
+/// the attempts after the last reset (a long attempt under `--reset-after`, a success under
+/// `--restart`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Count {
+    /// 1-based, never reset.
+    pub attempt: u64,
+    /// The limit per streak; `None` when unlimited.
+    pub max_attempts: Option<u64>,
+    /// The attempt after which the limit counts: 0, or the last reset's.
+    pub limit_from: u64,
+}
+
+impl Count {
+    /// A count with no reset behind it.
+    pub fn new(attempt: u64, max_attempts: Option<u64>) -> Count {
+        Count {
+            attempt,
+            max_attempts,
+            limit_from: 0,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub enum Event<'a> {
     Start {
@@ -82,13 +106,11 @@ pub enum Event<'a> {
         wait: Duration,
     },
     AttemptStart {
-        attempt: u64,
-        max_attempts: Option<u64>,
+        count: Count,
     },
     /// An attempt failed; `next` is the wait before the next one, if there is one.
     AttemptFailed {
-        attempt: u64,
-        max_attempts: Option<u64>,
+        count: Count,
         end: AttemptEnd,
         /// What the output predicates decided, when they decided the failure, or why the
         /// attempt could not start.
@@ -97,6 +119,21 @@ pub enum Event<'a> {
         next: Option<Duration>,
         /// The hint the wait heeded, if the attempt gave one.
         hint: Option<HintUse>,
+        /// The attempt ran for `--reset-after` or longer: the wait is d(1) again.
+        reset: bool,
+    },
+    /// An attempt ran for `--reset-after` or longer and failed: the schedule and the attempt
+    /// limit start over after it.
+    Reset {
+        attempt: u64,
+        ran: Duration,
+    },
+    /// An attempt succeeded under `--restart`: the command starts again after `next`.
+    Restart {
+        count: Count,
+        end: AttemptEnd,
+        ran: Duration,
+        next: Duration,
     },
     /// What the fleet limits (budget, breaker, their store) have to say.
     Fleet(&'a Notice),
@@ -107,8 +144,7 @@ pub enum Event<'a> {
     },
     /// An attempt succeeded but `--consecutive` wants more in a row.
     StreakContinues {
-        attempt: u64,
-        max_attempts: Option<u64>,
+        count: Count,
         end: AttemptEnd,
         ran: Duration,
         streak: u64,
@@ -121,11 +157,12 @@ pub enum Event<'a> {
         error: &'a str,
     },
     Success {
-        attempt: u64,
-        max_attempts: Option<u64>,
+        count: Count,
         end: AttemptEnd,
         ran: Duration,
         total: Duration,
+        /// Under `--restart`: why the command is not started again.
+        not_restarting: Option<GiveUp<'a>>,
     },
     GiveUp {
         reason: GiveUp<'a>,
@@ -250,8 +287,12 @@ impl Reporter {
                 | Event::AttemptStart { .. }
                 | Event::Relayed { .. }
                 | Event::HintIgnored { .. }
+                | Event::Reset { .. }
                 | Event::Fleet(Notice::Budget { .. } | Notice::Probe { .. })
-                | Event::Success { .. },
+                | Event::Success {
+                    not_restarting: None,
+                    ..
+                },
             ) => Verbosity::Verbose,
             (LogFormat::Text, _) => Verbosity::Normal,
         };
@@ -321,7 +362,9 @@ fn color_of(event: &Event<'_>) -> &'static str {
         | Event::WriteFailed { .. }
         | Event::ReadFailed { .. }
         | Event::TerminalStop { .. } => "\x1b[1;33m",
-        Event::Success { .. } | Event::StreakContinues { .. } => "\x1b[1;32m",
+        Event::Success { .. } | Event::StreakContinues { .. } | Event::Restart { .. } => {
+            "\x1b[1;32m"
+        }
         _ => "\x1b[1m",
     }
 }
@@ -466,13 +509,13 @@ mod tests {
         let line = render(
             Verbosity::Normal,
             Event::AttemptFailed {
-                attempt: 2,
-                max_attempts: Some(6),
+                count: Count::new(2, Some(6)),
                 end: AttemptEnd::Exited(1),
                 why: None,
                 hint: None,
                 ran: ms(12),
                 next: Some(ms(1500)),
+                reset: false,
             },
         );
         assert_eq!(
@@ -482,13 +525,13 @@ mod tests {
         let line = render(
             Verbosity::Normal,
             Event::AttemptFailed {
-                attempt: 7,
-                max_attempts: None,
+                count: Count::new(7, None),
                 end: AttemptEnd::TimedOut(Limit::Attempt),
                 why: None,
                 hint: None,
                 ran: ms(100),
                 next: None,
+                reset: false,
             },
         );
         assert_eq!(line, "retry: attempt 7 failed (timed out) after 100ms\n");
@@ -514,19 +557,18 @@ mod tests {
     #[test]
     fn verbosity_filters() {
         let failed = || Event::AttemptFailed {
-            attempt: 1,
-            max_attempts: Some(2),
+            count: Count::new(1, Some(2)),
             end: AttemptEnd::Exited(1),
             why: Some(Why::NoUntil),
             ran: ms(1),
             next: None,
             hint: None,
+            reset: false,
         };
         assert_eq!(render(Verbosity::Quiet, failed()), "");
         assert_ne!(render(Verbosity::Normal, failed()), "");
         let start = || Event::AttemptStart {
-            attempt: 1,
-            max_attempts: None,
+            count: Count::new(1, None),
         };
         assert_eq!(render(Verbosity::Normal, start()), "");
         assert_eq!(

@@ -12,7 +12,7 @@ use crate::predicate::Permanent;
 use crate::stdio::Stream;
 use crate::text::{human, shell_words};
 
-use super::{Event, GiveUp, HintUse, cannot_start};
+use super::{Count, Event, GiveUp, HintUse, cannot_start};
 
 /// The event's text, without the `retry: ` prefix.
 pub(super) fn line(event: &Event<'_>) -> String {
@@ -23,28 +23,44 @@ pub(super) fn line(event: &Event<'_>) -> String {
             seed,
         } => start(command, max_attempts, seed),
         Event::Splay { wait } => format!("splay: first attempt in {}", human(wait)),
-        Event::AttemptStart {
-            attempt,
-            max_attempts,
-        } => format!("attempt {} starting", of(attempt, max_attempts)),
+        Event::AttemptStart { count } => format!("attempt {} starting", of(count)),
         Event::AttemptFailed {
-            attempt,
-            max_attempts,
+            count,
             end,
             why,
             ran,
             next,
             hint,
+            reset,
         } => {
             let why = why.map_or(String::new(), |why| format!("{}{why}", separator(end)));
+            let reset = if reset && next.is_some() {
+                " (it ran past --reset-after: the schedule starts over)"
+            } else {
+                ""
+            };
             format!(
-                "attempt {} failed ({end}{why}) after {}{}{}",
-                of(attempt, max_attempts),
+                "attempt {} failed ({end}{why}) after {}{}{}{reset}",
+                of(count),
                 human(ran),
                 then(next),
                 asked(hint)
             )
         }
+        Event::Reset { attempt, ran } => format!(
+            "attempt {attempt} ran {}, at least --reset-after: the schedule and the attempt \
+             limit start over",
+            human(ran)
+        ),
+        // A success under --restart is no step toward the limit: its number alone.
+        Event::Restart {
+            count, ran, next, ..
+        } => format!(
+            "attempt {} succeeded after {}; restarting in {}",
+            count.attempt,
+            human(ran),
+            human(next)
+        ),
         Event::Fleet(notice) => fleet_line(notice),
         Event::HintIgnored { attempt, value } => {
             format!(
@@ -52,8 +68,7 @@ pub(super) fn line(event: &Event<'_>) -> String {
             )
         }
         Event::StreakContinues {
-            attempt,
-            max_attempts,
+            count,
             streak,
             needed,
             next,
@@ -61,7 +76,7 @@ pub(super) fn line(event: &Event<'_>) -> String {
         } => {
             format!(
                 "attempt {} succeeded ({streak} of {needed} in a row){}",
-                of(attempt, max_attempts),
+                of(count),
                 then(next)
             )
         }
@@ -71,17 +86,26 @@ pub(super) fn line(event: &Event<'_>) -> String {
             error,
         } => cannot_start(command, end, error),
         Event::Success {
-            attempt,
-            max_attempts,
+            count,
             ran,
             total,
+            not_restarting,
             ..
-        } => format!(
-            "attempt {} succeeded after {}; done in {}",
-            of(attempt, max_attempts),
-            human(ran),
-            human(total)
-        ),
+        } => match not_restarting {
+            None => format!(
+                "attempt {} succeeded after {}; done in {}",
+                of(count),
+                human(ran),
+                human(total)
+            ),
+            Some(why) => format!(
+                "attempt {} succeeded after {}; not restarting: {}; done in {}",
+                count.attempt,
+                human(ran),
+                give_up_why(why, count.attempt).trim_end_matches("; not retrying"),
+                human(total)
+            ),
+        },
         Event::GiveUp {
             reason,
             attempts,
@@ -160,11 +184,17 @@ fn then(next: Option<Duration>) -> String {
     })
 }
 
-/// `3/6`, or `3` when there is no attempt limit.
-fn of(attempt: u64, max_attempts: Option<u64>) -> String {
-    match max_attempts {
-        Some(max) => format!("{attempt}/{max}"),
-        None => attempt.to_string(),
+/// `3/6`, or `3` when there is no attempt limit; after a reset, `9 (3/6 since attempt 6)`.
+fn of(count: Count) -> String {
+    match count.max_attempts {
+        Some(max) if count.limit_from == 0 => format!("{}/{max}", count.attempt),
+        Some(max) => format!(
+            "{} ({}/{max} since attempt {})",
+            count.attempt,
+            count.attempt - count.limit_from,
+            count.limit_from
+        ),
+        None => count.attempt.to_string(),
     }
 }
 
