@@ -96,6 +96,19 @@ fn preamble(settings: &Settings) -> String {
         settings.max_time.map_or("none".into(), human),
         settings.timeout.map_or("none".into(), human),
     );
+    if let Some(long) = settings.reset_after {
+        let _ = writeln!(
+            out,
+            "reset: a failed attempt that runs {} or longer starts the schedule and the attempt limit afresh",
+            human(long)
+        );
+    }
+    if settings.restart {
+        let _ = writeln!(
+            out,
+            "restart: a success starts the command again after retry 1's delay; the run ends by failures in a row past the limit, --max-time, a permanent failure, the budget or breaker, or a signal"
+        );
+    }
     if settings.consecutive > 1 {
         let n = settings.consecutive;
         let _ = writeln!(

@@ -24,3 +24,4 @@ mod recipes;
 mod redis;
 mod schedule;
 mod streams;
+mod supervision;

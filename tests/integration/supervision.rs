@@ -1,0 +1,313 @@
+//! Keeping a command running: `--restart`, `--reset-after`, and `retry` as the first process of
+//! a container (a PID namespace), where it reaps every orphan and ends on `docker stop`.
+
+use std::fs;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// The lines a script appended to `file` in the test's directory.
+fn lines(r: &Retry, file: &str) -> Vec<String> {
+    fs::read_to_string(r.path(file))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A script that records `RETRY_ATTEMPT RETRY_MAX_ATTEMPTS` in `seen` and exits with the
+/// status `codes[attempt - 1]` (0 past the list).
+fn recorder(r: &Retry, codes: &[u8]) -> Vec<String> {
+    let seen = r.path("seen");
+    let cases: String = codes
+        .iter()
+        .enumerate()
+        .map(|(i, code)| format!("{}) exit {code};; ", i + 1))
+        .collect();
+    sh(&format!(
+        "echo \"$RETRY_ATTEMPT $RETRY_MAX_ATTEMPTS\" >> '{}'; case $RETRY_ATTEMPT in {cases}esac; exit 0",
+        seen.display()
+    ))
+}
+
+#[test]
+fn restart_starts_the_command_again_after_each_success_until_failures_in_a_row() {
+    let r = retry();
+    let script = recorder(&r, &[0, 0, 0, 0, 1, 0, 3, 3]);
+    let r = r
+        .args([
+            "--restart",
+            "--delays",
+            "0",
+            "--retries",
+            "1",
+            "--log-format",
+            "json",
+        ])
+        .args(&script);
+    let output = r.command().output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "the last failure's status");
+    let seen: Vec<String> = (1..=8).map(|n| format!("{n} 2")).collect();
+    assert_eq!(lines(&r, "seen"), seen, "RETRY_ATTEMPT never resets");
+    let events = json_events(&output.stderr);
+    let outcomes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "attempt")
+        .map(|e| e["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "success", "success", "success", "success", "failure", "success", "failure", "failure"
+        ]
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "reset" || e["event"] == "success"),
+        "a success under --restart is no reset, and no success ends this run"
+    );
+    let give_up = events.last().unwrap();
+    assert_eq!(give_up["event"], "give-up");
+    assert_eq!(give_up["reason"], "exhausted");
+}
+
+#[test]
+fn restart_ended_by_max_time_while_waiting_after_a_success_exits_0() {
+    let r = retry();
+    let script = recorder(&r, &[]);
+    let started = Instant::now();
+    let r = r
+        .args(["--restart", "--delays", "30ms", "--max-time", "300ms"])
+        .args(&script);
+    r.assert()
+        .code(0)
+        .stderr(
+            predicate::str::contains("succeeded after").and(predicate::str::contains(
+                "not restarting: the next attempt, due in 30ms, would start past --max-time",
+            )),
+        );
+    assert!(started.elapsed() >= Duration::from_millis(270));
+    assert!(lines(&r, "seen").len() >= 4, "{:?}", lines(&r, "seen"));
+}
+
+#[test]
+fn on_success_runs_after_every_success_under_restart() {
+    let r = retry();
+    let script = recorder(&r, &[0, 0, 0, 4]);
+    let hooks = r.path("hooks");
+    let r = r
+        .args(["--restart", "--delays", "0", "--retries", "0"])
+        .args([format!(
+            "--on-success=echo $RETRY_ATTEMPT >> '{}'",
+            hooks.display()
+        )])
+        .args(&script);
+    r.assert().code(4);
+    assert_eq!(lines(&r, "hooks"), ["1", "2", "3"]);
+}
+
+/// Attempts 1 and 2 fail at once, 3 fails after running past `--reset-after`, then 4, 5 and 6
+/// fail at once: the limit of 3 counts 4, 5 and 6 only, and the waits start over after 3.
+#[test]
+fn a_failure_that_ran_past_reset_after_starts_the_schedule_and_the_limit_afresh() {
+    let r = retry();
+    let seen = r.path("seen");
+    let script = sh(&format!(
+        "echo \"$RETRY_ATTEMPT $RETRY_MAX_ATTEMPTS\" >> '{}'; [ $RETRY_ATTEMPT = 3 ] && sleep 0.2; exit 1",
+        seen.display()
+    ));
+    let r = r
+        .args([
+            "--reset-after",
+            "150ms",
+            "--retries",
+            "2",
+            "--delays",
+            "1ms,2ms,3ms",
+        ])
+        .args(["--log-format", "json"])
+        .args(&script);
+    let output = r.command().output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let seen: Vec<String> = (1..=6).map(|n| format!("{n} 3")).collect();
+    assert_eq!(lines(&r, "seen"), seen);
+    let events = json_events(&output.stderr);
+    let resets: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "reset").collect();
+    assert_eq!(resets.len(), 1, "{events:?}");
+    assert_eq!(resets[0]["attempt"], 3);
+    assert!(resets[0]["ran_ms"].as_u64().unwrap() >= 200);
+    let delays: Vec<f64> = events
+        .iter()
+        .filter(|e| e["event"] == "retry")
+        .map(|e| e["delay_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(delays, [1.0, 2.0, 1.0, 2.0, 3.0]);
+
+    // The text line says why the wait is the first delay again.
+    let r = retry();
+    r.args([
+        "--reset-after",
+        "150ms",
+        "--retries",
+        "1",
+        "--delays",
+        "1ms,2ms",
+    ])
+    .args(sh("[ $RETRY_ATTEMPT = 1 ] && sleep 0.2; exit 1"))
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains(
+        "retry: attempt 1/2 failed (exit 1) after 2",
+    ))
+    .stderr(predicate::str::contains(
+        "next attempt in 1ms (it ran past --reset-after: the schedule starts over)",
+    ))
+    .stderr(predicate::str::contains(
+        "attempt 3 (2/2 since attempt 1) failed",
+    ));
+}
+
+#[test]
+fn restart_and_reset_after_misuse() {
+    for args in [
+        &["--restart", "--consecutive", "2"][..],
+        &["--restart", "--invert"],
+        &["--reset-after", "0"],
+        &["--reset-after", "-1s"],
+        &["--reset-after", "soon"],
+    ] {
+        retry()
+            .args(args)
+            .args(["true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::str::starts_with("retry: "))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1))
+            .stderr(predicate::str::contains(if args[0] == "--restart" {
+                "--restart"
+            } else {
+                "--reset-after"
+            }));
+    }
+}
+
+const NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc"];
+
+fn pid_namespace_usable() -> bool {
+    let usable = std::process::Command::new(NAMESPACE[0])
+        .args(&NAMESPACE[1..])
+        .arg("true")
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !usable {
+        missing("a PID namespace (unshare --pid)", "retry as PID 1");
+    }
+    usable
+}
+
+/// `retry` in the namespace (PID 1 there), found as `unshare`'s one child.
+fn retry_under(unshare: u32) -> i32 {
+    eventually("unshare starts retry", || {
+        children(unshare as i32).len() == 1
+    });
+    children(unshare as i32)[0]
+}
+
+/// A worker under `retry --restart --forever` as a container's first process: every attempt
+/// leaves 100 orphans behind that exit over the next moments, 1,000 in all; `retry`, their
+/// parent now, reaps every one. Then `docker stop`'s SIGTERM ends the attempt and `retry` with 143.
+#[test]
+fn as_pid_1_it_reaps_every_orphan_and_ends_on_docker_stop() {
+    if !pid_namespace_usable() {
+        return;
+    }
+    let r = retry();
+    let orphans = r.path("orphans");
+    let done = r.path("done");
+    let script = format!(
+        "if [ $RETRY_ATTEMPT -gt 10 ]; then touch '{done}'; exec sleep 60; fi
+         for i in $(seq 100); do (sleep 0.0$((i % 10)); echo x >> '{orphans}') & done",
+        done = done.display(),
+        orphans = orphans.display()
+    );
+    let r = r.args([
+        "--restart",
+        "--forever",
+        "--delays",
+        "0",
+        "--kill-after",
+        "5s",
+        "--",
+    ]);
+    let r = r.args(["sh", "-c", &script]);
+    let mut child = r.spawn_under(NAMESPACE);
+    let _guard = KillOnDrop(child.id() as i32);
+    let retry = retry_under(child.id());
+    eventually("the eleventh attempt starts", || done.exists());
+    eventually("all 1,000 orphans have exited", || {
+        fs::read_to_string(&orphans).is_ok_and(|text| text.lines().count() == 1000)
+    });
+    eventually("no orphan is left a zombie", || {
+        children(retry)
+            .iter()
+            .all(|&pid| state(pid).is_some_and(|s| s != 'Z'))
+    });
+    let left = children(retry);
+    assert_eq!(left.len(), 1, "only the running attempt: {left:?}");
+
+    let since = Instant::now();
+    // SAFETY: kill(2) on a pid this test started.
+    assert_eq!(unsafe { libc::kill(retry, libc::SIGTERM) }, 0);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(4)),
+        143
+    );
+}
+
+/// `docker stop` sends SIGTERM and, 10 s later, SIGKILL. An attempt that ignores SIGTERM gets
+/// SIGKILL from `retry` after `--kill-after`, so `retry` ends first, with 143; SIGINT (Ctrl-C
+/// on `docker run -it`) likewise, with 130.
+#[test]
+fn as_pid_1_a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
+    if !pid_namespace_usable() {
+        return;
+    }
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let r = retry();
+        let ready = r.path("ready");
+        let script = format!(
+            "trap '' TERM INT; touch '{}'; while :; do sleep 1; done",
+            ready.display()
+        );
+        let r = r.args([
+            "--restart",
+            "--forever",
+            "--kill-after",
+            "300ms",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        let mut child = r.spawn_under(NAMESPACE);
+        let _guard = KillOnDrop(child.id() as i32);
+        let retry = retry_under(child.id());
+        eventually("the worker is up", || ready.exists());
+        let since = Instant::now();
+        // SAFETY: kill(2) on a pid this test started.
+        assert_eq!(unsafe { libc::kill(retry, signal) }, 0);
+        assert_eq!(
+            status_within(&mut child, since, Duration::from_secs(5)),
+            status
+        );
+        assert!(
+            since.elapsed() >= Duration::from_millis(300),
+            "SIGKILL only after --kill-after"
+        );
+    }
+}
