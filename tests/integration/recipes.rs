@@ -13,6 +13,11 @@ fn recipe(marker: &str) -> Vec<String> {
         .lines()
         .find(|line| line.contains(marker) && line.contains("retry"))
         .unwrap_or_else(|| panic!("no README line with {marker:?}"));
+    if let Some((_, array)) = line.split_once("ENTRYPOINT [") {
+        // A Dockerfile's exec form: ["retry", "--restart", ..., "--"]
+        let words: Vec<String> = serde_json::from_str(&format!("[{array}")).unwrap();
+        return words.into_iter().skip(1).collect();
+    }
     if let Some(array) = line.split_once("command: [") {
         // A YAML flow sequence: [retry, --forever, ..., "5432"]
         return array
@@ -272,4 +277,32 @@ fn kubernetes_init_container_waits_for_the_database() {
     let output = run(&r, &words, &[]);
     assert!(output.status.success(), "{output:?}");
     assert_eq!(runs(&r, "pg_isready"), 3);
+}
+
+/// The container entrypoint: a worker that returns is started again, and `docker stop`'s
+/// SIGTERM ends the run at once with 143.
+#[test]
+fn container_entrypoint_restarts_the_worker_and_ends_on_docker_stop() {
+    let words = recipe("ENTRYPOINT [");
+    assert_eq!(words.last().map(String::as_str), Some("--"));
+    let r = retry();
+    stand_in(&r, "worker", 0, 0);
+    let mut command = Command::new(BIN);
+    command
+        .args(&words)
+        .arg("worker")
+        .current_dir(r.dir.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", r.path("bin").display()))
+        .env_remove("RETRY_CONFIG")
+        .env("HOME", r.path("home"))
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().unwrap();
+    let _guard = KillOnDrop(child.id() as i32);
+    eventually("the worker is started again", || runs(&r, "worker") >= 2);
+    send(&child, libc::SIGTERM);
+    assert_eq!(
+        status_within(&mut child, Instant::now(), Duration::from_secs(5)),
+        143
+    );
 }
