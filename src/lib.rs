@@ -7,6 +7,8 @@ pub mod backoff;
 pub mod cli;
 pub mod clock;
 pub mod config;
+mod config_file;
+mod dirs;
 pub mod driver;
 pub mod dryrun;
 mod fleet;
@@ -20,38 +22,33 @@ mod outcome;
 pub mod parse;
 mod plumbing;
 mod predicate;
+mod process;
 mod report;
 mod runner;
 pub mod settings;
 pub mod signals;
 mod spool;
+mod start;
 mod stdio;
 mod text;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
-use std::path::PathBuf;
 use std::rc::Rc;
 
-use anyhow::{anyhow, bail};
-
 use clap::error::ErrorKind;
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::backoff::Delays;
 use crate::cli::Cli;
-use crate::cli::StateLocation;
 use crate::clock::RealClock;
-use crate::config::ConfigFile;
-use crate::fleet::file::{FileStore, OpenError};
-use crate::fleet::redis::RedisStore;
+use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
 use crate::outcome::{MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
-use crate::predicate::{Matches, Verdict};
 use crate::report::{Reporter, Terminal};
 use crate::runner::Runner;
 use crate::settings::Settings;
@@ -75,9 +72,9 @@ impl Exit {
 }
 
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
-    prepare_process();
+    process::prepare();
     #[cfg(debug_assertions)]
-    inject_panic();
+    process::inject_panic();
     let args: Vec<OsString> = args.into_iter().collect();
     // One parse of the command line serves the settings and, with a config file, which keys
     // the command line sets.
@@ -88,7 +85,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Ok(parsed) => parsed,
         Err(error) => return clap_exit(&error, &args),
     };
-    let cli = match with_config_file(cli, &args, &matches) {
+    let cli = match config_file::with_config_file(cli, &args, &matches) {
         Ok(cli) => cli,
         Err(error) => return misuse(&format!("{error:#}")),
     };
@@ -97,9 +94,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Err(error) => return misuse(&format!("{error:#}")),
     };
     if settings.dry_run {
-        return print_stdout(&(dryrun::plan(&settings) + &start_note(&settings)));
+        return print_stdout(&(dryrun::plan(&settings) + &start::note(&settings)));
     }
-    let store = match open_state(&settings) {
+    let store = match fleet::open(&settings.fleet, settings.state.as_ref()) {
         Ok(store) => store,
         Err(line) => return misuse(&line),
     };
@@ -110,7 +107,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Ok(events) => Rc::new(events),
         Err(error) => return misuse(&format!("{error:#}")),
     };
-    let seed = settings.seed.unwrap_or_else(os_seed);
+    let seed = settings.seed.unwrap_or_else(process::seed);
     let mut delays = Delays::new(settings.schedule.clone(), StdRng::seed_from_u64(seed));
     let mut reporter = Reporter::new(
         settings.verbosity,
@@ -123,7 +120,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     let mut clock = RealClock::new(&events);
     let mut gate: Box<dyn Gate> = match store {
         None => Box::new(NoLimits),
-        Some(store) => Box::new(Fleet::new(settings.fleet.clone(), store, entropy())),
+        Some(store) => Box::new(Fleet::new(
+            settings.fleet.clone(),
+            store,
+            process::entropy(),
+        )),
     };
     match driver::drive(
         &settings,
@@ -171,60 +172,6 @@ pub fn bench_state_transactions(
     Ok(firsts)
 }
 
-/// The store of the budget and breaker the run names (`None` when it names neither), or the
-/// line that says why the state may not be used (misuse). A state that cannot be used for any
-/// other reason is a store that fails open.
-fn open_state(settings: &Settings) -> Result<Option<StateStore>, String> {
-    let fleet = &settings.fleet;
-    if !fleet.any() {
-        return Ok(None);
-    }
-    let location = match &settings.state {
-        Some(location) => Some(location.clone()),
-        None => match non_empty_env("RETRY_STATE") {
-            Some(value) => {
-                let value = value
-                    .into_string()
-                    .map_err(|_| "$RETRY_STATE is not valid UTF-8".to_string())?;
-                Some(cli::parse_state(&value).map_err(|reason| format!("$RETRY_STATE: {reason}"))?)
-            }
-            None => default_state_dir().map(StateLocation::Directory),
-        },
-    };
-    let names = fleet.names();
-    let opened = match location {
-        Some(StateLocation::Directory(dir)) => FileStore::open(&dir, &names).map(StateStore::Ready),
-        Some(StateLocation::Redis(url)) => RedisStore::open(&url)
-            .map(StateStore::Redis)
-            .map_err(OpenError::Unavailable),
-        None => Err(OpenError::Unavailable(
-            "no state directory: set $XDG_STATE_HOME or $HOME, or give --state".into(),
-        )),
-    };
-    match opened {
-        Ok(store) => Ok(Some(store)),
-        Err(OpenError::Unsafe(line)) => Err(line),
-        Err(OpenError::Unavailable(reason)) => Ok(Some(StateStore::Unavailable(reason))),
-    }
-}
-
-/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`. A relative value is ignored, as for
-/// the config file.
-fn default_state_dir() -> Option<PathBuf> {
-    Some(xdg_base("XDG_STATE_HOME", ".local/state")?.join("retry"))
-}
-
-/// The XDG base directory `key` names, else `~/fallback`. A relative value is ignored (the XDG
-/// rule, applied to `HOME` too): it would read from the current directory.
-fn xdg_base(key: &str, fallback: &str) -> Option<PathBuf> {
-    let absolute = |key| {
-        non_empty_env(key)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    absolute(key).or_else(|| Some(absolute("HOME")?.join(fallback)))
-}
-
 /// `--show-state` or `--reset-state`: prints the state (or that it was reset) on stdout and
 /// exits 0; a state that cannot be read exits 1 with one line.
 fn act_on_state(settings: &Settings, store: Option<StateStore>, action: StateAction) -> Exit {
@@ -249,222 +196,6 @@ fn act_on_state(settings: &Settings, store: Option<StateStore>, action: StateAct
             Exit::Status(1)
         }
     }
-}
-
-/// For `--dry-run`: what a run would say of a COMMAND that cannot be started, and what would
-/// follow; empty when it can be, as far as can be seen without starting it.
-fn start_note(settings: &Settings) -> String {
-    let Some(program) = settings.command.first() else {
-        return String::new();
-    };
-    let Some((end, error)) = runner::start_problem(program) else {
-        return String::new();
-    };
-    let then = match settings.judge.judge(end, Matches::default()) {
-        Verdict::Retry => format!("every attempt would fail so, with status {}", end.status()),
-        _ => format!(
-            "a run would end at once with status {}",
-            RunEnd::Failed { last: Some(end) }.exit_status(settings.fail_exit)
-        ),
-    };
-    format!(
-        "note: {}\nnote: {then}\n",
-        report::cannot_start(program, end, &error)
-    )
-}
-
-/// What `retry` needs of the Rust runtime's start-up, which main.rs skips: SIGPIPE ignored (see
-/// signals.rs), and descriptors 0, 1 and 2 open, so that no file `retry` opens later lands there
-/// and is taken for stdin, stdout or stderr (/dev/null fills a closed one, as std would). And a
-/// panic, on any thread, ends `retry` with status 125 and one line, as `timeout(1)` does when it
-/// fails itself: never by a signal or a status that would read as the command's own end.
-fn prepare_process() {
-    std::panic::set_hook(Box::new(|info| {
-        let what = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|text| text.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into());
-        let place = info.location().map_or(String::new(), |at| {
-            format!(" at {}:{}", at.file(), at.line())
-        });
-        let _ = writeln!(
-            io::stderr(),
-            "retry: internal error: {}{place}; this is a bug in retry",
-            text::one_line(&what)
-        );
-        std::process::exit(i32::from(MISUSE));
-    }));
-    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    });
-    // SAFETY: called before any thread exists; three valid pollfds and no timeout; open(2) with
-    // a valid C string. Descriptors are taken lowest first, so each open fills the lowest closed
-    // one.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        if libc::poll(fds.as_mut_ptr(), 3, 0) < 0 {
-            return;
-        }
-        for fd in fds {
-            if fd.revents & libc::POLLNVAL != 0 {
-                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-            }
-        }
-    }
-}
-
-/// For the tests of the panic hook, in debug builds only: `RETRY_INJECT_PANIC=main` panics
-/// here, `thread` on a thread of its own.
-#[cfg(debug_assertions)]
-fn inject_panic() {
-    match std::env::var("RETRY_INJECT_PANIC").as_deref() {
-        Ok("main") => panic!("injected for a test"),
-        Ok("thread") => {
-            let _ = std::thread::spawn(|| panic!("injected on a thread for a test")).join();
-            unreachable!("the panic hook ends the process");
-        }
-        _ => {}
-    }
-}
-
-/// Layers the configuration file, if there is one, under the command line: its arguments come
-/// first, so the command line's own win.
-fn with_config_file(
-    cli: Cli,
-    args: &[OsString],
-    matches: &clap::ArgMatches,
-) -> anyhow::Result<Cli> {
-    let profile = match (&cli.profile, non_empty_env("RETRY_PROFILE")) {
-        (Some(profile), _) => Some(profile.clone()),
-        (None, Some(profile)) => Some(profile.into_string().map_err(|profile| {
-            anyhow!(
-                "$RETRY_PROFILE '{}' is not valid UTF-8, so no profile can have that name",
-                profile.to_string_lossy()
-            )
-        })?),
-        (None, None) => None,
-    };
-    let Some(path) = config_path(&cli)? else {
-        if let Some(profile) = profile {
-            bail!(
-                "profile '{profile}' requested but no config file found (--config, $RETRY_CONFIG, {})",
-                default_config_path().map_or("$XDG_CONFIG_HOME/retry/config.toml".into(), |p| p
-                    .display()
-                    .to_string())
-            );
-        }
-        return Ok(cli);
-    };
-    let name = path.display().to_string();
-    let (bytes, metadata) = read_config(&path).map_err(|error| {
-        anyhow!(
-            "cannot read config file {name}: {}",
-            text::plain_error(&error)
-        )
-    })?;
-    let file = ConfigFile::parse(&name, &ConfigFile::text(&name, bytes)?)?;
-    if file.has_hooks() {
-        use std::os::unix::fs::MetadataExt;
-        // SAFETY: getuid(2) cannot fail.
-        let user = unsafe { libc::getuid() };
-        if let Some(why) = config::hooks_refused(metadata.mode(), metadata.uid(), user) {
-            bail!(
-                "{name}: its hooks are refused: {why}; a file that runs commands must be yours (or root's) and not writable by others"
-            );
-        }
-    }
-    let file_args = file.arguments(profile.as_deref(), &config::command_line_keys(matches))?;
-    if file_args.is_empty() {
-        return Ok(cli);
-    }
-    let layered: Vec<OsString> = args[..1]
-        .iter()
-        .cloned()
-        .chain(file_args)
-        .chain(args[1..].iter().cloned())
-        .collect();
-    Cli::try_parse_from(layered).map_err(|error| anyhow!("{name}: {}", config::clap_reason(&error)))
-}
-
-/// The most a config file may hold: far more than any real one, and a bound on what a path to
-/// an endless source (`/dev/zero`, a pipe that never ends) may cost.
-const CONFIG_LIMIT: u64 = 1024 * 1024;
-
-/// Reads a config file, which may also be a pipe (`--config <(...)`), up to `CONFIG_LIMIT`,
-/// with what the open file is (owner, mode: of the file read, not of a path looked up again).
-fn read_config(path: &std::path::Path) -> io::Result<(Vec<u8>, std::fs::Metadata)> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    let metadata = file.metadata()?;
-    let mut bytes = Vec::new();
-    file.take(CONFIG_LIMIT + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > CONFIG_LIMIT {
-        return Err(io::Error::other("larger than 1 MiB"));
-    }
-    Ok((bytes, metadata))
-}
-
-/// `--config`, else `$RETRY_CONFIG` (both must exist), else the XDG default if it exists.
-/// Never the current directory.
-fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {
-    if let Some(path) = cli
-        .config
-        .clone()
-        .or_else(|| non_empty_env("RETRY_CONFIG").map(PathBuf::from))
-    {
-        return Ok(Some(path));
-    }
-    Ok(default_config_path().filter(|path| path.is_file()))
-}
-
-/// `$XDG_CONFIG_HOME/retry/config.toml`, else `~/.config/retry/config.toml`. A relative value
-/// is ignored (the XDG rule, applied to `HOME` too): it would read from the current directory.
-fn default_config_path() -> Option<PathBuf> {
-    Some(
-        xdg_base("XDG_CONFIG_HOME", ".config")?
-            .join("retry")
-            .join("config.toml"),
-    )
-}
-
-fn non_empty_env(key: &str) -> Option<OsString> {
-    std::env::var_os(key).filter(|value| !value.is_empty())
-}
-
-/// A seed from the OS, so that processes started together draw different delays. getrandom(2)
-/// is called directly: one syscall, where a generic entropy source probes for it first (and in
-/// a static build falls back to opening /dev/random).
-///
-/// 53 bits of it: the seed is logged (as a JSON number, and in `--verbose`) so that a run can
-/// be replayed with `--seed`, and JSON readers that hold numbers as doubles (JavaScript, jq
-/// 1.6, many log pipelines) keep integers exact only up to 2^53.
-fn os_seed() -> u64 {
-    const EXACT_IN_A_DOUBLE: u64 = (1 << 53) - 1;
-    entropy() & EXACT_IN_A_DOUBLE
-}
-
-fn entropy() -> u64 {
-    let mut seed = [0u8; 8];
-    // SAFETY: the buffer is valid for its length; GRND_NONBLOCK never blocks at early boot.
-    let filled = unsafe {
-        libc::getrandom(
-            seed.as_mut_ptr().cast::<libc::c_void>(),
-            seed.len(),
-            libc::GRND_NONBLOCK,
-        )
-    };
-    if filled == seed.len() as isize {
-        return u64::from_ne_bytes(seed);
-    }
-    // No entropy yet: the pid and the clock still differ between processes.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 /// Help and version go to stdout with status 0; every other clap error is misuse, said in one

@@ -6,13 +6,11 @@
 //! attempt itself has died, whatever is left of its group gets the rest of the grace and then
 //! SIGKILL too, so no grandchild outlives a terminated attempt.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::fs::File;
-use std::io::{self, PipeReader, Read, Write};
+use std::ffi::{OsStr, OsString};
+use std::io::{self, PipeReader, Write};
 use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,13 +21,13 @@ use crate::driver::{
     AskedWait, AttemptReport, AttemptSpec, Execute, Halt, HookSpec, Interrupted, OutputOf,
 };
 use crate::input::{Feeder, Input};
-use crate::interpreter;
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing::{self, Drained, Held, Leftover, OwnStream, ReaderWait, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::{OutputRules, Settings};
 use crate::signals::{self, Event, Events};
+use crate::start;
 use crate::stdio::Stream;
 
 pub(crate) struct Runner<'a> {
@@ -214,7 +212,17 @@ impl Execute for Runner<'_> {
             watches,
         } = match self.spawn_attempt(spec) {
             Ok(spawned) => spawned,
-            Err(error) => return Ok(cannot_start(&error, &self.command[0], started)),
+            Err(error) => {
+                let (end, why) = start::failure(&error, &self.command[0]);
+                return Ok(AttemptReport {
+                    end,
+                    ran: started.elapsed(),
+                    matches: Matches::default(),
+                    start_error: Some(why),
+                    hint: None,
+                    ignored_hint: None,
+                });
+            }
         };
         let supervised = self.supervise_attempt(&mut child, spec, started, reporter);
         let reader_wait = match supervised.interrupted {
@@ -291,7 +299,7 @@ impl Execute for Runner<'_> {
             .and_then(|stderr| command.stdout(stderr).spawn());
         let mut child = match spawned {
             Ok(child) => child,
-            Err(error) => return Ok(cannot_start(&error, OsStr::new("sh"), started).end),
+            Err(error) => return Ok(start::failure(&error, OsStr::new("sh")).0),
         };
         let target = Target::Group(child.id() as libc::pid_t);
         let deadline = hook.deadline.map(|at| (at, Limit::Run));
@@ -427,7 +435,7 @@ impl Runner<'_> {
     fn spawn_attempt(&mut self, spec: &AttemptSpec) -> io::Result<Spawned> {
         match self.spawn_with_stdin(spec, None) {
             Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => {
-                match locate(&self.command[0]).filter(|file| reads_as_text(file)) {
+                match start::locate(&self.command[0]).filter(|file| start::reads_as_text(file)) {
                     Some(script) => self.spawn_with_stdin(spec, Some(&script)),
                     None => Err(error),
                 }
@@ -834,39 +842,6 @@ pub(crate) fn reap_orphans(running: Option<&Child>) {
     }
 }
 
-/// The file that `program` names, found as execvp(3) finds it: as is when it holds a `/`, else
-/// in the first directory of `PATH` with an executable file of that name.
-fn locate(program: &OsStr) -> Option<PathBuf> {
-    if program.as_bytes().contains(&b'/') {
-        return Some(PathBuf::from(program));
-    }
-    let search = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
-    std::env::split_paths(&search)
-        .map(|dir| dir.join(program))
-        .find(|candidate| executable_file(candidate))
-}
-
-/// Whether the first line of `file` (within its first 80 bytes) has no NUL byte: bash's test
-/// for a binary that it will not run as a script.
-fn reads_as_text(file: &Path) -> bool {
-    let mut start = [0u8; 80];
-    let Ok(read) = File::open(file).and_then(|mut file| file.read(&mut start)) else {
-        return false;
-    };
-    !start[..read]
-        .iter()
-        .take_while(|&&byte| byte != b'\n')
-        .any(|&byte| byte == 0)
-}
-
-fn executable_file(path: &Path) -> bool {
-    let Ok(name) = CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access(2) with a NUL-terminated path and a valid mode.
-    path.is_file() && unsafe { libc::access(name.as_ptr(), libc::X_OK) } == 0
-}
-
 /// The child's exit status, if it has ended.
 fn reap(child: &mut Child) -> Option<ExitStatus> {
     match child.try_wait() {
@@ -904,98 +879,4 @@ fn end_of(status: ExitStatus) -> AttemptEnd {
         (None, Some(signal)) => AttemptEnd::Signaled(signal),
         (None, None) => AttemptEnd::Exited(1),
     }
-}
-
-fn cannot_start(error: &io::Error, program: &OsStr, started: Instant) -> AttemptReport {
-    let end = match error.raw_os_error() {
-        // Short of processes, memory or descriptors, or the file is being written: this may
-        // pass, so the attempt is a failure like any other.
-        Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE | libc::ETXTBSY) => {
-            AttemptEnd::SpawnFailed
-        }
-        _ if error.kind() == io::ErrorKind::NotFound => AttemptEnd::NotFound,
-        _ => AttemptEnd::NotExecutable,
-    };
-    let text = match (end, missing_interpreter(program)) {
-        // The kernel says "No such file or directory" of a file whose interpreter is missing
-        // (see `interpreter`), while the file is right there.
-        (AttemptEnd::NotFound, Some(interpreter)) => {
-            let crlf = interpreter.as_os_str().as_bytes().ends_with(b"\r");
-            format!(
-                "its interpreter {} was not found{}",
-                crate::text::quote(interpreter.as_os_str()),
-                if crlf {
-                    "; the file has Windows line endings (CRLF)"
-                } else {
-                    ""
-                }
-            )
-        }
-        // The kernel's "Permission denied" of a directory sends one looking at its mode.
-        (AttemptEnd::NotExecutable, _) if locate(program).is_some_and(|path| path.is_dir()) => {
-            "it is a directory".to_string()
-        }
-        _ => crate::text::plain_error(error),
-    };
-    AttemptReport {
-        end,
-        ran: started.elapsed(),
-        matches: Matches::default(),
-        start_error: Some(text),
-        hint: None,
-        ignored_hint: None,
-    }
-}
-
-/// Why `program` could not be started, seen without starting it, as execvp(3) would look for
-/// it: for `--dry-run`. Only the plain cases, each said as a run would say it: not found, not
-/// executable (a directory, a file without the execute bit), a missing interpreter.
-pub(crate) fn start_problem(program: &OsStr) -> Option<(AttemptEnd, String)> {
-    let errno = if program.as_bytes().contains(&b'/') {
-        let path = Path::new(program);
-        if !path.exists() {
-            libc::ENOENT
-        } else if !executable_file(path) {
-            libc::EACCES
-        } else {
-            missing_interpreter(program)?;
-            libc::ENOENT
-        }
-    } else if locate(program).is_some() {
-        missing_interpreter(program)?;
-        libc::ENOENT
-    } else {
-        // execvp(3) goes on past a file it may not run, and says so if nothing else is found.
-        let search = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
-        if std::env::split_paths(&search).any(|dir| dir.join(program).exists()) {
-            libc::EACCES
-        } else {
-            libc::ENOENT
-        }
-    };
-    let report = cannot_start(
-        &io::Error::from_raw_os_error(errno),
-        program,
-        Instant::now(),
-    );
-    Some((report.end, report.start_error?))
-}
-
-/// The interpreter (`#!` line or ELF loader) named by the file that `program` runs, when that
-/// file exists and the interpreter does not.
-fn missing_interpreter(program: &OsStr) -> Option<PathBuf> {
-    let mut head = vec![0u8; interpreter::HEAD];
-    let mut file = File::open(locate(program)?).ok()?;
-    let mut read = 0;
-    // A short read is not the end of the file: fill what can be had.
-    while read < head.len() {
-        match file.read(&mut head[read..]) {
-            Ok(0) => break,
-            Ok(more) => read += more,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    let path = PathBuf::from(OsStr::from_bytes(interpreter::interpreter(&head[..read])?));
-    (!path.exists()).then_some(path)
 }

@@ -11,8 +11,13 @@ pub(crate) mod file;
 pub(crate) mod redis;
 pub(crate) mod rules;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cli::StateLocation;
+use crate::dirs::{non_empty_env, xdg_base};
+use file::{FileStore, OpenError};
+use redis::RedisStore;
 use rules::{Admission, BreakerRecord, BreakerState};
 pub(crate) use rules::{BreakerPolicy, BudgetPolicy};
 pub(crate) use rules::{Op, Reply};
@@ -383,6 +388,54 @@ pub(crate) fn reset<S: Store>(settings: &FleetSettings, store: &mut S) -> Result
         store.apply(name, &Op::ResetBreaker)?;
     }
     Ok(())
+}
+
+/// The store of the budget and breaker the run names (`None` when it names neither), or the
+/// line that says why the state may not be used (misuse). A state that cannot be used for any
+/// other reason is a store that fails open.
+pub(crate) fn open(
+    fleet: &FleetSettings,
+    state: Option<&StateLocation>,
+) -> Result<Option<StateStore>, String> {
+    if !fleet.any() {
+        return Ok(None);
+    }
+    let location = match state {
+        Some(location) => Some(location.clone()),
+        None => match non_empty_env("RETRY_STATE") {
+            Some(value) => {
+                let value = value
+                    .into_string()
+                    .map_err(|_| "$RETRY_STATE is not valid UTF-8".to_string())?;
+                Some(
+                    crate::cli::parse_state(&value)
+                        .map_err(|reason| format!("$RETRY_STATE: {reason}"))?,
+                )
+            }
+            None => default_state_dir().map(StateLocation::Directory),
+        },
+    };
+    let names = fleet.names();
+    let opened = match location {
+        Some(StateLocation::Directory(dir)) => FileStore::open(&dir, &names).map(StateStore::Ready),
+        Some(StateLocation::Redis(url)) => RedisStore::open(&url)
+            .map(StateStore::Redis)
+            .map_err(OpenError::Unavailable),
+        None => Err(OpenError::Unavailable(
+            "no state directory: set $XDG_STATE_HOME or $HOME, or give --state".into(),
+        )),
+    };
+    match opened {
+        Ok(store) => Ok(Some(store)),
+        Err(OpenError::Unsafe(line)) => Err(line),
+        Err(OpenError::Unavailable(reason)) => Ok(Some(StateStore::Unavailable(reason))),
+    }
+}
+
+/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`. A relative value is ignored, as for
+/// the config file.
+fn default_state_dir() -> Option<PathBuf> {
+    Some(xdg_base("XDG_STATE_HOME", ".local/state")?.join("retry"))
 }
 
 #[cfg(test)]
