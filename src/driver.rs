@@ -1263,6 +1263,32 @@ mod tests {
     }
 
     #[test]
+    fn restart_ends_at_a_permanent_failure_and_pays_the_budget_for_each_restart() {
+        let mut gate = ScriptedGate::default();
+        let out = run_gated(
+            &["--restart", "--stop-on-exit", "9"],
+            &[exited(0, 5), exited(0, 5), exited(9, 5)],
+            &mut gate,
+        );
+        assert_eq!(out.end, failed(AttemptEnd::Exited(9)));
+        assert_eq!(out.specs.len(), 3);
+        assert_eq!(
+            gate.asked,
+            [
+                "admit 1",
+                "record Success",
+                "go_on",
+                "admit 2",
+                "record Success",
+                "go_on",
+                "admit 3",
+                "record Nothing"
+            ],
+            "each restart is a retry the budget pays for"
+        );
+    }
+
+    #[test]
     fn restart_still_gives_124_when_the_deadline_cuts_an_attempt_short() {
         let out = run(
             &["--restart", "--max-time", "300ms"],
