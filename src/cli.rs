@@ -13,7 +13,7 @@ use clap::{ArgAction, Parser, ValueHint};
 
 use crate::backoff::{Backoff, Jitter};
 use crate::lines::Pattern;
-use crate::parse::{self, CodeSet};
+use crate::parse::{self, CodeSet, RetryCodes};
 
 /// The version with the package's name (`retry 0.1.0 (retry-exec)`): Debian's unrelated `retry`
 /// may be on the same PATH, and `retry --version` is how a user tells which one runs.
@@ -212,8 +212,13 @@ pub struct Cli {
     pub splay: Option<Duration>,
 
     /// Retry only these exit codes; any other failure ends the run (e.g. 1,75-78)
-    #[arg(long, value_name = "CODES", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]
-    pub retry_on_exit: Option<CodeSet>,
+    ///
+    /// CODE@N (or RANGE@N) allows at most N retries in the run after attempts that ended with
+    /// that code (a range shares one count); once they are used, that code ends the run as a
+    /// permanent failure: 1,137@1,75-78@3. @0 never retries it. Where two limits cover a code,
+    /// the smaller holds.
+    #[arg(long, value_name = "CODES", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::retry_codes, help_heading = "Success and failure")]
+    pub retry_on_exit: Option<RetryCodes>,
 
     /// These exit codes end the run at once, as a permanent failure (e.g. 2,126-127)
     #[arg(long, value_name = "CODES", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::code_set, help_heading = "Success and failure")]

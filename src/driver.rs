@@ -12,7 +12,7 @@ use crate::backoff::Delays;
 use crate::fleet::{Admit, Gate, GoOn, Outcome};
 use crate::http::{self, HintSource, StatusClass};
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
-use crate::predicate::{Matches, Permanent, Verdict};
+use crate::predicate::{CodeLimits, Matches, Permanent, Verdict};
 use crate::report::{Count, Event, GiveUp, HintUse, Reporter, Telling, Why};
 use crate::settings::{HookKind, Settings};
 
@@ -187,6 +187,8 @@ struct Progress {
     /// Under `--restart`, the success the run is waiting after: how it ended and how long it
     /// ran. A run that ends before the next attempt then ends as a success.
     restarting_after: Option<(AttemptEnd, Duration)>,
+    /// What the `CODE@N` limits of `--retry-on-exit` have left.
+    code_limits: CodeLimits,
 }
 
 /// What follows an attempt.
@@ -253,7 +255,10 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         if let Some(end) = self.splay()? {
             return Ok(end);
         }
-        let mut progress = Progress::default();
+        let mut progress = Progress {
+            code_limits: CodeLimits::new(self.settings.code_limits.clone()),
+            ..Progress::default()
+        };
         for attempt in 1u64.. {
             if self.past_deadline(self.clock.now()) {
                 if progress.restarting_after.is_some() {
@@ -266,7 +271,12 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
                 return Ok(end);
             }
             let report = self.attempt(attempt, &mut progress)?;
-            let verdict = self.settings.judge.judge(report.end, report.matches);
+            let mut verdict = self.settings.judge.judge(report.end, report.matches);
+            if verdict == Verdict::Retry
+                && let Err(spent) = progress.code_limits.take(report.end.status())
+            {
+                verdict = Verdict::Stop(Permanent::RetryLimit(spent));
+            }
             self.gate.record(match verdict {
                 Verdict::Succeed => Outcome::Success,
                 // Retryable, but a system short of processes says nothing of the service.
@@ -1286,6 +1296,33 @@ mod tests {
             ],
             "each restart is a retry the budget pays for"
         );
+    }
+
+    #[test]
+    fn a_code_whose_retries_are_used_up_ends_the_run_and_resets_do_not_refill_them() {
+        let ends = [exited(137, 5), exited(1, 5), exited(137, 5), exited(1, 5)];
+        let out = run(&["--retry-on-exit", "1,137@1"], &ends);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(137)));
+        assert_eq!(
+            out.specs.len(),
+            3,
+            "137, retried once; 1; 137 again ends it"
+        );
+        assert!(out.output.ends_with(
+            "permanent failure, the retries that --retry-on-exit 137@1 allows are used up \
+             (exit status 137)\n"
+        ));
+        let out = run(
+            &["--retry-on-exit", "137@1", "--reset-after", "50ms"],
+            &[exited(137, 60), exited(137, 60)],
+        );
+        assert_eq!(
+            out.specs.len(),
+            2,
+            "a reset does not refill a code's retries"
+        );
+        let out = run(&["--retry-on-exit", "1@0"], &[exited(1, 5)]);
+        assert_eq!(out.specs.len(), 1, "@0 never retries");
     }
 
     #[test]

@@ -96,6 +96,29 @@ fn preamble(settings: &Settings) -> String {
         settings.max_time.map_or("none".into(), human),
         settings.timeout.map_or("none".into(), human),
     );
+    if !settings.code_limits.is_empty() {
+        let rules: Vec<String> = settings
+            .code_limits
+            .iter()
+            .map(|limit| {
+                let codes = if limit.low == limit.high {
+                    format!("exit {}", limit.low)
+                } else {
+                    format!("exits {}-{} together", limit.low, limit.high)
+                };
+                match limit.retries {
+                    0 => format!("{codes}: never retried"),
+                    1 => format!("{codes}: at most 1 retry"),
+                    n => format!("{codes}: at most {n} retries"),
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "retry limits (over the whole run, then a permanent failure): {}",
+            rules.join("; ")
+        );
+    }
     if let Some(long) = settings.reset_after {
         let _ = writeln!(
             out,

@@ -141,10 +141,57 @@ impl fmt::Debug for CodeSet {
 
 /// An exit-code list: comma-separated codes and inclusive ranges, e.g. `1,75-78`.
 pub fn code_set(text: &str) -> Result<CodeSet, String> {
+    let mut set = CodeSet::default();
+    for (low, high, limit) in code_items(text)? {
+        if limit.is_some() {
+            return Err(format!(
+                "'{text}' gives a retry limit (@N), which only --retry-on-exit takes"
+            ));
+        }
+        for code in low..=high {
+            set.insert(code);
+        }
+    }
+    Ok(set)
+}
+
+/// A limit on the retries after attempts that ended with a code in `low..=high`: `137@1`,
+/// `75-78@3`. A range shares one count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeLimit {
+    pub low: u8,
+    pub high: u8,
+    pub retries: u64,
+}
+
+/// The list of `--retry-on-exit`: the codes that are retried, and limits on some of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RetryCodes {
+    pub codes: CodeSet,
+    pub limits: Vec<CodeLimit>,
+}
+
+/// An exit-code list whose codes and ranges may each carry a retry limit:
+/// `1,137@1,75-78@3`. `@0` is valid (never retried).
+pub fn retry_codes(text: &str) -> Result<RetryCodes, String> {
+    let mut list = RetryCodes::default();
+    for (low, high, limit) in code_items(text)? {
+        for code in low..=high {
+            list.codes.insert(code);
+        }
+        if let Some(retries) = limit {
+            list.limits.push(CodeLimit { low, high, retries });
+        }
+    }
+    Ok(list)
+}
+
+/// The items of an exit-code list: each a code or an inclusive range, with its `@N`, if any.
+fn code_items(text: &str) -> Result<Vec<(u8, u8, Option<u64>)>, String> {
     if text.trim_start().starts_with('-') {
         return Err(format!("negative exit code in '{text}'; expected 0..255"));
     }
-    let mut set = CodeSet::default();
+    let mut items = Vec::new();
     for item in text.split(',') {
         let item = item.trim();
         if item.is_empty() {
@@ -154,21 +201,34 @@ pub fn code_set(text: &str) -> Result<CodeSet, String> {
                 format!("empty item in exit-code list '{text}'")
             });
         }
-        let (low, high) = match item.split_once('-') {
+        let (codes, limit) = match item.split_once('@') {
+            Some((codes, limit)) => {
+                let limit = limit.trim();
+                if limit.is_empty() {
+                    return Err(format!(
+                        "'{item}' has no number after '@'; expected a retry limit such as {}@3",
+                        codes.trim()
+                    ));
+                }
+                let limit =
+                    count(limit).map_err(|error| format!("retry limit in '{item}': {error}"))?;
+                (codes.trim(), Some(limit))
+            }
+            None => (item, None),
+        };
+        let (low, high) = match codes.split_once('-') {
             Some((low, high)) => (exit_code(low.trim())?, exit_code(high.trim())?),
             None => {
-                let code = exit_code(item)?;
+                let code = exit_code(codes)?;
                 (code, code)
             }
         };
         if low > high {
-            return Err(format!("reversed range '{item}' in exit-code list"));
+            return Err(format!("reversed range '{codes}' in exit-code list"));
         }
-        for code in low..=high {
-            set.insert(code);
-        }
+        items.push((low, high, limit));
     }
-    Ok(set)
+    Ok(items)
 }
 
 /// A count: a whole number, 0 or more (`--retries`, `--seed`).
@@ -481,6 +541,53 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn retry_codes_carry_limits_per_code_or_range() {
+        let list = retry_codes("1, 137@1,75-78@3,9@0").unwrap();
+        assert_eq!(list.codes, code_set("1,137,75-78,9").unwrap());
+        assert_eq!(
+            list.limits,
+            [
+                CodeLimit {
+                    low: 137,
+                    high: 137,
+                    retries: 1
+                },
+                CodeLimit {
+                    low: 75,
+                    high: 78,
+                    retries: 3
+                },
+                CodeLimit {
+                    low: 9,
+                    high: 9,
+                    retries: 0
+                },
+            ]
+        );
+        assert_eq!(retry_codes("1-3").unwrap().limits, []);
+        assert_eq!(
+            retry_codes("137@").unwrap_err(),
+            "'137@' has no number after '@'; expected a retry limit such as 137@3"
+        );
+        assert!(
+            retry_codes("137@x")
+                .unwrap_err()
+                .starts_with("retry limit in '137@x'")
+        );
+        assert!(retry_codes("137@-1").is_err());
+        assert!(retry_codes("@3").is_err(), "a limit of no code");
+        assert!(
+            retry_codes("78-75@3")
+                .unwrap_err()
+                .contains("reversed range '78-75'")
+        );
+        assert_eq!(
+            code_set("2,3@1").unwrap_err(),
+            "'2,3@1' gives a retry limit (@N), which only --retry-on-exit takes"
+        );
     }
 
     #[test]

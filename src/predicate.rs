@@ -5,7 +5,7 @@
 
 use crate::http::StatusClass;
 use crate::outcome::AttemptEnd;
-use crate::parse::CodeSet;
+use crate::parse::{CodeLimit, CodeSet};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -30,6 +30,45 @@ pub enum Permanent {
     StopIf,
     /// Under `--http`, a 4xx or 5xx status that retrying cannot help.
     HttpStatus(u16),
+    /// The retries a `CODE@N` of `--retry-on-exit` allows for its status are used up.
+    RetryLimit(CodeLimit),
+}
+
+/// What the `CODE@N` limits of `--retry-on-exit` have left over the run: each limit counts the
+/// retries that followed an attempt ending with a status it covers (a range shares one count),
+/// and resets never refill them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CodeLimits {
+    limits: Vec<CodeLimit>,
+    used: Vec<u64>,
+}
+
+impl CodeLimits {
+    pub(crate) fn new(limits: Vec<CodeLimit>) -> CodeLimits {
+        let used = vec![0; limits.len()];
+        CodeLimits { limits, used }
+    }
+
+    /// Takes one retry after an attempt that ended with `status`: allowed when every limit
+    /// that covers it has one left (so the smallest holds), and then counted against each. The
+    /// limit that is used up, when one is.
+    pub(crate) fn take(&mut self, status: u8) -> Result<(), CodeLimit> {
+        let covers = |limit: &CodeLimit| (limit.low..=limit.high).contains(&status);
+        if let Some((limit, _)) = self
+            .limits
+            .iter()
+            .zip(&self.used)
+            .find(|(limit, used)| covers(limit) && **used >= limit.retries)
+        {
+            return Err(*limit);
+        }
+        for (limit, used) in self.limits.iter().zip(&mut self.used) {
+            if covers(limit) {
+                *used += 1;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The judging rules, from the flags.
@@ -105,6 +144,33 @@ mod tests {
     use AttemptEnd::*;
     use Permanent::*;
     use Verdict::*;
+
+    #[test]
+    fn a_code_limit_counts_the_retries_after_its_codes_and_the_smaller_holds() {
+        let limits = crate::parse::retry_codes("1,137@1,75-78@3,77@1,9@0")
+            .unwrap()
+            .limits;
+        let mut left = CodeLimits::new(limits);
+        assert_eq!(left.take(1), Ok(()), "no limit on 1");
+        assert_eq!(left.take(1), Ok(()));
+        assert_eq!(left.take(137), Ok(()));
+        assert_eq!(left.take(137).unwrap_err().low, 137, "137@1 is used up");
+        assert_eq!(left.take(9).unwrap_err().retries, 0, "@0: never");
+        // 77 is under 75-78@3 and 77@1: the smaller holds, and a range shares its count.
+        assert_eq!(left.take(77), Ok(()));
+        assert_eq!(
+            left.take(77).unwrap_err(),
+            CodeLimit {
+                low: 77,
+                high: 77,
+                retries: 1
+            }
+        );
+        assert_eq!(left.take(75), Ok(()));
+        assert_eq!(left.take(78), Ok(()));
+        assert_eq!(left.take(76).unwrap_err().high, 78, "75-78 had 3 in all");
+        assert_eq!(left.take(1), Ok(()), "still no limit on 1");
+    }
 
     fn codes(text: &str) -> Option<CodeSet> {
         Some(code_set(text).unwrap())

@@ -11,7 +11,7 @@ use crate::cli::{Cli, LogFormat, StateLocation, StdinMode};
 use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
-use crate::parse::DelayList;
+use crate::parse::{CodeLimit, DelayList};
 use crate::predicate::Judge;
 
 pub const DEFAULT_RETRIES: u64 = 5;
@@ -124,6 +124,8 @@ pub struct Settings {
     /// `--show-state` or `--reset-state`: act on the state and exit.
     pub state_action: Option<StateAction>,
     pub consecutive: u64,
+    /// The `CODE@N` limits of `--retry-on-exit`.
+    pub code_limits: Vec<CodeLimit>,
     /// `--reset-after`: a failed attempt that ran this long starts the schedule and the limit
     /// afresh.
     pub reset_after: Option<Duration>,
@@ -171,7 +173,7 @@ impl Settings {
             seed: cli.seed,
             splay: cli.splay.unwrap_or(Duration::ZERO),
             judge: Judge {
-                retry_on_exit: cli.retry_on_exit,
+                retry_on_exit: cli.retry_on_exit.as_ref().map(|list| list.codes),
                 stop_on_exit: cli.stop_on_exit,
                 invert: cli.invert,
                 has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
@@ -196,6 +198,10 @@ impl Settings {
             state: cli.state,
             state_action,
             consecutive: cli.consecutive.unwrap_or(1),
+            code_limits: cli
+                .retry_on_exit
+                .as_ref()
+                .map_or_else(Vec::new, |list| list.limits.clone()),
             reset_after: cli.reset_after,
             restart: cli.restart,
             fail_exit: cli.fail_exit,

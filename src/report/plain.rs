@@ -219,6 +219,17 @@ fn give_up_why(reason: GiveUp<'_>, attempts: u64) -> String {
         GiveUp::Permanent(Permanent::StopIf) => {
             "permanent failure, a --stop-if line matched".to_string()
         }
+        GiveUp::Permanent(Permanent::RetryLimit(limit)) => {
+            let codes = if limit.low == limit.high {
+                limit.low.to_string()
+            } else {
+                format!("{}-{}", limit.low, limit.high)
+            };
+            format!(
+                "permanent failure, the retries that --retry-on-exit {codes}@{} allows are used up",
+                limit.retries
+            )
+        }
         GiveUp::Permanent(Permanent::HttpStatus(status)) => {
             format!("permanent failure, HTTP {status}")
         }

@@ -68,6 +68,11 @@ fn malformed_code_lists() {
     for value in ["256", "-1", "x", ""] {
         misuse(&["--fail-exit", value], "--fail-exit");
     }
+    // A retry limit needs a number, and only --retry-on-exit takes one.
+    for value in ["137@", "1,137@", "137@x", "137@-1", "@2", "137@1.5"] {
+        misuse(&["--retry-on-exit", value], "--retry-on-exit");
+    }
+    misuse(&["--stop-on-exit", "2,3@1"], "only --retry-on-exit takes");
 }
 
 #[test]

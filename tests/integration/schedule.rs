@@ -323,3 +323,55 @@ fn a_config_file_gives_the_list_in_any_of_its_forms() {
         );
     }
 }
+
+/// `CODE@N`: an OOM kill (137) gets one retry, a code in a limited range shares its count, and
+/// once a code's retries are used up it ends the run as a permanent failure.
+#[test]
+fn retry_limits_per_exit_code_end_the_run_when_used_up() {
+    let r = retry();
+    let runs = r.path("runs");
+    // Attempts exit 137, 1, 137, 1, ...: the second 137 finds its one retry used.
+    let script = sh(&format!(
+        "n=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'; \
+         [ $((n % 2)) = 1 ] && exit 137; exit 1",
+        runs = runs.display()
+    ));
+    let r = r
+        .args(["--retry-on-exit", "1,137@1", "--base", "1ms"])
+        .args(&script);
+    r.assert().code(137).stderr(predicate::str::contains(
+        "permanent failure, the retries that --retry-on-exit 137@1 allows are used up \
+         (exit status 137)",
+    ));
+    assert_eq!(r.runs(), 3);
+
+    let r = retry();
+    let flaky = r.flaky_with(10, 76);
+    let r = r
+        .args(["--retry-on-exit", "75-78@2", "--base", "1ms"])
+        .args(["--log-format", "json"])
+        .args(flaky);
+    let output = r.command().output().unwrap();
+    assert_eq!(output.status.code(), Some(76));
+    assert_eq!(r.runs(), 3, "two retries for the range in all");
+    let last = json_events(&output.stderr).pop().unwrap();
+    assert_eq!(last["event"], "give-up");
+    assert_eq!(last["reason"], "permanent");
+}
+
+#[test]
+fn retry_limits_come_from_the_config_file_and_dry_run_lists_them() {
+    let r = retry();
+    let config = r.write(
+        "retry.toml",
+        "[defaults]\nretry-on-exit = [1, \"137@1\", \"75-78@3\"]\n",
+    );
+    retry()
+        .args(["--config", config.to_str().unwrap(), "--dry-run"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "retry limits (over the whole run, then a permanent failure): exit 137: at most 1 \
+             retry; exits 75-78 together: at most 3 retries",
+        ));
+}
