@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-r -a -m -t -b -q -v -h -V --retries --attempts --forever --max-time --timeout --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --foreground --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --help --version"
+            opts="-r -a -m -t -b -q -v -h -V --retries --attempts --forever --max-time --timeout --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --metrics-file --metrics-job --foreground --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -298,6 +298,28 @@ _retry() {
                     COMPREPLY=($(compgen -W "auto replay inherit null" -- "${cur}"))
                     return 0
                     ;;
+                --metrics-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --metrics-job)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -382,7 +404,7 @@ _retry_command() {
                 ((i++))
                 break
                 ;;
-            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state)
+            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--metrics-file|--metrics-job|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state)
                 # Its value follows, after an `=` that bash splits off as a word of its own.
                 [[ "${COMP_WORDS[i + 1]}" == = ]] && ((i++))
                 ((i++))

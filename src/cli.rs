@@ -354,6 +354,20 @@ pub struct Cli {
     #[arg(long, help_heading = "Input and output")]
     pub hold_stdout: bool,
 
+    /// When the run ends, write its figures to PATH in the Prometheus text format
+    ///
+    /// For node_exporter's textfile collector: the start and end, the duration, success, the
+    /// attempts, retry's exit status and the time of the last success (kept from the file's
+    /// earlier content when this run did not succeed), each a gauge labelled job="NAME". The
+    /// file is replaced atomically; one that cannot be written is said once and never changes
+    /// the exit status.
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
+    pub metrics_file: Option<PathBuf>,
+
+    /// The job label of the metrics [default: the command's file name]
+    #[arg(long, value_name = "NAME", value_hint = ValueHint::Other, value_parser = parse::metrics_job, help_heading = "Reports for cron and CI")]
+    pub metrics_job: Option<String>,
+
     /// Keep the attempt in retry's own process group, for commands that read the terminal
     ///
     /// Then only the attempt itself, not its children, is signalled on timeout. Without it, an

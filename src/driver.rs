@@ -128,6 +128,13 @@ pub trait Sleep {
     fn sleep(&mut self, duration: Duration) -> Result<(), Interrupted>;
 }
 
+/// How a run ended, and how many attempts it made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ran {
+    pub(crate) end: RunEnd,
+    pub(crate) attempts: u64,
+}
+
 /// Runs the whole loop and says how it ended. `seed` is the one `delays` draws from, to be said.
 #[allow(clippy::too_many_arguments)] // Each is one of the loop's collaborators, named.
 pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
@@ -138,7 +145,7 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
     delays: &mut Delays<R>,
     gate: &mut G,
     reporter: &mut Reporter,
-) -> RunEnd {
+) -> Ran {
     let start = clock.now();
     let mut run = Run {
         settings,
@@ -150,6 +157,7 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         delays,
         gate,
         reporter,
+        attempts: 0,
     };
     // Before the first word is said: a reader that does not read must not hold even that one
     // past the deadline.
@@ -161,13 +169,17 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         max_attempts: settings.max_attempts,
         seed,
     });
-    match run.drive() {
+    let end = match run.drive() {
         Ok(end) => end,
         Err(Halt::BrokenPipe) => RunEnd::BrokenPipe,
         Err(Halt::Interrupted(signal)) => {
             run.reporter.emit(&Event::Interrupted { signal });
             RunEnd::Interrupted(signal)
         }
+    };
+    Ran {
+        end,
+        attempts: run.attempts,
     }
 }
 
@@ -218,6 +230,8 @@ struct Run<'a, E, S, R, G: ?Sized> {
     delays: &'a mut Delays<R>,
     gate: &'a mut G,
     reporter: &'a mut Reporter,
+    /// Attempts started so far.
+    attempts: u64,
 }
 
 impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
@@ -384,6 +398,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         self.reporter.emit(&Event::AttemptStart {
             count: self.count(attempt, progress),
         });
+        self.attempts = attempt;
         let report = self.executor.run(&spec, self.reporter)?;
         progress.last = Some(report.end);
         progress.restarting_after = None;
@@ -1064,7 +1079,7 @@ mod tests {
             settings.schedule.clone(),
             StdRng::seed_from_u64(settings.seed.unwrap_or(0)),
         );
-        let end = drive(
+        let Ran { end, .. } = drive(
             &settings,
             settings.seed.unwrap_or(0),
             &mut script,

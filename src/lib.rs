@@ -18,6 +18,7 @@ mod http;
 mod input;
 pub mod interpreter;
 mod lines;
+mod metrics;
 mod outcome;
 pub mod parse;
 mod plumbing;
@@ -36,6 +37,7 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::rc::Rc;
+use std::time::{Instant, SystemTime};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
@@ -45,14 +47,15 @@ use rand::rngs::StdRng;
 use crate::backoff::Delays;
 use crate::cli::Cli;
 use crate::clock::RealClock;
+use crate::driver::Ran;
 use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
 use crate::outcome::{MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
 use crate::report::{Reporter, Terminal};
 use crate::runner::Runner;
-use crate::settings::Settings;
 use crate::settings::StateAction;
+use crate::settings::{MetricsTarget, Settings};
 use crate::signals::Events;
 
 /// How `retry` ends: with a status, or by re-raising a signal it received.
@@ -126,7 +129,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
             process::entropy(),
         )),
     };
-    match driver::drive(
+    let started = (SystemTime::now(), Instant::now());
+    let ran = driver::drive(
         &settings,
         seed,
         &mut runner,
@@ -134,12 +138,49 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         &mut delays,
         gate.as_mut(),
         &mut reporter,
-    ) {
+    );
+    let exit = match ran.end {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
         end => match runner.hand_over() {
             Ok(()) => Exit::Status(end.exit_status(settings.fail_exit)),
             Err(signal) => Exit::Signal(signal),
         },
+    };
+    if let Some(target) = &settings.metrics {
+        write_metrics(target, ran, exit, started, &mut reporter);
+    }
+    exit
+}
+
+/// Writes the run's figures for `--metrics-file`: for every run that made an attempt or that the
+/// breaker stopped, also one ended by a signal. A file that cannot be written is said, and the
+/// status stands.
+fn write_metrics(
+    target: &MetricsTarget,
+    ran: Ran,
+    exit: Exit,
+    (start, started): (SystemTime, Instant),
+    reporter: &mut Reporter,
+) {
+    if ran.attempts == 0 && ran.end != RunEnd::BreakerOpen {
+        return;
+    }
+    let figures = metrics::Figures {
+        start,
+        end: SystemTime::now(),
+        duration: started.elapsed(),
+        succeeded: ran.end == RunEnd::Succeeded,
+        attempts: ran.attempts,
+        exit_status: match exit {
+            Exit::Status(status) => status,
+            Exit::Signal(signal) => RunEnd::Interrupted(signal).exit_status(None),
+        },
+    };
+    if let Err(error) = metrics::write(&target.path, &target.job, &figures) {
+        reporter.emit(&report::Event::MetricsUnwritten {
+            path: &target.path,
+            error: &text::plain_error(&error),
+        });
     }
 }
 

@@ -259,6 +259,14 @@ pub fn fleet_name(text: &str) -> Result<String, String> {
     Ok(text.to_string())
 }
 
+/// The `job` label of the metrics: any text but none.
+pub fn metrics_job(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("empty job name; the metrics need a job label".into());
+    }
+    Ok(text.to_string())
+}
+
 /// A budget's ratio: a decimal number from 0 to 1.
 pub fn ratio(text: &str) -> Result<f64, String> {
     let text = text.trim();

@@ -2,6 +2,7 @@
 //! rule checked. Pure: no environment, no files, no clock.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -135,6 +136,8 @@ pub struct Settings {
     pub foreground: bool,
     pub stdin: StdinMode,
     pub hold_stdout: bool,
+    /// `--metrics-file` and the job it labels.
+    pub metrics: Option<MetricsTarget>,
     pub hooks: Hooks,
     pub verbosity: Verbosity,
     pub log_format: LogFormat,
@@ -159,6 +162,7 @@ impl Settings {
         };
         let fleet = fleet_settings(&cli);
         let state_action = state_action(&cli, &fleet)?;
+        let metrics = metrics_target(&cli)?;
         if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
         }
@@ -208,6 +212,7 @@ impl Settings {
             foreground: cli.foreground,
             stdin: cli.stdin.unwrap_or(StdinMode::Auto),
             hold_stdout: cli.hold_stdout,
+            metrics,
             hooks: Hooks {
                 on_retry: cli.on_retry,
                 on_failure: cli.on_failure,
@@ -223,6 +228,42 @@ impl Settings {
             command: cli.command,
         })
     }
+}
+
+/// Where the run's figures go, and under which job label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricsTarget {
+    pub path: PathBuf,
+    pub job: String,
+}
+
+/// `--metrics-file` with its job: `--metrics-job`, else the command's file name. The file's
+/// directory must exist: a path that can never be written is misuse, found before the run.
+fn metrics_target(cli: &Cli) -> Result<Option<MetricsTarget>> {
+    let Some(path) = cli.metrics_file.clone() else {
+        return Ok(None);
+    };
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !directory.is_dir() {
+        bail!(
+            "--metrics-file {}: there is no directory {}",
+            path.display(),
+            directory.display()
+        );
+    }
+    let job = cli.metrics_job.clone().unwrap_or_else(|| {
+        cli.command.first().map_or_else(String::new, |program| {
+            Path::new(program)
+                .file_name()
+                .unwrap_or(program)
+                .to_string_lossy()
+                .into_owned()
+        })
+    });
+    Ok(Some(MetricsTarget { path, job }))
 }
 
 /// The delay schedule: a backoff curve, or the list `--delays` gives, whose jitter is none

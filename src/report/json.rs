@@ -142,6 +142,13 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             "stdin-warning",
             vec![("message", Json::Text(super::plain::line(event)))],
         )],
+        Event::MetricsUnwritten { path, error } => vec![(
+            "metrics-failed",
+            vec![
+                ("path", Json::Text(path.to_string_lossy().into_owned())),
+                ("error", Json::text(error)),
+            ],
+        )],
         Event::SpillFailed { stream, error } => {
             vec![stream_failure("spill-failed", stream.name(), error)]
         }

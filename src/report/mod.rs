@@ -9,6 +9,7 @@ mod plain;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::LogFormat;
@@ -176,6 +177,11 @@ pub enum Event<'a> {
     /// file would take it: it stays in memory. Said once for each.
     SpillFailed {
         stream: Stream,
+        error: &'a str,
+    },
+    /// The metrics file could not be written; the run's status stands.
+    MetricsUnwritten {
+        path: &'a Path,
         error: &'a str,
     },
     /// Reading stdin for `--stdin replay` failed before its end: the attempts get only what
@@ -359,6 +365,7 @@ fn color_of(event: &Event<'_>) -> &'static str {
         | Event::HookFailed { .. }
         | Event::StdinShared
         | Event::SpillFailed { .. }
+        | Event::MetricsUnwritten { .. }
         | Event::WriteFailed { .. }
         | Event::ReadFailed { .. }
         | Event::TerminalStop { .. } => "\x1b[1;33m",

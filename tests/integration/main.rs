@@ -18,6 +18,7 @@ mod input;
 mod layout;
 mod limits;
 mod messages;
+mod metrics;
 mod packaging;
 mod processes;
 mod recipes;

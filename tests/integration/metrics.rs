@@ -1,0 +1,408 @@
+//! `--metrics-file`: the run's figures for node_exporter's textfile collector, checked by
+//! Debian's `promtool` and read by a real `prometheus-node-exporter` on a loopback port.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// The value of `name{job="JOB"}` in an exposition.
+fn gauge(text: &str, name: &str, job: &str) -> Option<f64> {
+    let sample = format!("{name}{{job=\"{job}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&sample))
+        .map(|value| value.parse().unwrap())
+}
+
+/// Holds `file` to `promtool check metrics`, which reads the exposition from stdin.
+fn promtool_accepts(file: &Path) {
+    let Ok(output) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(fs::File::open(file).unwrap())
+        .output()
+    else {
+        missing("promtool", "the metrics file's format");
+        return;
+    };
+    assert!(
+        output.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn a_success_then_a_give_up_keeps_the_last_success() {
+    let r = retry();
+    let file = r.path("backup.prom");
+    let metrics = format!("--metrics-file={}", file.display());
+    let before = now();
+    retry()
+        .args([&metrics, "--metrics-job", "backup", "--", "true"])
+        .assert()
+        .code(0);
+    promtool_accepts(&file);
+    let first = read(&file);
+    assert_eq!(gauge(&first, "retry_last_run_success", "backup"), Some(1.0));
+    assert_eq!(
+        gauge(&first, "retry_last_run_attempts", "backup"),
+        Some(1.0)
+    );
+    assert_eq!(
+        gauge(&first, "retry_last_run_exit_status", "backup"),
+        Some(0.0)
+    );
+    let succeeded = gauge(&first, "retry_last_success_timestamp_seconds", "backup").unwrap();
+    assert!(succeeded >= before && succeeded <= now());
+    let start = gauge(&first, "retry_last_run_start_timestamp_seconds", "backup").unwrap();
+    let end = gauge(&first, "retry_last_run_end_timestamp_seconds", "backup").unwrap();
+    assert!(before <= start && start <= end);
+
+    retry()
+        .args([
+            &metrics,
+            "--metrics-job",
+            "backup",
+            "--retries",
+            "2",
+            "--base",
+            "10ms",
+        ])
+        .args(["--jitter", "none", "--fail-exit", "9", "--", "false"])
+        .assert()
+        .code(9);
+    promtool_accepts(&file);
+    let second = read(&file);
+    assert_eq!(
+        gauge(&second, "retry_last_run_success", "backup"),
+        Some(0.0)
+    );
+    assert_eq!(
+        gauge(&second, "retry_last_run_attempts", "backup"),
+        Some(3.0)
+    );
+    assert_eq!(
+        gauge(&second, "retry_last_run_exit_status", "backup"),
+        Some(9.0)
+    );
+    assert!(gauge(&second, "retry_last_run_duration_seconds", "backup").unwrap() >= 0.03);
+    assert_eq!(
+        gauge(&second, "retry_last_success_timestamp_seconds", "backup"),
+        Some(succeeded),
+        "carried over"
+    );
+    for name in [
+        "retry_last_run_start_timestamp_seconds",
+        "retry_last_run_end_timestamp_seconds",
+        "retry_last_run_duration_seconds",
+        "retry_last_run_success",
+        "retry_last_run_attempts",
+        "retry_last_run_exit_status",
+        "retry_last_success_timestamp_seconds",
+    ] {
+        assert!(second.contains(&format!("# HELP {name} ")), "{name}");
+        assert!(second.contains(&format!("# TYPE {name} gauge\n")), "{name}");
+    }
+    let names: Vec<_> = fs::read_dir(r.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["backup.prom"], "no temporary file is left");
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn a_run_that_never_succeeded_has_no_last_success_and_the_job_is_the_command_by_default() {
+    let r = retry();
+    let file = r.path("m.prom");
+    retry()
+        .args([format!("--metrics-file={}", file.display())])
+        .args(["-r", "0", "/bin/false"])
+        .assert()
+        .code(1);
+    promtool_accepts(&file);
+    let text = read(&file);
+    assert_eq!(gauge(&text, "retry_last_run_success", "false"), Some(0.0));
+    assert!(!text.contains("retry_last_success_timestamp_seconds"));
+}
+
+/// Every run that made an attempt or that the breaker stopped writes the file: a command that
+/// cannot be started (127), an open breaker (75), a signal to `retry` (143).
+#[test]
+fn the_file_is_written_for_every_ending() {
+    let r = retry();
+    let file = r.path("m.prom");
+    let metrics = format!("--metrics-file={}", file.display());
+    let status = |expected: f64| {
+        let text = read(&file);
+        promtool_accepts(&file);
+        assert_eq!(
+            gauge(&text, "retry_last_run_exit_status", "job"),
+            Some(expected)
+        );
+        fs::remove_file(&file).unwrap();
+    };
+    retry()
+        .args([&metrics, "--metrics-job", "job", "no-such-command-here"])
+        .assert()
+        .code(127);
+    status(127.0);
+
+    let state = r.path("state");
+    let state = format!("--state={}", state.display());
+    let open = [
+        &state,
+        "--breaker",
+        "b",
+        "--breaker-threshold",
+        "1",
+        "-r",
+        "0",
+    ];
+    retry().args(open).args(["false"]).assert().code(1);
+    retry()
+        .args(open)
+        .args([&metrics, "--metrics-job", "job", "true"])
+        .assert()
+        .code(75);
+    status(75.0);
+    assert_eq!(
+        gauge(&read_or_empty(&file), "retry_last_run_attempts", "job"),
+        None
+    );
+
+    let interrupted = retry().args([&metrics, "--metrics-job", "job", "-v", "--", "sleep", "30"]);
+    let mut child = interrupted.spawn();
+    wait_for_stderr(&mut child, "attempt 1/6 starting");
+    let since = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(5)),
+        143
+    );
+    let text = read(&file);
+    assert_eq!(gauge(&text, "retry_last_run_attempts", "job"), Some(1.0));
+    status(143.0);
+}
+
+fn read_or_empty(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn dry_run_show_state_and_misuse_write_nothing() {
+    let r = retry();
+    let file = r.path("m.prom");
+    let metrics = format!("--metrics-file={}", file.display());
+    retry()
+        .args([&metrics, "--dry-run", "true"])
+        .assert()
+        .code(0);
+    let state = format!("--state={}", r.path("state").display());
+    retry()
+        .args([&metrics, &state, "--show-state", "--budget", "b"])
+        .assert()
+        .code(0);
+    retry()
+        .args([&metrics, "--jitter", "sideways", "true"])
+        .assert()
+        .code(125);
+    assert!(!file.exists());
+}
+
+#[test]
+fn a_file_that_cannot_be_written_is_said_once_and_the_status_stands() {
+    let r = retry();
+    // A directory where the file should be: the rename over it fails.
+    let taken = r.path("taken.prom");
+    fs::create_dir(&taken).unwrap();
+    let metrics = format!("--metrics-file={}", taken.display());
+    retry()
+        .args([&metrics, "-r", "1", "--base", "1ms", "false"])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("cannot write the metrics file")
+                .count(1)
+                .and(predicate::str::contains("the run's status stands")),
+        );
+    retry().args([&metrics, "true"]).assert().code(0);
+    retry()
+        .args([&metrics, "--quiet", "true"])
+        .assert()
+        .code(0)
+        .stderr("");
+    let output = retry()
+        .args([&metrics, "--log-format", "json", "true"])
+        .command()
+        .output()
+        .unwrap();
+    let events = json_events(&output.stderr);
+    let failed = events
+        .iter()
+        .find(|e| e["event"] == "metrics-failed")
+        .unwrap();
+    assert_eq!(failed["path"], taken.to_str().unwrap());
+    let names: Vec<_> = fs::read_dir(r.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["taken.prom"], "no temporary file is left");
+}
+
+#[test]
+fn misuse_of_the_metrics_flags() {
+    let r = retry();
+    for (args, names) in [
+        (vec!["--metrics-job", ""], "--metrics-job"),
+        (
+            vec!["--metrics-file", "/no/such/directory/m.prom"],
+            "there is no directory /no/such/directory",
+        ),
+    ] {
+        retry()
+            .args(&args)
+            .args(["true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains(names))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+    // A file in the current directory needs no directory named.
+    let output = retry()
+        .args(["--metrics-file", "here.prom", "true"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    drop(r);
+}
+
+#[test]
+fn job_names_are_escaped_as_the_format_asks() {
+    let r = retry();
+    let file = r.path("m.prom");
+    retry()
+        .args([format!("--metrics-file={}", file.display())])
+        .args(["--metrics-job", "nightly \"db\" \\ backup", "true"])
+        .assert()
+        .code(0);
+    promtool_accepts(&file);
+    let text = read(&file);
+    assert!(
+        text.contains("retry_last_run_success{job=\"nightly \\\"db\\\" \\\\ backup\"} 1\n"),
+        "{text}"
+    );
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET /metrics from the exporter, or `None` while it does not answer yet.
+fn scrape(port: u16) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(BOUND)).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+/// A real node_exporter with only its textfile collector, pointed at the directory that
+/// `retry` writes to: after a success and then a give-up, a scrape shows the failure and the
+/// earlier success's time.
+#[test]
+fn node_exporter_reads_the_file_over_http() {
+    let r = retry();
+    let collected = r.path("textfile");
+    fs::create_dir(&collected).unwrap();
+    let port = free_port();
+    let exporter = [
+        "prometheus-node-exporter",
+        "/usr/bin/prometheus-node-exporter",
+    ]
+    .iter()
+    .find_map(|program| {
+        Command::new(program)
+            .args([
+                "--collector.disable-defaults",
+                "--collector.textfile",
+                &format!("--collector.textfile.directory={}", collected.display()),
+                &format!("--web.listen-address=127.0.0.1:{port}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()
+    });
+    let Some(exporter) = exporter else {
+        missing(
+            "prometheus-node-exporter",
+            "a real scrape of the metrics file",
+        );
+        return;
+    };
+    let _stop = KillOnDrop(exporter.id() as i32);
+    let file = collected.join("nightly.prom");
+    let metrics = format!("--metrics-file={}", file.display());
+    retry()
+        .args([&metrics, "--metrics-job", "nightly", "true"])
+        .assert()
+        .code(0);
+    let succeeded = gauge(
+        &read(&file),
+        "retry_last_success_timestamp_seconds",
+        "nightly",
+    )
+    .unwrap();
+    retry()
+        .args([&metrics, "--metrics-job", "nightly", "-r", "0", "false"])
+        .assert()
+        .code(1);
+    let mut body = String::new();
+    eventually("node_exporter answers", || {
+        scrape(port).is_some_and(|response| response.starts_with("HTTP/1.0 200"))
+    });
+    if let Some(response) = scrape(port) {
+        body = response;
+    }
+    assert!(
+        body.contains("retry_last_run_success{job=\"nightly\"} 0\n"),
+        "{body}"
+    );
+    let scraped = body
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("retry_last_success_timestamp_seconds{job=\"nightly\"} ")
+        })
+        .map(|value| value.parse::<f64>().unwrap());
+    assert_eq!(scraped.map(|v| v.round()), Some(succeeded.round()));
+    assert!(
+        body.contains("node_textfile_scrape_error 0"),
+        "the collector read the file without error"
+    );
+}
