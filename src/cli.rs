@@ -42,6 +42,19 @@ pub enum StdinMode {
     Null,
 }
 
+/// What becomes of the output of attempts that failed and were followed by another.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailedOutput {
+    /// Let it through as it comes
+    #[default]
+    Pass,
+    /// Hold each attempt's output; keep only the final attempt's
+    Drop,
+    /// Hold it; write it to stderr after the final attempt's if the run gives up, drop it if
+    /// the run succeeds
+    OnGiveUp,
+}
+
 /// How `retry` writes its own messages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -353,6 +366,17 @@ pub struct Cli {
     /// an attempt writes once that attempt's output has gone out goes to stderr as it comes.
     #[arg(long, help_heading = "Input and output")]
     pub hold_stdout: bool,
+
+    /// What becomes of the output of failed attempts that another follows [default: pass]
+    ///
+    /// pass lets it through as it comes. drop and on-give-up hold each attempt's stdout and
+    /// stderr until it ends (as --hold-stdout does, spilling to a private temporary file): the
+    /// final attempt's goes to stdout and stderr byte for byte, and the earlier attempts' is
+    /// dropped, or under on-give-up written to stderr after the final attempt's when the run
+    /// gives up, each attempt's behind one line (retry: output of attempt 2 (exit 1):). Patterns
+    /// and --http still read the output as it comes. Not with --hold-stdout.
+    #[arg(long, value_name = "MODE", help_heading = "Reports for cron and CI")]
+    pub failed_output: Option<FailedOutput>,
 
     /// When the run ends, write its figures to PATH in the Prometheus text format
     ///

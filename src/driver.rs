@@ -84,21 +84,23 @@ impl From<Interrupted> for Halt {
     }
 }
 
-/// Whose held stdout is passed on, which says where it goes.
+/// Whose held output is passed on, which says where it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputOf {
-    /// The run's final attempt: to stdout, the one copy a pipeline downstream receives.
+    /// The run's final attempt (or a success under `--restart`): its stdout to stdout, the one
+    /// copy a pipeline downstream receives, and its stderr to stderr.
     FinalAttempt,
-    /// An attempt that a later one replaces: to stderr.
-    EarlierAttempt,
+    /// An attempt that a later one replaces, and how it ended: under `--hold-stdout`, its
+    /// stdout to stderr; under `--failed-output`, dropped or kept for the give-up.
+    EarlierAttempt { attempt: u64, end: AttemptEnd },
 }
 
 impl OutputOf {
-    fn of(final_attempt: bool) -> OutputOf {
+    fn of(final_attempt: bool, attempt: u64, end: AttemptEnd) -> OutputOf {
         if final_attempt {
             OutputOf::FinalAttempt
         } else {
-            OutputOf::EarlierAttempt
+            OutputOf::EarlierAttempt { attempt, end }
         }
     }
 }
@@ -110,9 +112,12 @@ pub trait Execute {
         spec: &AttemptSpec,
         reporter: &mut Reporter,
     ) -> Result<AttemptReport, Interrupted>;
-    /// Passes on the last attempt's held stdout (`--hold-stdout`): to stdout when it is the
-    /// final attempt, else to stderr.
+    /// Passes on the last attempt's held output (`--hold-stdout`, `--failed-output`), as
+    /// `output_of` says.
     fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt>;
+    /// The run has ended: under `--failed-output on-give-up`, writes the output kept of earlier
+    /// attempts to stderr when it `failed`, and forgets it when it succeeded.
+    fn settle_failed_output(&mut self, failed: bool, reporter: &mut Reporter) -> Result<(), Halt>;
     /// The run ends at `deadline` (`--max-time`): past it, and past the grace an attempt
     /// gets, no wait on a reader downstream may hold `retry` up. Told once, before anything runs.
     fn end_by(&mut self, deadline: Instant);
@@ -173,6 +178,9 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         Ok(end) => end,
         Err(Halt::BrokenPipe) => RunEnd::BrokenPipe,
         Err(Halt::Interrupted(signal)) => {
+            // Interrupted too, the run did not succeed: what was kept goes out (a second signal
+            // cuts that short).
+            let _ = run.executor.settle_failed_output(true, run.reporter);
             run.reporter.emit(&Event::Interrupted { signal });
             RunEnd::Interrupted(signal)
         }
@@ -479,6 +487,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             return Ok(next);
         }
         self.release(OutputOf::FinalAttempt)?;
+        self.executor.settle_failed_output(false, self.reporter)?;
         self.reporter.emit(&Event::Success {
             count,
             end: report.end,
@@ -542,9 +551,12 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         // Every success under --restart is the run's answer so far: its output is the one copy.
         let output_of = match between {
             Between::Restart => OutputOf::FinalAttempt,
-            _ => OutputOf::of(final_attempt),
+            _ => OutputOf::of(final_attempt, attempt, report.end),
         };
         self.release(output_of)?;
+        if let Between::Restart = between {
+            self.executor.settle_failed_output(false, self.reporter)?;
+        }
         let refusal = if is_last {
             Some(GiveUp::Exhausted)
         } else if final_attempt {
@@ -763,6 +775,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempts: u64,
         telling: Telling,
     ) -> Result<RunEnd, Halt> {
+        self.executor.settle_failed_output(true, self.reporter)?;
         self.say_notices();
         let last = match end {
             RunEnd::Failed { last } => last,
@@ -896,6 +909,8 @@ mod tests {
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
         released: Vec<bool>,
+        /// What `settle_failed_output` was told, in order: whether the run failed.
+        settled: Vec<bool>,
         stdin_shared: bool,
         /// What `end_by` was told, as a time left from when it was told.
         ends_in: Option<Duration>,
@@ -938,6 +953,11 @@ mod tests {
 
         fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
             self.released.push(output_of == OutputOf::FinalAttempt);
+            Ok(())
+        }
+
+        fn settle_failed_output(&mut self, failed: bool, _: &mut Reporter) -> Result<(), Halt> {
+            self.settled.push(failed);
             Ok(())
         }
 
@@ -986,6 +1006,7 @@ mod tests {
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
         released: Vec<bool>,
+        settled: Vec<bool>,
         ends_in: Option<Duration>,
         said_before_end_by: Option<usize>,
         output: String,
@@ -1053,6 +1074,7 @@ mod tests {
             specs: Vec::new(),
             hooks: Vec::new(),
             released: Vec::new(),
+            settled: Vec::new(),
             stdin_shared: args.contains(&"--stdin-is-a-pipe"),
             ends_in: None,
             said: lines.clone(),
@@ -1095,6 +1117,7 @@ mod tests {
             specs: script.specs,
             hooks: script.hooks,
             released: script.released,
+            settled: script.settled,
             ends_in: script.ends_in,
             said_before_end_by: script.said_before_end_by,
             output,
@@ -1338,6 +1361,30 @@ mod tests {
         );
         let out = run(&["--retry-on-exit", "1@0"], &[exited(1, 5)]);
         assert_eq!(out.specs.len(), 1, "@0 never retries");
+    }
+
+    /// Failed output kept for the give-up is written when the run ends any way but a success
+    /// (and not for a reader gone), and forgotten at each success.
+    #[test]
+    fn kept_failed_output_is_settled_once_as_the_run_ends() {
+        assert_eq!(run(&[], &[exited(1, 5), exited(0, 5)]).settled, [false]);
+        assert_eq!(run(&["--retries", "1"], &[exited(1, 5)]).settled, [true]);
+        assert_eq!(
+            run(&["--stop-on-exit", "3"], &[exited(3, 5)]).settled,
+            [true]
+        );
+        let restarted = run(
+            &["--restart", "--retries", "0"],
+            &[exited(0, 5), exited(1, 5)],
+        );
+        assert_eq!(restarted.settled, [false, true]);
+        assert_eq!(
+            run_with(&[], &[exited(1, 5)], Some(0)).settled,
+            [true],
+            "a signal"
+        );
+        let pipe = run(&[], &[(AttemptEnd::Signaled(libc::SIGPIPE), ms(5))]);
+        assert!(pipe.settled.is_empty(), "no answer, nothing written");
     }
 
     #[test]

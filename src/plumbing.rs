@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::http::{Heard, HttpLines};
 use crate::lines::{LineMatcher, Pattern};
+use crate::outcome::AttemptEnd;
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
 use crate::signals::Events;
@@ -137,6 +138,113 @@ impl Held {
     /// Why held bytes past the memory bound stay in memory, if they do.
     pub(crate) fn spill_error(&self) -> Option<&str> {
         self.spool.spill_error()
+    }
+
+    /// Drops what is held, as if written out: later output is passed on at once.
+    pub(crate) fn discard(&mut self) {
+        self.spool = Spool::default();
+        self.written_out = true;
+    }
+
+    /// Moves what is held to the end of `kept`, as if written out; how many bytes it was.
+    fn move_to(&mut self, kept: &mut Spool) -> io::Result<u64> {
+        let moved = self.spool.len();
+        let copied = self.spool.copy_to(&mut SpoolWriter(kept));
+        self.discard();
+        copied.map(|()| moved)
+    }
+}
+
+/// Appends what is written to a spool.
+struct SpoolWriter<'a>(&'a mut Spool);
+
+impl Write for SpoolWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.append(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The held output of earlier attempts under `--failed-output on-give-up`, kept for the end of
+/// the run: one spool for all (so memory and descriptors stay bounded however many attempts
+/// there are), and where each attempt's stdout and stderr lie in it.
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    spool: Spool,
+    attempts: Vec<KeptAttempt>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeptAttempt {
+    pub(crate) attempt: u64,
+    pub(crate) end: AttemptEnd,
+    stdout: u64,
+    stderr: u64,
+}
+
+impl Kept {
+    /// Keeps an attempt's held stdout and stderr, in that order.
+    pub(crate) fn keep(
+        &mut self,
+        attempt: u64,
+        end: AttemptEnd,
+        stdout: Option<&Mutex<Held>>,
+        stderr: Option<&Mutex<Held>>,
+    ) -> io::Result<()> {
+        if self.attempts.is_empty() && self.spool.len() == 0 {
+            self.spool = Spool::small();
+        }
+        let mut move_held = |held: Option<&Mutex<Held>>| match held {
+            Some(held) => held
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .move_to(&mut self.spool),
+            None => Ok(0),
+        };
+        let stdout = move_held(stdout)?;
+        let stderr = move_held(stderr)?;
+        self.attempts.push(KeptAttempt {
+            attempt,
+            end,
+            stdout,
+            stderr,
+        });
+        Ok(())
+    }
+
+    /// Writes out each kept attempt's output to `out`, after `before(attempt)` (its header), in
+    /// the order kept, and keeps nothing more.
+    pub(crate) fn write_out(
+        &mut self,
+        out: &mut impl Write,
+        mut before: impl FnMut(&KeptAttempt),
+    ) -> io::Result<()> {
+        let kept = std::mem::take(self);
+        let mut buffer = vec![0u8; 64 * 1024];
+        let mut offset = 0u64;
+        for attempt in &kept.attempts {
+            before(attempt);
+            let end = offset + attempt.stdout + attempt.stderr;
+            while offset < end {
+                let wanted = buffer.len().min((end - offset) as usize);
+                let read = kept.spool.read_at(offset, &mut buffer[..wanted])?;
+                if read == 0 {
+                    break;
+                }
+                out.write_all(&buffer[..read])?;
+                offset += read as u64;
+            }
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Forgets what is kept.
+    pub(crate) fn clear(&mut self) {
+        *self = Kept::default();
     }
 }
 

@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::cli::FailedOutput;
 use crate::driver::{
     AskedWait, AttemptReport, AttemptSpec, Execute, Halt, HookSpec, Interrupted, OutputOf,
 };
 use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
-use crate::plumbing::{self, Drained, Held, Leftover, OwnStream, ReaderWait, Sink, Watch};
+use crate::plumbing::{self, Drained, Held, Kept, Leftover, OwnStream, ReaderWait, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
 use crate::settings::{OutputRules, Settings};
@@ -37,8 +38,14 @@ pub(crate) struct Runner<'a> {
     stderr_rules: &'a OutputRules,
     input: Input,
     hold_stdout: bool,
-    /// The last attempt's stdout under `--hold-stdout`, until it is released.
+    failed_output: FailedOutput,
+    /// The last attempt's stdout under `--hold-stdout` or `--failed-output`, until it is
+    /// released.
     held: Option<Arc<Mutex<Held>>>,
+    /// The last attempt's stderr under `--failed-output`, until it is released.
+    held_stderr: Option<Arc<Mutex<Held>>>,
+    /// Earlier attempts' output under `--failed-output on-give-up`, until the run ends.
+    kept: Kept,
     foreground: bool,
     kill_signal: i32,
     kill_after: Duration,
@@ -59,7 +66,10 @@ impl<'a> Runner<'a> {
             stderr_rules: &settings.stderr_rules,
             input: Input::new(settings.stdin),
             hold_stdout: settings.hold_stdout,
+            failed_output: settings.failed_output,
             held: None,
+            held_stderr: None,
+            kept: Kept::default(),
             foreground: settings.foreground,
             kill_signal: settings.kill_signal,
             kill_after: settings.kill_after,
@@ -233,10 +243,17 @@ impl Execute for Runner<'_> {
         let drained = match (supervised.interrupted, drained) {
             (None, Ok(drained)) => drained,
             (Some(signal), _) | (None, Err(signal)) => {
-                // An interrupted run has no final attempt, but its held output is not dropped
-                // while the reader takes it.
-                let _ =
-                    self.release_held(OutputOf::EarlierAttempt, ReaderWait::WhileFlowing, reporter);
+                // Under --hold-stdout, an interrupted run has no final attempt, but its held
+                // output is not dropped while the reader takes it; under --failed-output, the
+                // attempt a signal to retry ended is the final one.
+                let output_of = match self.failed_output {
+                    FailedOutput::Pass => OutputOf::EarlierAttempt {
+                        attempt: spec.number,
+                        end: supervised.end(),
+                    },
+                    _ => OutputOf::FinalAttempt,
+                };
+                let _ = self.release_held(output_of, ReaderWait::WhileFlowing, reporter);
                 return Err(Interrupted(signal));
             }
         };
@@ -261,6 +278,34 @@ impl Execute for Runner<'_> {
 
     fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt> {
         self.release_held(output_of, ReaderWait::Whole, reporter)
+    }
+
+    fn settle_failed_output(&mut self, failed: bool, reporter: &mut Reporter) -> Result<(), Halt> {
+        if !failed || self.failed_output != FailedOutput::OnGiveUp {
+            self.kept.clear();
+            return Ok(());
+        }
+        let written = OwnStream::on(io::stderr().as_fd()).and_then(|mut stderr| {
+            self.kept.write_out(&mut stderr, |kept| {
+                reporter.emit(&Report::FailedOutput {
+                    attempt: kept.attempt,
+                    end: kept.end,
+                });
+            })
+        });
+        if let Err(error) = written
+            && error.kind() != io::ErrorKind::BrokenPipe
+        {
+            let error = crate::text::plain_error(&error);
+            self.say_once(
+                reporter,
+                Report::WriteFailed {
+                    stream: Stream::Stderr,
+                    error: &error,
+                },
+            );
+        }
+        Ok(())
     }
 
     fn end_by(&mut self, deadline: Instant) {
@@ -480,9 +525,10 @@ impl Runner<'_> {
     /// passes it on (or holds it) and matches it; the others are inherited as they are.
     fn watch_outputs(&mut self, command: &mut Command) -> io::Result<Vec<Watch>> {
         let mut watches = Vec::new();
-        if self.stdout_rules.any() || self.hold_stdout {
+        let holding = self.failed_output != FailedOutput::Pass;
+        if self.stdout_rules.any() || self.hold_stdout || holding {
             let (source, attempt_end) = io::pipe()?;
-            let sink = if self.hold_stdout {
+            let sink = if self.hold_stdout || holding {
                 let held = Arc::new(Mutex::new(Held::default()));
                 self.held = Some(Arc::clone(&held));
                 Sink::Hold(held)
@@ -497,9 +543,15 @@ impl Runner<'_> {
             )?);
             command.stdout(attempt_end);
         }
-        if self.stderr_rules.any() {
+        if self.stderr_rules.any() || holding {
             let (source, attempt_end) = io::pipe()?;
-            let sink = Sink::Stream(OwnStream::on(io::stderr().as_fd())?);
+            let sink = if holding {
+                let held = Arc::new(Mutex::new(Held::default()));
+                self.held_stderr = Some(Arc::clone(&held));
+                Sink::Hold(held)
+            } else {
+                Sink::Stream(OwnStream::on(io::stderr().as_fd())?)
+            };
             watches.push(plumbing::watch(
                 source,
                 sink,
@@ -653,25 +705,73 @@ impl Runner<'_> {
         }
     }
 
-    /// Writes the held output out (see `copy_held`), waiting for the reader as `reader_wait`
-    /// says.
+    /// Passes the held output on as `output_of` says (see `OutputOf`), waiting for the reader
+    /// as `reader_wait` says.
     fn release_held(
         &mut self,
         output_of: OutputOf,
         reader_wait: ReaderWait,
         reporter: &mut Reporter,
     ) -> Result<(), Halt> {
-        let final_attempt = output_of == OutputOf::FinalAttempt;
-        let interrupted = reader_wait == ReaderWait::WhileFlowing;
-        let Some(held) = self.held.take() else {
-            return Ok(());
+        let (stdout, stderr) = (self.held.take(), self.held_stderr.take());
+        let outs = match (self.failed_output, output_of) {
+            (FailedOutput::Pass, OutputOf::FinalAttempt) => {
+                [stdout.map(|h| (h, Stream::Stdout)), None]
+            }
+            (FailedOutput::Pass, OutputOf::EarlierAttempt { .. }) => {
+                [stdout.map(|h| (h, Stream::Stderr)), None]
+            }
+            (_, OutputOf::FinalAttempt) => [
+                stdout.map(|h| (h, Stream::Stdout)),
+                stderr.map(|h| (h, Stream::Stderr)),
+            ],
+            (FailedOutput::Drop, OutputOf::EarlierAttempt { .. }) => {
+                for held in stdout.iter().chain(&stderr) {
+                    held.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .discard();
+                }
+                return Ok(());
+            }
+            (FailedOutput::OnGiveUp, OutputOf::EarlierAttempt { attempt, end }) => {
+                if let Err(error) =
+                    self.kept
+                        .keep(attempt, end, stdout.as_deref(), stderr.as_deref())
+                {
+                    let error = crate::text::plain_error(&error);
+                    self.say_once(
+                        reporter,
+                        Report::SpillFailed {
+                            stream: Stream::Stdout,
+                            error: &error,
+                        },
+                    );
+                }
+                return Ok(());
+            }
         };
+        for (held, stream) in outs.into_iter().flatten() {
+            self.write_held(&held, stream, reader_wait, reporter)?;
+        }
+        Ok(())
+    }
+
+    /// Writes held output out to `stream` (see `copy_held`), waiting for the reader as
+    /// `reader_wait` says.
+    fn write_held(
+        &mut self,
+        held: &Arc<Mutex<Held>>,
+        stream: Stream,
+        reader_wait: ReaderWait,
+        reporter: &mut Reporter,
+    ) -> Result<(), Halt> {
+        let interrupted = reader_wait == ReaderWait::WhileFlowing;
         // The copy runs on a thread of its own while this one waits for signals, so that a
         // signal still ends `retry` at once when the reader downstream does not read. The
         // thread is then left behind: `retry` is about to exit. Without a pipe or a thread,
         // the copy runs here.
         let moved = Arc::new(AtomicU64::new(0));
-        let copied = match spawn_copier(&held, final_attempt, &moved) {
+        let copied = match spawn_copier(held, stream, &moved) {
             Some((done, copier)) => {
                 let ended = if interrupted {
                     plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
@@ -686,24 +786,19 @@ impl Runner<'_> {
                     Err(signal) => return Err(Halt::Interrupted(signal)),
                 }
             }
-            None => copy_held(&held, final_attempt, &moved),
+            None => copy_held(held, stream, &moved),
         };
         match copied {
             Ok(()) => Ok(()),
-            // Only the final attempt's output has a reader to lose.
+            // Only stdout has a reader downstream to lose.
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
-                if final_attempt {
+                if stream == Stream::Stdout {
                     Err(Halt::BrokenPipe)
                 } else {
                     Ok(())
                 }
             }
             Err(error) => {
-                let stream = if final_attempt {
-                    Stream::Stdout
-                } else {
-                    Stream::Stderr
-                };
                 let error = crate::text::plain_error(&error);
                 self.say_once(
                     reporter,
@@ -759,7 +854,7 @@ impl Runner<'_> {
 /// it ends. `None` when no pipe or thread can be had.
 fn spawn_copier(
     held: &Arc<Mutex<Held>>,
-    final_attempt: bool,
+    stream: Stream,
     moved: &Arc<AtomicU64>,
 ) -> Option<(PipeReader, JoinHandle<io::Result<()>>)> {
     let (done, finished) = io::pipe().ok()?;
@@ -767,7 +862,7 @@ fn spawn_copier(
     let copier = thread::Builder::new()
         .name("release".into())
         .spawn(move || {
-            let copied = copy_held(&held, final_attempt, &moved);
+            let copied = copy_held(&held, stream, &moved);
             drop(finished);
             copied
         })
@@ -775,14 +870,12 @@ fn spawn_copier(
     Some((done, copier))
 }
 
-/// Writes held output to stdout (the final attempt's) or stderr (any other's). Counts the bytes
-/// written in `moved`.
-fn copy_held(held: &Mutex<Held>, final_attempt: bool, moved: &AtomicU64) -> io::Result<()> {
+/// Writes held output to `stream`. Counts the bytes written in `moved`.
+fn copy_held(held: &Mutex<Held>, stream: Stream, moved: &AtomicU64) -> io::Result<()> {
     let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let out = if final_attempt {
-        OwnStream::on(io::stdout().as_fd())
-    } else {
-        OwnStream::on(io::stderr().as_fd())
+    let out = match stream {
+        Stream::Stdout => OwnStream::on(io::stdout().as_fd()),
+        _ => OwnStream::on(io::stderr().as_fd()),
     };
     held.write_out(out.map(|out| Counted { out, moved }))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
-use crate::cli::{Cli, LogFormat, StateLocation, StdinMode};
+use crate::cli::{Cli, FailedOutput, LogFormat, StateLocation, StdinMode};
 use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
@@ -136,6 +136,8 @@ pub struct Settings {
     pub foreground: bool,
     pub stdin: StdinMode,
     pub hold_stdout: bool,
+    /// What becomes of failed attempts' output.
+    pub failed_output: FailedOutput,
     /// `--metrics-file` and the job it labels.
     pub metrics: Option<MetricsTarget>,
     pub hooks: Hooks,
@@ -163,6 +165,17 @@ impl Settings {
         let fleet = fleet_settings(&cli);
         let state_action = state_action(&cli, &fleet)?;
         let metrics = metrics_target(&cli)?;
+        let failed_output = cli.failed_output.unwrap_or_default();
+        if failed_output != FailedOutput::Pass && cli.hold_stdout {
+            bail!(
+                "--failed-output {} cannot be used with --hold-stdout: both decide where an \
+                 attempt's output goes",
+                match failed_output {
+                    FailedOutput::Drop => "drop",
+                    _ => "on-give-up",
+                }
+            );
+        }
         if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
         }
@@ -212,6 +225,7 @@ impl Settings {
             foreground: cli.foreground,
             stdin: cli.stdin.unwrap_or(StdinMode::Auto),
             hold_stdout: cli.hold_stdout,
+            failed_output,
             metrics,
             hooks: Hooks {
                 on_retry: cli.on_retry,

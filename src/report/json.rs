@@ -142,6 +142,17 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             "stdin-warning",
             vec![("message", Json::Text(super::plain::line(event)))],
         )],
+        Event::FailedOutput { attempt, end } => vec![(
+            "failed-output",
+            vec![
+                ("attempt", Json::Number(attempt)),
+                ("exit_code", Json::status(end)),
+                (
+                    "timed_out",
+                    Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
+                ),
+            ],
+        )],
         Event::MetricsUnwritten { path, error } => vec![(
             "metrics-failed",
             vec![

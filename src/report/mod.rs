@@ -179,6 +179,11 @@ pub enum Event<'a> {
         stream: Stream,
         error: &'a str,
     },
+    /// Under `--failed-output on-give-up`, the kept output of an earlier attempt follows.
+    FailedOutput {
+        attempt: u64,
+        end: AttemptEnd,
+    },
     /// The metrics file could not be written; the run's status stands.
     MetricsUnwritten {
         path: &'a Path,

@@ -117,6 +117,7 @@ pub(super) fn line(event: &Event<'_>) -> String {
              use --stdin replay to give every attempt the same input"
                 .to_string()
         }
+        Event::FailedOutput { attempt, end } => format!("output of attempt {attempt} ({end}):"),
         Event::MetricsUnwritten { path, error } => format!(
             "cannot write the metrics file {}: {error}; the run's status stands",
             crate::text::quote(path.as_os_str())

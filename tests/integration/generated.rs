@@ -383,7 +383,7 @@ fn completion_offers_file_names_only_where_a_file_goes() {
         let name = arg.get_id().as_str();
         let hint = arg.get_value_hint();
         let expected = match name {
-            "config" => ValueHint::FilePath,
+            "config" | "metrics_file" => ValueHint::FilePath,
             "state" => ValueHint::DirPath,
             "on_retry" | "on_failure" | "on_success" => ValueHint::CommandString,
             "command" => ValueHint::CommandWithArguments,

@@ -9,6 +9,7 @@ mod config;
 mod dry_run;
 mod ecosystem;
 mod exit_status;
+mod failed_output;
 mod fidelity;
 mod fleet;
 mod generated;

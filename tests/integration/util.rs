@@ -337,6 +337,40 @@ pub fn wait_with_cpu_time(child: &mut Child) -> (ExitStatus, Duration) {
     }
 }
 
+/// Waits for `child`, up to `BOUND`, and returns how it ended with its peak resident set
+/// size in KiB, as its VmHWM read while it runs. Not wait4's `ru_maxrss`: that counts the
+/// memory of the process that spawned it too (the test binary's, which may be large), since
+/// exec records the high-water mark of the image it replaces.
+pub fn wait_with_peak_rss(child: &mut Child) -> (ExitStatus, u64) {
+    let start = Instant::now();
+    let mut peak = 0;
+    loop {
+        let status = fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        if let Some(kib) = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|value| {
+                value
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+        {
+            peak = peak.max(kib);
+        }
+        if let Some(ended) = child.try_wait().expect("wait") {
+            return (ended, peak);
+        }
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            panic!("retry did not exit within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Waits for `child` (see `wait_bounded`), asserts that it ended within `limit` of `since`,
 /// and returns its status as a shell sees it.
 pub fn status_within(child: &mut Child, since: Instant, limit: Duration) -> i32 {

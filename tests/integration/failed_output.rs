@@ -1,0 +1,287 @@
+//! `--failed-output pass|drop|on-give-up`: the output of failed attempts that another follows,
+//! let through, dropped, or kept for the give-up, with the final attempt's passed on byte for
+//! byte.
+
+use std::fs;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// An attempt that writes `out N` to stdout and `err N` to stderr, and succeeds from attempt
+/// `succeed_from` on (never when 0).
+fn noisy(succeed_from: u32) -> Vec<String> {
+    sh(&format!(
+        "echo \"out $RETRY_ATTEMPT\"; echo \"err $RETRY_ATTEMPT\" >&2; \
+         [ {succeed_from} -gt 0 ] && [ $RETRY_ATTEMPT -ge {succeed_from} ]"
+    ))
+}
+
+#[test]
+fn on_give_up_drops_the_failed_attempts_output_when_a_retry_rescues_the_run() {
+    let output = retry()
+        .args(["--failed-output", "on-give-up", "--base", "1ms", "--quiet"])
+        .args(noisy(3))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out 3\n");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "err 3\n",
+        "cron mails nothing"
+    );
+}
+
+#[test]
+fn on_give_up_writes_every_attempt_after_the_final_one_behind_a_header() {
+    let output = retry()
+        .args([
+            "--failed-output",
+            "on-give-up",
+            "--base",
+            "1ms",
+            "--retries",
+            "2",
+        ])
+        .args(noisy(0))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out 3\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let expected_tail = "retry: attempt 3/3 failed (exit 1) after";
+    let at = stderr
+        .find(expected_tail)
+        .expect("the final attempt's line");
+    assert!(
+        stderr[..at].ends_with("err 3\n"),
+        "the final attempt's stderr comes first: {stderr}"
+    );
+    let replay = &stderr[stderr.find("retry: output of attempt 1").expect("a header")..];
+    assert!(
+        replay.starts_with(
+            "retry: output of attempt 1 (exit 1):\nout 1\nerr 1\n\
+             retry: output of attempt 2 (exit 1):\nout 2\nerr 2\n\
+             retry: giving up after 3 attempts in "
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("out 1").count(), 1, "once, at the end");
+}
+
+#[test]
+fn drop_keeps_only_the_final_attempts_output() {
+    for succeed_from in [0, 3] {
+        let output = retry()
+            .args([
+                "--failed-output",
+                "drop",
+                "--base",
+                "1ms",
+                "--retries",
+                "2",
+                "--quiet",
+            ])
+            .args(noisy(succeed_from))
+            .command()
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "out 3\n");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "err 3\n");
+    }
+}
+
+#[test]
+fn pass_lets_everything_through_as_it_comes() {
+    let output = retry()
+        .args(["--failed-output", "pass", "--base", "1ms", "--quiet"])
+        .args(noisy(2))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out 1\nout 2\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "err 1\nerr 2\n");
+}
+
+/// Binary bytes go through untouched: the final attempt's to stdout, and under `--quiet` (no
+/// headers) the earlier attempts' to stderr exactly as they wrote them, in order.
+#[test]
+fn binary_output_is_kept_and_replayed_byte_for_byte() {
+    let r = retry();
+    let mut bytes: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
+    bytes.extend_from_slice(b"\r\n\0\xff no newline at the end");
+    let data = r.write_with_mode("data.bin", &bytes, 0o644);
+    let script = sh(&format!(
+        "cat '{0}'; printf 'e%s' $RETRY_ATTEMPT >&2; exit 4",
+        data.display()
+    ));
+    let output = r
+        .args([
+            "--failed-output",
+            "on-give-up",
+            "--quiet",
+            "--base",
+            "1ms",
+            "--retries",
+            "2",
+        ])
+        .args(&script)
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4));
+    assert!(
+        output.stdout == bytes,
+        "stdout is the final attempt's, exactly"
+    );
+    let mut replayed = b"e3".to_vec();
+    for attempt in [1, 2] {
+        replayed.extend_from_slice(&bytes);
+        replayed.extend_from_slice(format!("e{attempt}").as_bytes());
+    }
+    assert!(
+        output.stderr == replayed,
+        "the final stderr, then attempts 1 and 2 in order"
+    );
+}
+
+/// 200 MiB of failed output held for the give-up: memory stays bounded (the spool spills to a
+/// private file), and all of it comes out.
+#[test]
+fn two_hundred_mib_of_failed_output_is_held_in_bounded_memory() {
+    let r = retry();
+    let written = r.path("stderr");
+    let r = r
+        .args([
+            "--failed-output",
+            "on-give-up",
+            "--quiet",
+            "--base",
+            "0",
+            "--retries",
+            "2",
+        ])
+        .args(sh("head -c 104857600 /dev/zero; exit 1"));
+    let mut child = r.spawn_with(Stdio::null(), fs::File::create(&written).unwrap());
+    let (status, peak_kib) = wait_with_peak_rss(&mut child);
+    assert_eq!(status.code(), Some(1));
+    let replayed = fs::metadata(&written).unwrap().len();
+    assert_eq!(
+        replayed,
+        2 * 104_857_600,
+        "both kept attempts, and nothing else"
+    );
+    assert!(peak_kib < 32 * 1024, "peak RSS {peak_kib} KiB");
+}
+
+/// Patterns still read the output as it comes, while it is held.
+#[test]
+fn patterns_read_held_output() {
+    let output = retry()
+        .args(["--failed-output", "drop", "--base", "1ms", "--quiet"])
+        .args(["--until-stdout", "^ready$"])
+        .args(sh(
+            "[ $RETRY_ATTEMPT -ge 2 ] && echo ready || echo 'not yet'; exit 1",
+        ))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "ready\n");
+}
+
+/// A signal to `retry` ends the run without success: the running attempt's output is the
+/// final one's, and what was kept follows it.
+#[test]
+fn a_signal_to_retry_writes_what_was_kept() {
+    let r = retry();
+    let mark = r.path("second");
+    let script = sh(&format!(
+        "echo \"out $RETRY_ATTEMPT\"; [ $RETRY_ATTEMPT -ge 2 ] && {{ touch '{}'; sleep 30; }}; exit 1",
+        mark.display()
+    ));
+    let r = r
+        .args(["--failed-output", "on-give-up", "--base", "1ms"])
+        .args(&script);
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
+    eventually("the second attempt runs", || mark.exists());
+    let since = Instant::now();
+    send(&child, libc::SIGTERM);
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(5)),
+        143
+    );
+    assert_eq!(stdout, "out 2\n");
+    assert!(
+        stderr.contains("retry: output of attempt 1 (exit 1):\nout 1\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_header_is_an_event_in_a_json_log() {
+    let output = retry()
+        .args([
+            "--failed-output",
+            "on-give-up",
+            "--base",
+            "1ms",
+            "--retries",
+            "1",
+        ])
+        .args(["--log-format", "json"])
+        .args(noisy(0))
+        .command()
+        .output()
+        .unwrap();
+    // The command's own stderr shares the stream: keep the lines that are objects.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let header = events
+        .iter()
+        .find(|e| e["event"] == "failed-output")
+        .unwrap();
+    assert_eq!(header["attempt"], 1);
+    assert_eq!(header["exit_code"], 1);
+}
+
+#[test]
+fn failed_output_misuse() {
+    for args in [
+        &["--failed-output", "drop", "--hold-stdout"][..],
+        &["--failed-output", "on-give-up", "--hold-stdout"],
+        &["--failed-output", "later"],
+    ] {
+        retry()
+            .args(args)
+            .args(["true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains("--failed-output"))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+}
