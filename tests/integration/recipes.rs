@@ -306,3 +306,68 @@ fn container_entrypoint_restarts_the_worker_and_ends_on_docker_stop() {
         143
     );
 }
+
+/// The cron recipe for mail and metrics: a run that a retry rescued mails nothing (the job here
+/// says nothing when it works) and records a success; one that gives up mails every attempt's
+/// output behind a line naming it, and records the failure.
+#[test]
+fn crontab_line_that_mails_only_a_give_up_and_writes_metrics() {
+    for fails in [1, 10] {
+        let mut words = recipe("--failed-output on-give-up --quiet --metrics-file");
+        let r = retry();
+        let runs = r.path("backup.runs");
+        r.write_with_mode(
+            "bin/backup.sh",
+            format!(
+                "#!/bin/sh\nn=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'\n\
+                 [ $n -gt {fails} ] && exit 0\necho \"dump $n failed\"; echo \"disk $n full\" >&2; exit 2\n",
+                runs = runs.display()
+            ),
+            0o755,
+        );
+        let metrics = r.path("backup.prom");
+        for word in words.iter_mut() {
+            if word == "/usr/local/bin/backup.sh" {
+                *word = r.path("bin/backup.sh").to_str().unwrap().to_string();
+            } else if word.ends_with("backup.prom") {
+                *word = metrics.to_str().unwrap().to_string();
+            }
+        }
+        // The schedule as written waits seconds: scale it down.
+        let words = [&["--base".to_string(), "1ms".to_string()][..], &words].concat();
+        let output = Command::new(BIN)
+            .args(&words)
+            .env_clear()
+            .current_dir(r.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let text = std::fs::read_to_string(&metrics).unwrap();
+        if fails == 1 {
+            assert!(output.status.success(), "{output:?}");
+            assert!(
+                stdout.is_empty() && stderr.is_empty(),
+                "nothing to mail: {output:?}"
+            );
+            assert!(
+                text.contains("retry_last_run_success{job=\"backup\"} 1\n"),
+                "{text}"
+            );
+        } else {
+            assert_eq!(output.status.code(), Some(2));
+            assert_eq!(stdout, "dump 6 failed\n", "the final attempt's stdout");
+            assert!(
+                stderr.starts_with("disk 6 full\ndump 1 failed\ndisk 1 full\n"),
+                "{stderr}"
+            );
+            assert!(stderr.ends_with("dump 5 failed\ndisk 5 full\n"), "{stderr}");
+            assert!(!stderr.contains("retry:"), "--quiet leaves out the headers");
+            assert!(
+                text.contains("retry_last_run_success{job=\"backup\"} 0\n"),
+                "{text}"
+            );
+        }
+    }
+}
