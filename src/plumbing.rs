@@ -146,9 +146,15 @@ impl Held {
         self.written_out = true;
     }
 
-    /// Moves what is held to the end of `kept`, as if written out; how many bytes it was.
+    /// Moves what is held to the end of `kept`, as if written out; how many bytes it was. An
+    /// empty `kept` takes the spool itself, with no copy.
     fn move_to(&mut self, kept: &mut Spool) -> io::Result<u64> {
         let moved = self.spool.len();
+        if kept.len() == 0 {
+            *kept = std::mem::take(&mut self.spool);
+            self.discard();
+            return Ok(moved);
+        }
         let copied = self.spool.copy_to(&mut SpoolWriter(kept));
         self.discard();
         copied.map(|()| moved)
@@ -194,9 +200,6 @@ impl Kept {
         stdout: Option<&Mutex<Held>>,
         stderr: Option<&Mutex<Held>>,
     ) -> io::Result<()> {
-        if self.attempts.is_empty() && self.spool.len() == 0 {
-            self.spool = Spool::small();
-        }
         let mut move_held = |held: Option<&Mutex<Held>>| match held {
             Some(held) => held
                 .lock()
@@ -206,6 +209,9 @@ impl Kept {
         };
         let stdout = move_held(stdout)?;
         let stderr = move_held(stderr)?;
+        // What is kept waits for the end of the run, while later attempts fill spools of their
+        // own: it goes to the file now, so memory holds one attempt's output at most.
+        self.spool.spill_now();
         self.attempts.push(KeptAttempt {
             attempt,
             end,
@@ -223,7 +229,7 @@ impl Kept {
         mut before: impl FnMut(&KeptAttempt),
     ) -> io::Result<()> {
         let kept = std::mem::take(self);
-        let mut buffer = vec![0u8; 64 * 1024];
+        let mut buffer = vec![0u8; 128 * 1024];
         let mut offset = 0u64;
         for attempt in &kept.attempts {
             before(attempt);

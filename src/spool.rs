@@ -27,17 +27,22 @@ pub(crate) struct Spool {
     memory: Vec<u8>,
     /// Why bytes stay in memory past `MEMORY_LIMIT`, once a spill has failed.
     spill_error: Option<String>,
-    /// Spill past this many bytes instead of `MEMORY_LIMIT` (see `small`).
-    memory_limit: Option<usize>,
 }
 
 impl Spool {
-    /// A spool that keeps little in memory: for bytes that wait long, beside another spool
-    /// that is filling.
-    pub(crate) fn small() -> Spool {
-        Spool {
-            memory_limit: Some(64 * 1024),
-            ..Spool::default()
+    /// Moves what is in memory to the file now, and all that comes later: for bytes that wait
+    /// long, beside other spools that fill. Should no file be had, they stay in memory.
+    pub(crate) fn spill_now(&mut self) {
+        if self.file.is_some() || self.spill_error.is_some() {
+            return;
+        }
+        match spill(&self.memory) {
+            Ok(file) => {
+                self.in_file = self.memory.len() as u64;
+                self.memory = Vec::new();
+                self.file = Some(file);
+            }
+            Err(error) => self.spill_error = Some(error),
         }
     }
 
@@ -48,7 +53,7 @@ impl Spool {
     pub(crate) fn append(&mut self, bytes: &[u8]) {
         if self.spill_error.is_none()
             && self.file.is_none()
-            && self.memory.len() + bytes.len() > self.memory_limit.unwrap_or(MEMORY_LIMIT)
+            && self.memory.len() + bytes.len() > MEMORY_LIMIT
         {
             match spill(&self.memory) {
                 Ok(file) => {
