@@ -1,8 +1,11 @@
-//! Events as JSON lines, for `--log-format json`: each event is one or two objects, built as
-//! data (`objects`) and rendered with the time of writing.
+//! Events as JSON lines, for `--log-format json`: each event is one or two objects, typed
+//! structs whose fields are the documented ones in their documented order, rendered by
+//! serde_json with the event's name and the time of writing in front.
 
-use std::ffi::OsString;
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
+
+use serde::{Serialize, Serializer};
 
 use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
@@ -11,39 +14,260 @@ use crate::settings::HookKind;
 use super::{Count, Event, GiveUp, HintUse};
 use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 
-/// One JSON object: the event's name and its fields, in order.
-type Object = (&'static str, Vec<(&'static str, Json)>);
+/// One line of the log: the event's name and time, then its own fields.
+#[derive(Serialize)]
+struct Line<'a> {
+    event: &'static str,
+    time: &'a str,
+    #[serde(flatten)]
+    fields: &'a Fields<'a>,
+}
 
 /// The event as JSON: one object per line (two when an attempt ended and another follows, or
 /// the run succeeded).
 pub(super) fn lines(event: &Event<'_>) -> String {
     let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     objects(event)
-        .into_iter()
-        .map(|(name, fields)| {
-            let mut out = format!("{{\"event\":\"{name}\",\"time\":\"{time}\"");
-            for (key, value) in fields {
-                out += &format!(",\"{key}\":{}", value.render());
-            }
-            out + "}\n"
+        .iter()
+        .map(|(event, fields)| {
+            let line = Line {
+                event,
+                time: &time,
+                fields,
+            };
+            // Maps of strings, numbers and options: nothing here can fail to serialize.
+            serde_json::to_string(&line).unwrap_or_default() + "\n"
         })
         .collect()
 }
 
-fn objects(event: &Event<'_>) -> Vec<Object> {
+/// One object's fields, as one of the shapes below.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Fields<'a> {
+    Start(Start<'a>),
+    Delay(Delay),
+    AttemptStart(AttemptStart),
+    Attempt(Attempt),
+    Retry(Retry),
+    Reset(Reset),
+    HintIgnored(HintIgnored<'a>),
+    Success(Success),
+    GiveUp(GiveUpFields),
+    CannotStart(CannotStart<'a>),
+    StateUnavailable(StateUnavailable<'a>),
+    Budget(Budget<'a>),
+    Breaker(Breaker<'a>),
+    Message(Message),
+    Stream(StreamFailure<'a>),
+    Signal(AttemptSignal),
+    Hook(HookFailedFields),
+    Interrupted(InterruptedFields),
+    FailedOutput(FailedOutputFields),
+    Metrics(MetricsFailed<'a>),
+}
+
+#[derive(Serialize)]
+struct Start<'a> {
+    command: Vec<Cow<'a, str>>,
+    max_attempts: Option<u64>,
+    seed: u64,
+}
+
+#[derive(Serialize)]
+struct Delay {
+    delay_ms: Millis,
+}
+
+#[derive(Serialize)]
+struct AttemptStart {
+    attempt: u64,
+    max_attempts: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Attempt {
+    attempt: u64,
+    max_attempts: Option<u64>,
+    exit_code: u8,
+    signal: Option<String>,
+    timed_out: bool,
+    duration_ms: u64,
+    outcome: &'static str,
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    streak: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    needed: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Retry {
+    attempt: u64,
+    delay_ms: Millis,
+    hint_ms: Option<Millis>,
+}
+
+#[derive(Serialize)]
+struct Reset {
+    attempt: u64,
+    ran_ms: u64,
+}
+
+#[derive(Serialize)]
+struct HintIgnored<'a> {
+    attempt: u64,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
+struct Success {
+    attempt: u64,
+    exit_code: u8,
+    duration_ms: u64,
+    reason: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct GiveUpFields {
+    attempts: u64,
+    reason: &'static str,
+    exit_code: u8,
+    duration_ms: u64,
+}
+
+#[derive(Serialize)]
+struct CannotStart<'a> {
+    // `program`, not `command`: `start` has `command` as the whole argument list.
+    program: Cow<'a, str>,
+    exit_code: u8,
+    error: &'a str,
+}
+
+#[derive(Serialize)]
+struct StateUnavailable<'a> {
+    name: Option<&'a str>,
+    error: &'a str,
+}
+
+#[derive(Serialize)]
+struct Budget<'a> {
+    name: &'a str,
+    decision: &'static str,
+    balance: Decimal,
+}
+
+#[derive(Serialize)]
+struct Breaker<'a> {
+    name: &'a str,
+    transition: &'static str,
+    next_probe_ms: Option<Millis>,
+}
+
+#[derive(Serialize)]
+struct Message {
+    message: String,
+}
+
+/// A stream `retry` could not spill, read or write.
+#[derive(Serialize)]
+struct StreamFailure<'a> {
+    stream: &'a str,
+    error: &'a str,
+}
+
+/// A signal that concerned the running attempt.
+#[derive(Serialize)]
+struct AttemptSignal {
+    attempt: u64,
+    signal: String,
+}
+
+#[derive(Serialize)]
+struct HookFailedFields {
+    hook: &'static str,
+    exit_code: u8,
+    timed_out: bool,
+}
+
+#[derive(Serialize)]
+struct InterruptedFields {
+    signal: String,
+    exit_code: u64,
+}
+
+#[derive(Serialize)]
+struct FailedOutputFields {
+    attempt: u64,
+    exit_code: u8,
+    timed_out: bool,
+}
+
+#[derive(Serialize)]
+struct MetricsFailed<'a> {
+    path: Cow<'a, str>,
+    error: &'a str,
+}
+
+/// Milliseconds with microsecond precision (`250.5`).
+#[derive(Clone, Copy)]
+struct Millis(Duration);
+
+impl Serialize for Millis {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(self.0.as_micros() as f64 / 1000.0)
+    }
+}
+
+/// A number to three decimal places (a budget's balance); null when it is no number.
+#[derive(Clone, Copy)]
+struct Decimal(f64);
+
+impl Serialize for Decimal {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_finite() {
+            serializer.serialize_f64((self.0 * 1000.0).round() / 1000.0)
+        } else {
+            serializer.serialize_none()
+        }
+    }
+}
+
+/// A signal: its name (`"SIGTERM"`), or its number as text where it has none.
+fn signal_text(signal: i32) -> String {
+    signal_name(signal).unwrap_or_else(|| signal.to_string())
+}
+
+fn timed_out(end: AttemptEnd) -> bool {
+    matches!(end, AttemptEnd::TimedOut(_))
+}
+
+fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
     match *event {
         Event::Start {
             command,
             max_attempts,
             seed,
-        } => vec![start(command, max_attempts, seed)],
-        Event::Splay { wait } => vec![("splay", vec![("delay_ms", Json::Millis(wait))])],
+        } => vec![(
+            "start",
+            Fields::Start(Start {
+                command: command.iter().map(|word| word.to_string_lossy()).collect(),
+                max_attempts,
+                seed,
+            }),
+        )],
+        Event::Splay { wait } => vec![(
+            "splay",
+            Fields::Delay(Delay {
+                delay_ms: Millis(wait),
+            }),
+        )],
         Event::AttemptStart { count } => vec![(
             "attempt-start",
-            vec![
-                ("attempt", Json::Number(count.attempt)),
-                ("max_attempts", Json::limit(count.max_attempts)),
-            ],
+            Fields::AttemptStart(AttemptStart {
+                attempt: count.attempt,
+                max_attempts: count.max_attempts,
+            }),
         )],
         Event::AttemptFailed {
             count,
@@ -54,26 +278,27 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             hint,
             reset: _,
         } => {
-            let why = why.map_or(Json::Null, |why| Json::Text(why.to_string()));
-            let fields = attempt_fields(count, end, ran, "failure", why);
-            with_retry(("attempt", fields), count.attempt, next, hint)
+            let attempt = attempt(count, end, ran, "failure", why.map(|why| why.to_string()));
+            with_retry(attempt, count.attempt, next, hint)
         }
         Event::Reset { attempt, ran } => vec![(
             "reset",
-            vec![
-                ("attempt", Json::Number(attempt)),
-                ("ran_ms", Json::Number(ran.as_millis() as u64)),
-            ],
+            Fields::Reset(Reset {
+                attempt,
+                ran_ms: ran.as_millis() as u64,
+            }),
         )],
         Event::Restart {
             count,
             end,
             ran,
             next,
-        } => {
-            let fields = attempt_fields(count, end, ran, "success", Json::Null);
-            with_retry(("attempt", fields), count.attempt, Some(next), None)
-        }
+        } => with_retry(
+            attempt(count, end, ran, "success", None),
+            count.attempt,
+            Some(next),
+            None,
+        ),
         Event::StreakContinues {
             count,
             end,
@@ -82,10 +307,12 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             needed,
             next,
         } => {
-            let mut fields = attempt_fields(count, end, ran, "success", Json::Null);
-            fields.push(("streak", Json::Number(streak)));
-            fields.push(("needed", Json::Number(needed)));
-            with_retry(("attempt", fields), count.attempt, next, None)
+            let attempt = Attempt {
+                streak: Some(streak),
+                needed: Some(needed),
+                ..attempt(count, end, ran, "success", None)
+            };
+            with_retry(attempt, count.attempt, next, None)
         }
         Event::Success {
             count,
@@ -96,26 +323,30 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
         } => vec![
             (
                 "attempt",
-                attempt_fields(count, end, ran, "success", Json::Null),
+                Fields::Attempt(attempt(count, end, ran, "success", None)),
             ),
             (
                 "success",
-                vec![
-                    ("attempt", Json::Number(count.attempt)),
-                    ("exit_code", Json::Number(0)),
-                    ("duration_ms", Json::Number(total.as_millis() as u64)),
-                    (
-                        "reason",
-                        not_restarting.map_or(Json::Null, |why| Json::text(give_up_reason(why))),
-                    ),
-                ],
+                Fields::Success(Success {
+                    attempt: count.attempt,
+                    exit_code: 0,
+                    duration_ms: total.as_millis() as u64,
+                    reason: not_restarting.map(give_up_reason),
+                }),
             ),
         ],
         Event::CannotStart {
             command,
             end,
             error,
-        } => vec![cannot_start(command, end, error)],
+        } => vec![(
+            "cannot-start",
+            Fields::CannotStart(CannotStart {
+                program: command.to_string_lossy(),
+                exit_code: end.status(),
+                error,
+            }),
+        )],
         Event::GiveUp {
             reason,
             attempts,
@@ -123,175 +354,137 @@ fn objects(event: &Event<'_>) -> Vec<Object> {
             status,
         } => vec![(
             "give-up",
-            vec![
-                ("attempts", Json::Number(attempts)),
-                ("reason", Json::text(give_up_reason(reason))),
-                ("exit_code", Json::Number(u64::from(status))),
-                ("duration_ms", Json::Number(total.as_millis() as u64)),
-            ],
+            Fields::GiveUp(GiveUpFields {
+                attempts,
+                reason: give_up_reason(reason),
+                exit_code: status,
+                duration_ms: total.as_millis() as u64,
+            }),
         )],
         Event::Fleet(notice) => vec![fleet_object(notice)],
         Event::HintIgnored { attempt, value } => vec![(
             "hint-ignored",
-            vec![
-                ("attempt", Json::Number(attempt)),
-                ("value", Json::text(value)),
-            ],
+            Fields::HintIgnored(HintIgnored { attempt, value }),
         )],
         Event::StdinShared => vec![(
             "stdin-warning",
-            vec![("message", Json::Text(super::plain::line(event)))],
+            Fields::Message(Message {
+                message: super::plain::line(event),
+            }),
         )],
         Event::FailedOutput { attempt, end } => vec![(
             "failed-output",
-            vec![
-                ("attempt", Json::Number(attempt)),
-                ("exit_code", Json::status(end)),
-                (
-                    "timed_out",
-                    Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
-                ),
-            ],
+            Fields::FailedOutput(FailedOutputFields {
+                attempt,
+                exit_code: end.status(),
+                timed_out: timed_out(end),
+            }),
         )],
         Event::MetricsUnwritten { path, error } => vec![(
             "metrics-failed",
-            vec![
-                ("path", Json::Text(path.to_string_lossy().into_owned())),
-                ("error", Json::text(error)),
-            ],
+            Fields::Metrics(MetricsFailed {
+                path: path.to_string_lossy(),
+                error,
+            }),
         )],
-        Event::SpillFailed { stream, error } => {
-            vec![stream_failure("spill-failed", stream.name(), error)]
+        Event::SpillFailed { stream, error } => vec![(
+            "spill-failed",
+            Fields::Stream(StreamFailure {
+                stream: stream.name(),
+                error,
+            }),
+        )],
+        Event::ReadFailed { error } => vec![(
+            "read-failed",
+            Fields::Stream(StreamFailure {
+                stream: "stdin",
+                error,
+            }),
+        )],
+        Event::WriteFailed { stream, error } => vec![(
+            "write-failed",
+            Fields::Stream(StreamFailure {
+                stream: stream.name(),
+                error,
+            }),
+        )],
+        Event::TerminalStop { attempt, signal } => vec![(
+            "terminal-stop",
+            Fields::Signal(AttemptSignal {
+                attempt,
+                signal: signal_text(signal),
+            }),
+        )],
+        Event::Relayed { attempt, signal } => vec![(
+            "relay",
+            Fields::Signal(AttemptSignal {
+                attempt,
+                signal: signal_text(signal),
+            }),
+        )],
+        Event::HookFailed { kind, end } => {
+            vec![("hook-failed", Fields::Hook(hook_failed(kind, end)))]
         }
-        Event::ReadFailed { error } => vec![stream_failure("read-failed", "stdin", error)],
-        Event::WriteFailed { stream, error } => {
-            vec![stream_failure("write-failed", stream.name(), error)]
-        }
-        Event::TerminalStop { attempt, signal } => {
-            vec![attempt_signal("terminal-stop", attempt, signal)]
-        }
-        Event::Relayed { attempt, signal } => vec![attempt_signal("relay", attempt, signal)],
-        Event::HookFailed { kind, end } => vec![hook_failed(kind, end)],
         Event::Interrupted { signal } => vec![(
             "interrupted",
-            vec![
-                ("signal", Json::signal(signal)),
-                ("exit_code", Json::Number(128 + signal.clamp(0, 127) as u64)),
-            ],
+            Fields::Interrupted(InterruptedFields {
+                signal: signal_text(signal),
+                exit_code: 128 + signal.clamp(0, 127) as u64,
+            }),
         )],
     }
 }
 
-fn start(command: &[OsString], max_attempts: Option<u64>, seed: u64) -> Object {
-    let words = command
-        .iter()
-        .map(|w| w.to_string_lossy().into_owned())
-        .collect();
-    (
-        "start",
-        vec![
-            ("command", Json::List(words)),
-            ("max_attempts", Json::limit(max_attempts)),
-            ("seed", Json::Number(seed)),
-        ],
-    )
-}
-
-fn cannot_start(command: &OsString, end: AttemptEnd, error: &str) -> Object {
-    (
-        "cannot-start",
-        vec![
-            // `program`, not `command`: `start` has `command` as the whole argument list.
-            (
-                "program",
-                Json::Text(command.to_string_lossy().into_owned()),
-            ),
-            ("exit_code", Json::status(end)),
-            ("error", Json::text(error)),
-        ],
-    )
-}
-
-/// A stream `retry` could not spill, read or write.
-fn stream_failure(name: &'static str, stream: &str, error: &str) -> Object {
-    (
-        name,
-        vec![("stream", Json::text(stream)), ("error", Json::text(error))],
-    )
-}
-
-/// A signal that concerned the running attempt.
-fn attempt_signal(name: &'static str, attempt: u64, signal: i32) -> Object {
-    (
-        name,
-        vec![
-            ("attempt", Json::Number(attempt)),
-            ("signal", Json::signal(signal)),
-        ],
-    )
-}
-
-fn hook_failed(kind: HookKind, end: AttemptEnd) -> Object {
-    (
-        "hook-failed",
-        vec![
-            ("hook", Json::text(kind.flag().trim_start_matches("--"))),
-            ("exit_code", Json::status(end)),
-            (
-                "timed_out",
-                Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
-            ),
-        ],
-    )
+fn hook_failed(kind: HookKind, end: AttemptEnd) -> HookFailedFields {
+    HookFailedFields {
+        hook: kind.flag().trim_start_matches("--"),
+        exit_code: end.status(),
+        timed_out: timed_out(end),
+    }
 }
 
 /// The fields of an `attempt` object: how it ended, its `outcome` and the `reason` for it.
-fn attempt_fields(
+fn attempt(
     count: Count,
     end: AttemptEnd,
     ran: Duration,
-    outcome: &str,
-    reason: Json,
-) -> Vec<(&'static str, Json)> {
-    let signal = match end {
-        AttemptEnd::Signaled(n) => Json::signal(n),
-        _ => Json::Null,
-    };
-    vec![
-        ("attempt", Json::Number(count.attempt)),
-        ("max_attempts", Json::limit(count.max_attempts)),
-        ("exit_code", Json::status(end)),
-        ("signal", signal),
-        (
-            "timed_out",
-            Json::Bool(matches!(end, AttemptEnd::TimedOut(_))),
-        ),
-        ("duration_ms", Json::Number(ran.as_millis() as u64)),
-        ("outcome", Json::text(outcome)),
-        ("reason", reason),
-    ]
+    outcome: &'static str,
+    reason: Option<String>,
+) -> Attempt {
+    Attempt {
+        attempt: count.attempt,
+        max_attempts: count.max_attempts,
+        exit_code: end.status(),
+        signal: match end {
+            AttemptEnd::Signaled(n) => Some(signal_text(n)),
+            _ => None,
+        },
+        timed_out: timed_out(end),
+        duration_ms: ran.as_millis() as u64,
+        outcome,
+        reason,
+        streak: None,
+        needed: None,
+    }
 }
 
 /// `attempt`'s object, followed by the `retry` object that announces the next attempt when a
 /// wait follows, with the hint it heeded (`hint_ms`, as read; null when there was none).
-fn with_retry(
-    attempt_object: Object,
-    attempt: u64,
+fn with_retry<'a>(
+    attempt: Attempt,
+    number: u64,
     next: Option<Duration>,
     hint: Option<HintUse>,
-) -> Vec<Object> {
-    let mut objects = vec![attempt_object];
+) -> Vec<(&'static str, Fields<'a>)> {
+    let mut objects = vec![("attempt", Fields::Attempt(attempt))];
     if let Some(next) = next {
         objects.push((
             "retry",
-            vec![
-                ("attempt", Json::Number(attempt + 1)),
-                ("delay_ms", Json::Millis(next)),
-                (
-                    "hint_ms",
-                    hint.map_or(Json::Null, |h| Json::Millis(h.asked)),
-                ),
-            ],
+            Fields::Retry(Retry {
+                attempt: number + 1,
+                delay_ms: Millis(next),
+                hint_ms: hint.map(|hint| Millis(hint.asked)),
+            }),
         ));
     }
     objects
@@ -308,15 +501,18 @@ fn give_up_reason(reason: GiveUp<'_>) -> &'static str {
 }
 
 /// What the fleet limits say: `state-unavailable`, `budget` or `breaker`.
-fn fleet_object(notice: &Notice) -> Object {
+fn fleet_object(notice: &Notice) -> (&'static str, Fields<'_>) {
     match notice {
         Notice::StateUnavailable { error } => (
             "state-unavailable",
-            vec![("name", Json::Null), ("error", Json::text(error))],
+            Fields::StateUnavailable(StateUnavailable { name: None, error }),
         ),
         Notice::Replaced { name } => (
             "state-unavailable",
-            vec![("name", Json::text(name)), ("error", Json::text(REPLACED))],
+            Fields::StateUnavailable(StateUnavailable {
+                name: Some(name),
+                error: REPLACED,
+            }),
         ),
         Notice::Budget {
             name,
@@ -324,22 +520,19 @@ fn fleet_object(notice: &Notice) -> Object {
             balance,
         } => (
             "budget",
-            vec![
-                ("name", Json::text(name)),
-                (
-                    "decision",
-                    Json::text(if *spent { "spent" } else { "refused" }),
-                ),
-                ("balance", Json::Decimal(*balance)),
-            ],
+            Fields::Budget(Budget {
+                name,
+                decision: if *spent { "spent" } else { "refused" },
+                balance: Decimal(*balance),
+            }),
         ),
         Notice::Probe { name } => (
             "breaker",
-            vec![
-                ("name", Json::text(name)),
-                ("transition", Json::text("probe")),
-                ("next_probe_ms", Json::Null),
-            ],
+            Fields::Breaker(Breaker {
+                name,
+                transition: "probe",
+                next_probe_ms: None,
+            }),
         ),
         Notice::Breaker {
             name,
@@ -347,153 +540,108 @@ fn fleet_object(notice: &Notice) -> Object {
             next_probe,
         } => (
             "breaker",
-            vec![
-                ("name", Json::text(name)),
-                (
-                    "transition",
-                    Json::text(match transition {
-                        Transition::Opened { .. } => "opened",
-                        Transition::Reopened { .. } => "reopened",
-                        Transition::Closed => "closed",
-                    }),
-                ),
-                ("next_probe_ms", next_probe.map_or(Json::Null, Json::Millis)),
-            ],
+            Fields::Breaker(Breaker {
+                name,
+                transition: match transition {
+                    Transition::Opened { .. } => "opened",
+                    Transition::Reopened { .. } => "reopened",
+                    Transition::Closed => "closed",
+                },
+                next_probe_ms: next_probe.map(Millis),
+            }),
         ),
     }
 }
 
+#[derive(Serialize)]
+struct StateObject<'a> {
+    event: &'static str,
+    budget: Option<BudgetFields<'a>>,
+    breaker: Option<BreakerFields<'a>>,
+}
+
+#[derive(Serialize)]
+struct BudgetFields<'a> {
+    name: &'a str,
+    balance: Decimal,
+    first_attempts: u64,
+    retries: u64,
+    window_ms: Millis,
+}
+
+#[derive(Serialize)]
+struct BreakerFields<'a> {
+    name: &'a str,
+    state: &'static str,
+    failures: u64,
+    next_probe_ms: Option<Millis>,
+}
+
 /// `--show-state` as one JSON object.
 pub(super) fn state(budget: Option<&BudgetState>, breaker: Option<&BreakerShown>) -> String {
-    let budget = budget.map_or("null".to_string(), |b| {
-        object_text(&[
-            ("name", Json::text(&b.name)),
-            ("balance", Json::Decimal(b.balance)),
-            ("first_attempts", Json::Number(b.firsts)),
-            ("retries", Json::Number(b.retries)),
-            ("window_ms", Json::Millis(b.window)),
-        ])
-    });
-    let breaker = breaker.map_or("null".to_string(), |b| {
-        object_text(&[
-            ("name", Json::text(&b.name)),
-            ("state", Json::text(b.state)),
-            ("failures", Json::Number(b.failures)),
-            (
-                "next_probe_ms",
-                b.next_probe.map_or(Json::Null, Json::Millis),
-            ),
-        ])
-    });
-    format!("{{\"event\":\"state\",\"budget\":{budget},\"breaker\":{breaker}}}\n")
+    let object = StateObject {
+        event: "state",
+        budget: budget.map(|b| BudgetFields {
+            name: &b.name,
+            balance: Decimal(b.balance),
+            first_attempts: b.firsts,
+            retries: b.retries,
+            window_ms: Millis(b.window),
+        }),
+        breaker: breaker.map(|b| BreakerFields {
+            name: &b.name,
+            state: b.state,
+            failures: b.failures,
+            next_probe_ms: b.next_probe.map(Millis),
+        }),
+    };
+    serde_json::to_string(&object).unwrap_or_default() + "\n"
+}
+
+#[derive(Serialize)]
+struct ResetObject<'a> {
+    event: &'static str,
+    budget: Option<&'a str>,
+    breaker: Option<&'a str>,
 }
 
 /// `--reset-state` as one JSON object.
 pub(super) fn reset(budget: Option<&str>, breaker: Option<&str>) -> String {
-    let name = |n: Option<&str>| n.map_or(Json::Null, Json::text).render();
-    format!(
-        "{{\"event\":\"reset\",\"budget\":{},\"breaker\":{}}}\n",
-        name(budget),
-        name(breaker)
-    )
-}
-
-fn object_text(fields: &[(&str, Json)]) -> String {
-    let fields: Vec<String> = fields
-        .iter()
-        .map(|(key, value)| format!("\"{key}\":{}", value.render()))
-        .collect();
-    format!("{{{}}}", fields.join(","))
+    let object = ResetObject {
+        event: "reset",
+        budget,
+        breaker,
+    };
+    serde_json::to_string(&object).unwrap_or_default() + "\n"
 }
 
 /// What a corrupt record's replacement is said as.
 pub(super) const REPLACED: &str = "the state did not parse; replaced by a fresh one";
 
-/// The few JSON value shapes the events use.
-enum Json {
-    Null,
-    Bool(bool),
-    Number(u64),
-    /// Milliseconds with microsecond precision.
-    Millis(Duration),
-    /// A number with a fraction, to three places.
-    Decimal(f64),
-    Text(String),
-    List(Vec<String>),
-}
-
-impl Json {
-    fn text(text: &str) -> Json {
-        Json::Text(text.to_string())
-    }
-
-    /// An attempt limit: null when there is none.
-    fn limit(max_attempts: Option<u64>) -> Json {
-        max_attempts.map_or(Json::Null, Json::Number)
-    }
-
-    /// An attempt's status, as `retry` reports it.
-    fn status(end: AttemptEnd) -> Json {
-        Json::Number(u64::from(end.status()))
-    }
-
-    /// A signal: its name (`"SIGTERM"`), or its number as text where it has none.
-    fn signal(signal: i32) -> Json {
-        Json::Text(signal_name(signal).unwrap_or_else(|| signal.to_string()))
-    }
-
-    fn render(&self) -> String {
-        match self {
-            Json::Null => "null".into(),
-            Json::Bool(b) => b.to_string(),
-            Json::Number(n) => n.to_string(),
-            Json::Millis(d) => {
-                let micros = d.as_micros();
-                format!("{}.{:03}", micros / 1000, micros % 1000)
-            }
-            Json::Decimal(x) if x.is_finite() => format!("{x:.3}"),
-            Json::Decimal(_) => "null".into(),
-            Json::Text(t) => quote_json(t),
-            Json::List(items) => {
-                let items: Vec<String> = items.iter().map(|i| quote_json(i)).collect();
-                format!("[{}]", items.join(","))
-            }
-        }
-    }
-}
-
-fn quote_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::Notice;
+    use crate::outcome::Limit;
+    use crate::report::Why;
+    use crate::stdio::Stream;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::ffi::OsStr;
+    use std::path::Path;
 
     /// JSON strings escape what JSON requires (quotes, backslashes, every control character
-    /// below 0x20) and nothing else.
+    /// below 0x20), and the line stays one line.
     #[test]
-    fn json_strings_escape_exactly_the_control_characters() {
-        assert_eq!(
-            quote_json("a\"b\\c\nd\re\tf\u{1}g\u{1f}h"),
-            r#""a\"b\\c\nd\re\tf\u0001g\u001fh""#
+    fn strings_are_escaped_and_each_object_is_one_line() {
+        let text = lines(&Event::HintIgnored {
+            attempt: 1,
+            value: "a\"b\\c\nd\re\tf\u{1}g\u{1f}h é✓",
+        });
+        assert_eq!(text.lines().count(), 1);
+        assert!(
+            text.contains(r#""value":"a\"b\\c\nd\re\tf\u0001g\u001fh é✓""#),
+            "{text}"
         );
-        assert_eq!(quote_json(" ~\u{7f}é✓"), "\" ~\u{7f}é✓\"");
-        assert_eq!(quote_json(""), "\"\"");
     }
 
     #[test]
@@ -501,7 +649,7 @@ mod tests {
         let failed = |next| Event::AttemptFailed {
             count: Count::new(2, None),
             end: AttemptEnd::Exited(3),
-            why: Some(super::super::Why::RetryIf),
+            why: Some(Why::RetryIf),
             ran: Duration::from_millis(1500),
             next,
             hint: None,
@@ -517,14 +665,261 @@ mod tests {
         assert_eq!(names(&failed(None)), ["attempt"]);
         let text = lines(&failed(Some(Duration::from_micros(250_500))));
         assert!(
+            text.starts_with(r#"{"event":"attempt","time":""#),
+            "the name and time come first: {text}"
+        );
+        assert!(
             text.contains(r#""max_attempts":null,"exit_code":3,"signal":null"#),
             "{text}"
         );
         assert!(
             text.contains(r#""event":"retry""#)
-                && text.contains(r#""delay_ms":250.500,"hint_ms":null}"#),
+                && text.contains(r#""delay_ms":250.5,"hint_ms":null}"#),
             "{text}"
         );
         assert_eq!(text.lines().count(), 2);
+    }
+
+    #[test]
+    fn numbers_keep_microseconds_and_three_decimals() {
+        let text = lines(&Event::Splay {
+            wait: Duration::from_nanos(1_234_567),
+        });
+        assert!(text.contains(r#""delay_ms":1.234}"#), "{text}");
+        let notice = Notice::Budget {
+            name: "b".into(),
+            spent: true,
+            balance: 734.512_49,
+        };
+        assert!(lines(&Event::Fleet(&notice)).contains(r#""balance":734.512}"#));
+        let nan = Notice::Budget {
+            name: "b".into(),
+            spent: true,
+            balance: f64::NAN,
+        };
+        assert!(lines(&Event::Fleet(&nan)).contains(r#""balance":null}"#));
+    }
+
+    /// The fields of each event in the reference's table (docs/reference.md), by event name:
+    /// the names in backticks in the last column, outside the parentheses that explain them,
+    /// values (`"success"`) and flags (`--consecutive`) left out.
+    fn documented() -> BTreeMap<String, BTreeSet<String>> {
+        let reference = include_str!("../../docs/reference.md");
+        let start = reference
+            .find("| event | when | fields |")
+            .expect("the events table");
+        let mut table = BTreeMap::new();
+        for row in reference[start..].lines().skip(2) {
+            if !row.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").collect();
+            let name = cells[0].trim().trim_matches('`').to_string();
+            // Field names are the backticked words outside parentheses (which explain them).
+            let mut names = BTreeSet::new();
+            let (mut depth, mut word, mut in_word) = (0, String::new(), false);
+            for c in cells.last().unwrap().chars() {
+                match c {
+                    '`' if in_word => {
+                        in_word = false;
+                        if depth == 0 && word.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                            names.insert(std::mem::take(&mut word));
+                        }
+                        word.clear();
+                    }
+                    '`' => in_word = true,
+                    _ if in_word => word.push(c),
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+            }
+            table.insert(name, names);
+        }
+        table
+    }
+
+    /// One of each event, in every shape it takes.
+    fn every_event(test: &mut dyn FnMut(&Event<'_>)) {
+        let ms = Duration::from_millis;
+        let count = Count::new(2, Some(6));
+        let command = [OsStr::new("curl").to_os_string()];
+        let hint = HintUse {
+            asked: ms(30_000),
+            source: crate::http::HintSource::RetryAfter,
+            lengthened: true,
+        };
+        let notices = [
+            Notice::StateUnavailable {
+                error: "refused".into(),
+            },
+            Notice::Replaced { name: "b".into() },
+            Notice::Budget {
+                name: "b".into(),
+                spent: false,
+                balance: 0.5,
+            },
+            Notice::Probe { name: "b".into() },
+            Notice::Breaker {
+                name: "b".into(),
+                transition: Transition::Opened { until: 60 },
+                next_probe: Some(ms(60_000)),
+            },
+        ];
+        for notice in &notices {
+            test(&Event::Fleet(notice));
+        }
+        let end = AttemptEnd::Exited(1);
+        for event in [
+            Event::Start {
+                command: &command,
+                max_attempts: None,
+                seed: 7,
+            },
+            Event::Splay { wait: ms(5) },
+            Event::AttemptStart { count },
+            Event::AttemptFailed {
+                count,
+                end: AttemptEnd::Signaled(9),
+                why: Some(Why::HttpStatus(503)),
+                ran: ms(5),
+                next: Some(ms(100)),
+                hint: Some(hint),
+                reset: false,
+            },
+            Event::Reset {
+                attempt: 3,
+                ran: ms(700),
+            },
+            Event::Restart {
+                count,
+                end: AttemptEnd::Exited(0),
+                ran: ms(5),
+                next: ms(100),
+            },
+            Event::StreakContinues {
+                count,
+                end: AttemptEnd::Exited(0),
+                ran: ms(5),
+                streak: 1,
+                needed: 3,
+                next: Some(ms(100)),
+            },
+            Event::CannotStart {
+                command: &command[0],
+                end: AttemptEnd::NotFound,
+                error: "No such file or directory",
+            },
+            Event::Success {
+                count,
+                end: AttemptEnd::Exited(0),
+                ran: ms(5),
+                total: ms(200),
+                not_restarting: Some(GiveUp::MaxTime),
+            },
+            Event::GiveUp {
+                reason: GiveUp::Exhausted,
+                attempts: 6,
+                total: ms(9000),
+                status: 1,
+            },
+            Event::HintIgnored {
+                attempt: 1,
+                value: "soon",
+            },
+            Event::StdinShared,
+            Event::FailedOutput {
+                attempt: 1,
+                end: AttemptEnd::TimedOut(Limit::Attempt),
+            },
+            Event::MetricsUnwritten {
+                path: Path::new("/m.prom"),
+                error: "No space left on device",
+            },
+            Event::SpillFailed {
+                stream: Stream::Stdout,
+                error: "full",
+            },
+            Event::ReadFailed { error: "EIO" },
+            Event::WriteFailed {
+                stream: Stream::Stderr,
+                error: "full",
+            },
+            Event::TerminalStop {
+                attempt: 1,
+                signal: libc::SIGTTIN,
+            },
+            Event::Relayed {
+                attempt: 1,
+                signal: libc::SIGUSR1,
+            },
+            Event::HookFailed {
+                kind: HookKind::Retry,
+                end,
+            },
+            Event::Interrupted {
+                signal: libc::SIGTERM,
+            },
+        ] {
+            test(&event);
+        }
+    }
+
+    /// Every object of every event has exactly the fields the reference documents for it,
+    /// besides `event` and `time`; and every event the reference lists is one `retry` writes.
+    #[test]
+    fn every_event_holds_to_the_documented_schema() {
+        let documented = documented();
+        let mut seen = BTreeSet::new();
+        every_event(&mut |event| {
+            for line in lines(event).lines() {
+                let object: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(line).unwrap();
+                let name = object["event"].as_str().unwrap().to_string();
+                assert!(object["time"].is_string(), "{line}");
+                let keys: BTreeSet<String> = object
+                    .keys()
+                    .filter(|key| *key != "event" && *key != "time")
+                    .cloned()
+                    .collect();
+                let expected = documented
+                    .get(&name)
+                    .unwrap_or_else(|| panic!("{name} is not in the reference's table"));
+                let streak = ["streak".to_string(), "needed".to_string()];
+                let optional: BTreeSet<String> = if name == "attempt" {
+                    streak.into_iter().collect()
+                } else {
+                    BTreeSet::new()
+                };
+                assert!(
+                    keys.is_subset(expected)
+                        && expected.difference(&keys).all(|k| optional.contains(k)),
+                    "{name}: written {keys:?}, documented {expected:?}"
+                );
+                seen.insert(name);
+            }
+        });
+        let listed: BTreeSet<String> = documented.keys().cloned().collect();
+        assert_eq!(seen, listed, "events written against events documented");
+    }
+
+    #[test]
+    fn show_and_reset_state_are_one_object_each() {
+        let budget = BudgetState {
+            name: "b".into(),
+            balance: 10.0,
+            firsts: 3,
+            retries: 1,
+            window: Duration::from_secs(60),
+        };
+        assert_eq!(
+            state(Some(&budget), None),
+            "{\"event\":\"state\",\"budget\":{\"name\":\"b\",\"balance\":10.0,\"first_attempts\":3,\
+             \"retries\":1,\"window_ms\":60000.0},\"breaker\":null}\n"
+        );
+        assert_eq!(
+            reset(None, Some("k")),
+            "{\"event\":\"reset\",\"budget\":null,\"breaker\":\"k\"}\n"
+        );
     }
 }

@@ -81,16 +81,19 @@ fn restart_ended_by_max_time_while_waiting_after_a_success_exits_0() {
     let script = recorder(&r, &[]);
     let started = Instant::now();
     let r = r
-        .args(["--restart", "--delays", "30ms", "--max-time", "300ms"])
+        .args(["--restart", "--delays", "50ms", "--max-time", "400ms"])
         .args(&script);
-    r.assert()
-        .code(0)
-        .stderr(
-            predicate::str::contains("succeeded after").and(predicate::str::contains(
-                "not restarting: the next attempt, due in 30ms, would start past --max-time",
-            )),
-        );
-    assert!(started.elapsed() >= Duration::from_millis(270));
+    // Which of the two it says depends on where the deadline falls: before the wait's end
+    // (the usual case) or, on a loaded machine, just after it.
+    r.assert().code(0).stderr(
+        predicate::str::contains(
+            "not restarting: the next attempt, due in 50ms, would start past --max-time",
+        )
+        .or(predicate::str::contains(
+            "not restarting: --max-time reached",
+        )),
+    );
+    assert!(started.elapsed() >= Duration::from_millis(350));
     assert!(lines(&r, "seen").len() >= 4, "{:?}", lines(&r, "seen"));
 }
 
