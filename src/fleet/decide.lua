@@ -6,15 +6,35 @@
 --   breaker: "FAILURES OPEN_UNTIL FAILED_PROBES PROBE_ID:PROBE_UNTIL" ("-" for none)
 -- A key expires once idle; a missing key is a full budget and a closed breaker.
 -- Times are milliseconds; numbers stay below 2^53, where Lua's doubles are exact; a probe's id
--- is a string.
+-- is a string. Every reply ends with the number of records that did not parse and were
+-- replaced by fresh ones (deleted: a missing key is a fresh state), for the run to say.
+-- The constants and reply codes below are src/fleet/rules.rs's and src/fleet/redis.rs's; a test
+-- there holds them to each other.
 
 local SLICES = 10
 local MOST_DOUBLINGS = 4
+-- admit: whether the attempt may go.
+local ADMIT_GO = 0
+local ADMIT_PROBE = 1
+local ADMIT_OPEN = 2
+-- record: what the outcome did to the breaker.
+local BREAKER_KEPT = 0
+local BREAKER_OPENED = 1
+local BREAKER_REOPENED = 2
+local BREAKER_CLOSED = 3
+local replaced = 0
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local function int(n)
   return string.format('%.0f', n)
+end
+
+-- A record that does not parse is deleted (a fresh state) and counted, never read as fresh
+-- in silence.
+local function corrupt(key)
+  redis.call('DEL', key)
+  replaced = replaced + 1
 end
 
 local function load_budget()
@@ -26,15 +46,24 @@ local function load_budget()
   local first = true
   for word in string.gmatch(text, '%S+') do
     if first then
-      budget.slice_ms = tonumber(word) or 0
+      budget.slice_ms = tonumber(string.match(word, '^%d+$'))
       first = false
+      if not budget.slice_ms then
+        corrupt(KEYS[1])
+        return { slice_ms = 0, slices = {} }
+      end
     else
       local index, firsts, retries = string.match(word, '^(%d+):(%d+):(%d+)$')
-      if index then
-        table.insert(budget.slices,
-          { index = tonumber(index), firsts = tonumber(firsts), retries = tonumber(retries) })
+      if not index then
+        corrupt(KEYS[1])
+        return { slice_ms = 0, slices = {} }
       end
+      table.insert(budget.slices,
+        { index = tonumber(index), firsts = tonumber(firsts), retries = tonumber(retries) })
     end
+  end
+  if first then
+    corrupt(KEYS[1])
   end
   return budget
 end
@@ -100,13 +129,15 @@ local function load_breaker()
     return breaker
   end
   local failures, open_until, failed_probes, probe = string.match(text, '^(%d+) (%S+) (%d+) (%S+)$')
-  if not failures then
+  local id, probe_until = string.match(probe or '', '^(%d+):(%d+)$')
+  if not failures or (open_until ~= '-' and not string.match(open_until, '^%d+$'))
+    or (probe ~= '-' and not id) then
+    corrupt(KEYS[2])
     return breaker
   end
   breaker.failures = tonumber(failures)
   breaker.open_until = tonumber(open_until)
   breaker.failed_probes = tonumber(failed_probes)
-  local id, probe_until = string.match(probe, '^(%d+):(%d+)$')
   if id then
     breaker.probe_id = id
     breaker.probe_until = tonumber(probe_until)
@@ -139,6 +170,12 @@ end
 
 local op = ARGV[1]
 
+-- Every reply, with the count of records replaced at its end.
+local function reply(values)
+  table.insert(values, replaced)
+  return values
+end
+
 -- A first attempt earns its share of the budget (window_ms: the budget's window).
 local function first_attempt(window_ms)
   local budget = load_budget()
@@ -153,25 +190,25 @@ if op == 'admit' then
   local id, lease = ARGV[2], tonumber(ARGV[3])
   local breaker = load_breaker()
   if breaker.open_until and now < breaker.open_until then
-    return { 2, breaker.open_until, now }
+    return reply({ ADMIT_OPEN, breaker.open_until, now })
   end
   if breaker.open_until and breaker.probe_id and breaker.probe_id ~= id and now < breaker.probe_until then
-    return { 2, breaker.probe_until, now }
+    return reply({ ADMIT_OPEN, breaker.probe_until, now })
   end
-  local kind = 0
+  local kind = ADMIT_GO
   if breaker.open_until then
     breaker.probe_id = id
     breaker.probe_until = now + lease
     store_breaker(breaker, nil)
-    kind = 1
+    kind = ADMIT_PROBE
   end
   if ARGV[4] then
     first_attempt(tonumber(ARGV[4]))
   end
-  return { kind, 0, now }
+  return reply({ kind, 0, now })
 elseif op == 'first' then
   first_attempt(tonumber(ARGV[4]))
-  return {}
+  return reply({})
 elseif op == 'retry' then
   local floor, ratio, window = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
   local budget = load_budget()
@@ -184,7 +221,7 @@ elseif op == 'retry' then
     balance = balance - 1
     store_budget(budget, window)
   end
-  return { spent, int(math.floor(balance * 1000 + 0.5)) }
+  return reply({ spent, int(math.floor(balance * 1000 + 0.5)) })
 elseif op == 'record' then
   -- ARGV: id, outcome (success, failure, nothing), threshold, cooldown.
   local id, outcome = ARGV[2], ARGV[3]
@@ -195,41 +232,41 @@ elseif op == 'record' then
     local was_open = breaker.open_until ~= nil
     redis.call('DEL', KEYS[2])
     if was_open then
-      return { 3, 0, now }
+      return reply({ BREAKER_CLOSED, 0, now })
     end
-    return { 0, 0, now }
+    return reply({ BREAKER_KEPT, 0, now })
   elseif outcome == 'failure' and was_probe then
     breaker.failed_probes = math.min(breaker.failed_probes + 1, MOST_DOUBLINGS)
     breaker.open_until = now + cooldown(cooldown_ms, breaker.failed_probes)
     breaker.probe_id = nil
     store_breaker(breaker, cooldown_ms)
-    return { 2, breaker.open_until, now }
+    return reply({ BREAKER_REOPENED, breaker.open_until, now })
   elseif outcome == 'failure' and not breaker.open_until then
     breaker.failures = breaker.failures + 1
     if breaker.failures < threshold then
       store_breaker(breaker, cooldown_ms)
-      return { 0, 0, now }
+      return reply({ BREAKER_KEPT, 0, now })
     end
     breaker = { failures = 0, open_until = now + cooldown(cooldown_ms, 0), failed_probes = 0 }
     store_breaker(breaker, cooldown_ms)
-    return { 1, breaker.open_until, now }
+    return reply({ BREAKER_OPENED, breaker.open_until, now })
   elseif outcome == 'nothing' and was_probe then
     breaker.probe_id = nil
     store_breaker(breaker, cooldown_ms)
   end
-  return { 0, 0, now }
+  return reply({ BREAKER_KEPT, 0, now })
 elseif op == 'show-budget' then
   local firsts, retries, balance = view(load_budget(), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
-  return { firsts, retries, int(math.floor(balance * 1000 + 0.5)) }
+  return reply({ firsts, retries, int(math.floor(balance * 1000 + 0.5)) })
 elseif op == 'show-breaker' then
   local breaker = load_breaker()
-  return { breaker.failures, breaker.open_until and int(breaker.open_until) or '-',
-    breaker.failed_probes, breaker.probe_id or '-', int(breaker.probe_until), now }
+  return reply({ breaker.failures, breaker.open_until and int(breaker.open_until) or '-',
+    breaker.failed_probes, breaker.probe_id or '-', int(breaker.probe_until), now })
 elseif op == 'reset-budget' then
   redis.call('DEL', KEYS[1])
-  return {}
+  return reply({})
 elseif op == 'reset-breaker' then
   redis.call('DEL', KEYS[2])
-  return {}
+  return reply({})
 end
 return redis.error_reply('unknown decision ' .. tostring(op))

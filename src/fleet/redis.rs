@@ -15,6 +15,23 @@ use super::rules::{Admission, BreakerRecord, BudgetView, Probe, Transition};
 use super::{Applied, Op, Outcome, Reply, Store, StoreError};
 use crate::text::redact_urls;
 
+/// The reply codes of `decide.lua`, named as the script names them (a test holds the two to
+/// each other). A code that is none of these is an answer that cannot be read: the run fails
+/// open and says so, never taking it for open or closed.
+mod code {
+    /// `admit`: the attempt may go.
+    pub(super) const ADMIT_GO: i64 = 0;
+    /// `admit`: the attempt may go, as the breaker's probe.
+    pub(super) const ADMIT_PROBE: i64 = 1;
+    /// `admit`: the breaker is open.
+    pub(super) const ADMIT_OPEN: i64 = 2;
+    /// `record`: the breaker did not change state.
+    pub(super) const BREAKER_KEPT: i64 = 0;
+    pub(super) const BREAKER_OPENED: i64 = 1;
+    pub(super) const BREAKER_REOPENED: i64 = 2;
+    pub(super) const BREAKER_CLOSED: i64 = 3;
+}
+
 /// How long connecting (and the handshake: AUTH, SELECT) may take, and then each reply.
 const CONNECT_WAIT: Duration = Duration::from_millis(400);
 const REPLY_WAIT: Duration = Duration::from_millis(400);
@@ -142,26 +159,32 @@ fn reply(op: &Op, values: &[Value]) -> Option<Reply> {
         Op::Admit { .. } => {
             let now = unsigned(at(2)?)?;
             let admission = match number(at(0)?)? {
-                0 => Admission::Closed,
-                1 => Admission::Probe,
-                _ => Admission::Open {
+                code::ADMIT_GO => Admission::Closed,
+                code::ADMIT_PROBE => Admission::Probe,
+                code::ADMIT_OPEN => Admission::Open {
                     next_probe: unsigned(at(1)?)?,
                 },
+                _ => return None,
             };
             Reply::Admitted { admission, now }
         }
         Op::FirstAttempt(_) | Op::ResetBudget | Op::ResetBreaker => Reply::Done,
         Op::Retry(_) => Reply::Paid {
-            spent: number(at(0)?)? == 1,
+            spent: match number(at(0)?)? {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
             balance: number(at(1)?)? as f64 / 1000.0,
         },
         Op::Record { .. } => {
             let until = unsigned(at(1)?)?;
             let transition = match number(at(0)?)? {
-                0 => None,
-                1 => Some(Transition::Opened { until }),
-                2 => Some(Transition::Reopened { until }),
-                _ => Some(Transition::Closed),
+                code::BREAKER_KEPT => None,
+                code::BREAKER_OPENED => Some(Transition::Opened { until }),
+                code::BREAKER_REOPENED => Some(Transition::Reopened { until }),
+                code::BREAKER_CLOSED => Some(Transition::Closed),
+                _ => return None,
             };
             Reply::Recorded {
                 transition,
@@ -211,7 +234,11 @@ impl Store for RedisStore {
         let values: Vec<Value> = invocation
             .invoke(&mut self.connection)
             .map_err(|error| StoreError(format!("Redis at {}: {error}", self.shown)))?;
-        let reply = reply(op, &values).ok_or_else(|| {
+        // The script ends every reply with the count of records it replaced.
+        let read = values
+            .split_last()
+            .and_then(|(replaced, values)| Some((reply(op, values)?, unsigned(replaced)?)));
+        let (reply, replaced) = read.ok_or_else(|| {
             StoreError(format!(
                 "Redis at {}: an answer retry cannot read: {values:?}",
                 self.shown
@@ -219,7 +246,7 @@ impl Store for RedisStore {
         })?;
         Ok(Applied {
             reply,
-            replaced: false,
+            replaced: replaced > 0,
         })
     }
 }
@@ -303,6 +330,77 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         Some(server)
+    }
+
+    /// The script's constants and reply codes are the ones `rules.rs` and this module use.
+    #[test]
+    fn the_script_and_the_rust_rules_share_their_constants() {
+        let script = include_str!("decide.lua");
+        let local = |name: &str| -> i64 {
+            script
+                .lines()
+                .find_map(|line| line.strip_prefix(&format!("local {name} = ")))
+                .unwrap_or_else(|| panic!("decide.lua has no local {name}"))
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(local("SLICES"), super::super::rules::SLICES as i64);
+        assert_eq!(
+            local("MOST_DOUBLINGS"),
+            i64::from(super::super::rules::MOST_DOUBLINGS)
+        );
+        for (name, value) in [
+            ("ADMIT_GO", code::ADMIT_GO),
+            ("ADMIT_PROBE", code::ADMIT_PROBE),
+            ("ADMIT_OPEN", code::ADMIT_OPEN),
+            ("BREAKER_KEPT", code::BREAKER_KEPT),
+            ("BREAKER_OPENED", code::BREAKER_OPENED),
+            ("BREAKER_REOPENED", code::BREAKER_REOPENED),
+            ("BREAKER_CLOSED", code::BREAKER_CLOSED),
+        ] {
+            assert_eq!(local(name), value, "{name}");
+        }
+        // No bare code in a reply: each is sent by its name.
+        for line in script.lines().filter(|line| line.contains("reply({")) {
+            let first = line.split("reply({").nth(1).unwrap().trim_start();
+            assert!(
+                !first.starts_with(|c: char| c.is_ascii_digit()),
+                "a bare code: {line}"
+            );
+        }
+    }
+
+    /// An unknown code is an answer that cannot be read, never open or closed.
+    #[test]
+    fn unknown_codes_are_not_read() {
+        let id = 7;
+        let admit = Op::Admit {
+            id,
+            lease: 1000,
+            earn: None,
+        };
+        let values = |code: i64| [Value::Int(code), Value::Int(5), Value::Int(9)];
+        assert!(reply(&admit, &values(code::ADMIT_OPEN)).is_some());
+        assert!(reply(&admit, &values(3)).is_none());
+        assert!(reply(&admit, &values(-1)).is_none());
+        let policy = super::super::BreakerPolicy {
+            threshold: 5,
+            cooldown: Duration::from_secs(60),
+        };
+        let record = Op::Record {
+            id,
+            outcome: Outcome::Failure,
+            policy,
+        };
+        assert!(reply(&record, &values(code::BREAKER_CLOSED)).is_some());
+        assert!(reply(&record, &values(4)).is_none());
+        let retry = Op::Retry(super::super::BudgetPolicy {
+            ratio: 0.1,
+            floor: 10,
+            window: Duration::from_secs(60),
+        });
+        assert!(reply(&retry, &[Value::Int(2), Value::Int(1000)]).is_none());
     }
 
     /// The Redis store takes the decisions the file store and the rules take, case by case.

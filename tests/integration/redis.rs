@@ -574,3 +574,62 @@ fn rediss_speaks_tls_to_a_server_the_system_trusts() {
         .code(1)
         .stderr(predicate::str::contains("state unavailable").count(1));
 }
+
+/// A key whose value does not parse is replaced by a fresh state and said, once for its
+/// record, as a corrupt file is: never read as a fresh state in silence. The fresh state is
+/// then used (the failure opens the breaker), and what is stored after is whole.
+#[test]
+fn a_corrupt_value_is_replaced_said_and_used() {
+    let Some(server) = server(&[], false) else {
+        return;
+    };
+    let url = server.url(4);
+    for (key, value) in [
+        ("retry:{api}:breaker", "1 soon 0 -"),
+        ("retry:{api}:budget", "60000 12:x:1"),
+    ] {
+        assert_eq!(server.command(4, &["SET", key, value]), "+OK");
+    }
+    let output = retry()
+        .args([format!("--state={url}")])
+        .args([
+            "--breaker",
+            "api",
+            "--breaker-threshold",
+            "1",
+            "--budget",
+            "api",
+        ])
+        .args(["--log-format", "json", "-r", "3", "--base", "1ms", "false"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let events = json_events(&output.stderr);
+    let replaced: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "state-unavailable")
+        .collect();
+    assert!(!replaced.is_empty(), "said: {events:?}");
+    for event in &replaced {
+        assert_eq!(event["name"], "api");
+        assert!(
+            event["error"]
+                .as_str()
+                .unwrap()
+                .contains("replaced by a fresh one")
+        );
+    }
+    assert_eq!(
+        show(&url, &["--breaker", "api"])["breaker"]["state"],
+        "open"
+    );
+    let budget = server.command(4, &["GET", "retry:{api}:budget"]);
+    assert!(
+        budget
+            .split(' ')
+            .skip(1)
+            .all(|slice| slice.split(':').count() == 3),
+        "the budget stored after is whole: {budget}"
+    );
+}
