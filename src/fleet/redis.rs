@@ -403,6 +403,114 @@ mod tests {
         assert!(reply(&retry, &[Value::Int(2), Value::Int(1000)]).is_none());
     }
 
+    /// The Rust rules' reply, and what `decide.lua` answered, agree: the same decisions, the
+    /// same times (the rules run at the time the server read), balances to the thousandth the
+    /// script keeps.
+    fn same(rust: &Reply, redis: &Reply) -> bool {
+        let thousandths = |x: f64| (x * 1000.0).round() as i64;
+        match (rust, redis) {
+            (
+                Reply::Paid {
+                    spent: a,
+                    balance: x,
+                },
+                Reply::Paid {
+                    spent: b,
+                    balance: y,
+                },
+            ) => a == b && thousandths(*x) == thousandths(*y),
+            (Reply::Budget(a), Reply::Budget(b)) => {
+                a.firsts == b.firsts
+                    && a.retries == b.retries
+                    && thousandths(a.balance) == thousandths(b.balance)
+            }
+            _ => rust == redis,
+        }
+    }
+
+    fn op_strategy() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let budget = super::super::BudgetPolicy {
+            ratio: 0.5,
+            floor: 2,
+            // Long enough that every decision of a case falls in one window, whatever the
+            // millisecond each store reads.
+            window: Duration::from_secs(3600),
+        };
+        let breaker = (1u64..=3, prop_oneof![Just(0u64), Just(60_000u64)]).prop_map(
+            |(threshold, cooldown)| super::super::BreakerPolicy {
+                threshold,
+                cooldown: Duration::from_millis(cooldown),
+            },
+        );
+        let outcome = prop_oneof![
+            Just(Outcome::Success),
+            Just(Outcome::Failure),
+            Just(Outcome::Nothing)
+        ];
+        prop_oneof![
+            (
+                1u64..=3,
+                prop_oneof![Just(0u64), Just(60_000u64)],
+                any::<bool>()
+            )
+                .prop_map(move |(id, lease, earn)| Op::Admit {
+                    id,
+                    lease,
+                    earn: earn.then_some(budget),
+                }),
+            Just(Op::FirstAttempt(budget)),
+            Just(Op::Retry(budget)),
+            (1u64..=3, outcome, breaker).prop_map(|(id, outcome, policy)| Op::Record {
+                id,
+                outcome,
+                policy
+            }),
+            Just(Op::ShowBudget(budget)),
+            Just(Op::ShowBreaker),
+            Just(Op::ResetBudget),
+            Just(Op::ResetBreaker),
+        ]
+    }
+
+    /// Random sequences of decisions, through the Rust rules and through `decide.lua` on a real
+    /// Redis: every reply the same, so the two copies of the rules cannot drift apart.
+    #[test]
+    fn the_script_and_the_rules_answer_alike() {
+        use proptest::prelude::*;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let Some(server) = server() else { return };
+        let url = format!("redis://127.0.0.1:{}/5", server.port);
+        // proptest's closure is a `Fn`: the one connection is lent through a RefCell.
+        let store = std::cell::RefCell::new(RedisStore::open(&url).unwrap());
+        let case = AtomicU64::new(0);
+        let config = ProptestConfig {
+            cases: 48,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        };
+        proptest!(config, |(ops in proptest::collection::vec(op_strategy(), 1..40))| {
+            let name = format!("differential-{}", case.fetch_add(1, Ordering::Relaxed));
+            let mut rules = super::super::rules::Record::default();
+            let mut store = store.borrow_mut();
+            let time: Vec<String> = redis::cmd("TIME").query(&mut store.connection).unwrap();
+            let mut now = time[0].parse::<u64>().unwrap() * 1000
+                + time[1].parse::<u64>().unwrap() / 1000;
+            for op in &ops {
+                let redis = store.apply(&name, op).unwrap();
+                prop_assert!(!redis.replaced);
+                if let Reply::Admitted { now: at, .. }
+                | Reply::Recorded { now: at, .. }
+                | Reply::Breaker { now: at, .. } = redis.reply
+                {
+                    now = at;
+                }
+                let rust = rules.apply(op, now);
+                prop_assert!(same(&rust, &redis.reply), "{op:?}: rules {rust:?}, script {:?}", redis.reply);
+            }
+        });
+    }
+
     /// The Redis store takes the decisions the file store and the rules take, case by case.
     #[test]
     fn redis_passes_the_table_of_cases() {
