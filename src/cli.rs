@@ -460,8 +460,9 @@ pub struct Cli {
     /// Also $RETRY_STATE. Without either, $XDG_STATE_HOME/retry when that is set and absolute,
     /// else ~/.local/state/retry. One file per name; a directory or file that others can write
     /// is refused. For a fleet of hosts: redis://[[user]:password@]host[:port][/db], rediss://
-    /// (TLS) or unix:///path/to/redis.sock (a password is never printed; $RETRY_STATE keeps it
-    /// out of ps). When the state cannot be used, the run goes on without budget and breaker,
+    /// (TLS) or unix:///path/to/redis.sock, or a Redis Cluster:
+    /// redis+cluster://[[user]:password@]host:port[,host:port...] (rediss+cluster:// for TLS). A
+    /// password is never printed; $RETRY_STATE keeps it out of ps. When the state cannot be used, the run goes on without budget and breaker,
     /// and says so once.
     #[arg(long, value_name = "DIR|URL", value_hint = ValueHint::DirPath, value_parser = parse_state, help_heading = "Fleet limits")]
     pub state: Option<StateLocation>,
@@ -506,6 +507,37 @@ pub enum StateLocation {
     Redis(String),
 }
 
+/// The seed nodes of a `redis+cluster://` URL (what follows the scheme): `host:port` pairs
+/// separated by commas, after an optional `[user]:password@` that all of them share. A list
+/// with no host, or a host without a port, is misuse.
+pub fn cluster_nodes(rest: &str) -> Result<Vec<String>, String> {
+    let authority = rest.split('/').next().unwrap_or("");
+    let hosts = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, hosts)| hosts);
+    if hosts.is_empty() {
+        return Err(
+            "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"
+                .into(),
+        );
+    }
+    hosts
+        .split(',')
+        .map(|node| match node.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
+                Ok(node.to_string())
+            }
+            _ if node.is_empty() => Err(
+                "a Redis Cluster URL has an empty host in its list; expected host:port[,host:port...]"
+                    .to_string(),
+            ),
+            _ => Err(format!(
+                "the Redis Cluster node '{node}' has no port; each node is host:port"
+            )),
+        })
+        .collect()
+}
+
 /// `--state`: a directory, or the URL of a Redis server. Any other scheme is misuse.
 pub fn parse_state(text: &str) -> Result<StateLocation, String> {
     if text.is_empty() {
@@ -513,8 +545,12 @@ pub fn parse_state(text: &str) -> Result<StateLocation, String> {
     }
     match text.split_once("://") {
         Some(("redis" | "rediss" | "unix", _)) => Ok(StateLocation::Redis(text.to_string())),
+        Some(("redis+cluster" | "rediss+cluster", rest)) => {
+            cluster_nodes(rest)?;
+            Ok(StateLocation::Redis(text.to_string()))
+        }
         Some((scheme, _)) => Err(format!(
-            "unknown state scheme '{scheme}'; the state is a directory, or a Redis server (redis://, rediss://, unix://)"
+            "unknown state scheme '{scheme}'; the state is a directory, a Redis server (redis://, rediss://, unix://) or a Redis Cluster (redis+cluster://, rediss+cluster://)"
         )),
         None => Ok(StateLocation::Directory(PathBuf::from(text))),
     }

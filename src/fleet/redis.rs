@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use redis::{Connection, Script, Value};
+use redis::cluster::ClusterConnection;
+use redis::{Connection, ConnectionLike, Script, Value};
 
 use super::rules::{Admission, BreakerRecord, BudgetView, Probe, Transition};
 use super::{Applied, Op, Outcome, Reply, Store, StoreError};
@@ -37,32 +38,80 @@ const CONNECT_WAIT: Duration = Duration::from_millis(400);
 const REPLY_WAIT: Duration = Duration::from_millis(400);
 
 pub(crate) struct RedisStore {
-    connection: Connection,
+    connection: Link,
     script: Script,
     /// The URL as it may be shown.
     shown: String,
 }
 
+/// One server's connection, or a cluster's (which follows the slot of each name's keys).
+enum Link {
+    Server(Connection),
+    Cluster(Box<ClusterConnection>),
+}
+
+impl Link {
+    fn connection(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            Link::Server(connection) => connection,
+            Link::Cluster(connection) => connection.as_mut(),
+        }
+    }
+}
+
 impl RedisStore {
-    /// Connects to the server at `url`; the reason, with the URL redacted, when it cannot.
+    /// Connects to the server (or the cluster) at `url`; the reason, with the URL redacted,
+    /// when it cannot.
     pub(crate) fn open(url: &str) -> Result<RedisStore, String> {
         let shown = redact_urls(url);
         let unreachable =
             |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
-        let client = redis::Client::open(url).map_err(unreachable)?;
-        let connection = client
-            .get_connection_with_timeout(CONNECT_WAIT)
-            .map_err(unreachable)?;
-        connection
-            .set_read_timeout(Some(REPLY_WAIT))
-            .and_then(|()| connection.set_write_timeout(Some(REPLY_WAIT)))
-            .map_err(unreachable)?;
+        let connection = match cluster_seeds(url) {
+            Some(seeds) => {
+                let client = redis::cluster::ClusterClient::builder(seeds?)
+                    .connection_timeout(CONNECT_WAIT)
+                    .response_timeout(REPLY_WAIT)
+                    // A redirection (MOVED, ASK) is followed once; an outage fails open.
+                    .retries(1)
+                    .build()
+                    .map_err(unreachable)?;
+                Link::Cluster(Box::new(client.get_connection().map_err(unreachable)?))
+            }
+            None => {
+                let client = redis::Client::open(url).map_err(unreachable)?;
+                let connection = client
+                    .get_connection_with_timeout(CONNECT_WAIT)
+                    .map_err(unreachable)?;
+                connection
+                    .set_read_timeout(Some(REPLY_WAIT))
+                    .and_then(|()| connection.set_write_timeout(Some(REPLY_WAIT)))
+                    .map_err(unreachable)?;
+                Link::Server(connection)
+            }
+        };
         Ok(RedisStore {
             connection,
             script: Script::new(include_str!("decide.lua")),
             shown,
         })
     }
+}
+
+/// For a `redis+cluster://` or `rediss+cluster://` URL, the URL of each seed node, with the
+/// credentials the URL gives them all; `None` for any other URL.
+fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
+    let (scheme, rest) = url.split_once("://")?;
+    let node_scheme = scheme.strip_suffix("+cluster")?;
+    let authority = rest.split('/').next().unwrap_or("");
+    let credentials = authority
+        .rsplit_once('@')
+        .map_or(String::new(), |(credentials, _)| format!("{credentials}@"));
+    Some(crate::cli::cluster_nodes(rest).map(|nodes| {
+        nodes
+            .iter()
+            .map(|node| format!("{node_scheme}://{credentials}{node}"))
+            .collect()
+    }))
 }
 
 /// A Redis error in words, with the password of `url` taken out should it appear.
@@ -232,7 +281,7 @@ impl Store for RedisStore {
             invocation.arg(argument);
         }
         let values: Vec<Value> = invocation
-            .invoke(&mut self.connection)
+            .invoke(self.connection.connection())
             .map_err(|error| StoreError(format!("Redis at {}: {error}", self.shown)))?;
         // The script ends every reply with the count of records it replaced.
         let read = values
@@ -260,6 +309,23 @@ mod tests {
         assert_eq!(password("redis://:secret@host"), Some("secret"));
         assert_eq!(password("redis://user:pw@host/1"), Some("pw"));
         assert_eq!(password("redis://host"), None);
+    }
+
+    #[test]
+    fn a_cluster_url_names_each_seed_with_the_shared_credentials() {
+        assert_eq!(
+            cluster_seeds("redis+cluster://:pw@a:7000,b:7001"),
+            Some(Ok(vec![
+                "redis://:pw@a:7000".to_string(),
+                "redis://:pw@b:7001".to_string()
+            ]))
+        );
+        assert_eq!(
+            cluster_seeds("rediss+cluster://h:1"),
+            Some(Ok(vec!["rediss://h:1".to_string()]))
+        );
+        assert!(cluster_seeds("redis+cluster://h").unwrap().is_err());
+        assert_eq!(cluster_seeds("redis://h:1"), None);
     }
 
     /// The client's own words keep no password they may quote; with none, or an empty one,
@@ -493,7 +559,9 @@ mod tests {
             let name = format!("differential-{}", case.fetch_add(1, Ordering::Relaxed));
             let mut rules = super::super::rules::Record::default();
             let mut store = store.borrow_mut();
-            let time: Vec<String> = redis::cmd("TIME").query(&mut store.connection).unwrap();
+            let time: Vec<String> = redis::cmd("TIME")
+                .query(store.connection.connection())
+                .unwrap();
             let mut now = time[0].parse::<u64>().unwrap() * 1000
                 + time[1].parse::<u64>().unwrap() / 1000;
             for op in &ops {

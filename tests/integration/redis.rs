@@ -633,3 +633,127 @@ fn a_corrupt_value_is_replaced_said_and_used() {
         "the budget stored after is whole: {budget}"
     );
 }
+
+/// A Redis Cluster of the test's own: six redis-servers (three masters, three replicas) on
+/// free loopback ports, every one stopped by its pid when dropped, also when a test fails.
+pub struct Cluster {
+    nodes: Vec<Server>,
+}
+
+impl Cluster {
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self.nodes[..3]
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+}
+
+/// Starts and creates a cluster (`redis-cli --cluster create`), and waits for
+/// `cluster_state:ok`; `None` (outside CI) without redis-server or redis-cli.
+pub fn cluster() -> Option<Cluster> {
+    let mut nodes = Vec::new();
+    for _ in 0..6 {
+        nodes.push(server(
+            &[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-config-file",
+                "nodes.conf",
+            ],
+            false,
+        )?);
+    }
+    let cluster = Cluster { nodes };
+    let mut create = Command::new("redis-cli");
+    create.arg("--cluster").arg("create");
+    for node in &cluster.nodes {
+        create.arg(format!("127.0.0.1:{}", node.port));
+    }
+    let Ok(created) = create
+        .args(["--cluster-replicas", "1", "--cluster-yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    else {
+        missing("redis-cli", "a Redis Cluster");
+        return None;
+    };
+    assert!(created.success(), "redis-cli --cluster create");
+    let started = Instant::now();
+    for node in &cluster.nodes {
+        while !node.info("CLUSTER", "INFO").contains("cluster_state:ok") {
+            assert!(started.elapsed() < BOUND, "the cluster never came up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Some(cluster)
+}
+
+impl Server {
+    /// The bulk reply of a two-word command (`CLUSTER INFO`), whole.
+    fn info(&self, first: &str, second: &str) -> String {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return String::new();
+        };
+        stream.set_read_timeout(Some(BOUND)).unwrap();
+        let request = format!(
+            "*2\r\n${}\r\n{first}\r\n${}\r\n{second}\r\n",
+            first.len(),
+            second.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut header = String::new();
+        reader.read_line(&mut header).unwrap();
+        let Some(length) = header
+            .trim()
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return String::new();
+        };
+        let mut body = vec![0; length + 2];
+        std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+        String::from_utf8_lossy(&body).into_owned()
+    }
+}
+
+/// Runs that name one budget through the cluster share it: the keys of a name live in one
+/// slot, whichever node owns it, and the client follows the slot there.
+#[test]
+fn a_budget_is_shared_through_a_redis_cluster() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let url = cluster.url();
+    let floor = [
+        "--budget",
+        "api",
+        "--budget-floor",
+        "2/1m",
+        "--budget-ratio",
+        "0",
+    ];
+    for _ in 0..3 {
+        retry()
+            .args([format!("--state={url}")])
+            .args(floor)
+            .args(["-r", "2", "--base", "1ms", "false"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("state unavailable").not());
+    }
+    let shown = show(&url, &["--budget", "api"]);
+    assert_eq!(shown["budget"]["retries"], 2, "{shown}");
+    assert_eq!(shown["budget"]["first_attempts"], 3, "{shown}");
+    retry()
+        .args([format!("--state={url}")])
+        .args(["--budget", "api", "--reset-state"])
+        .assert()
+        .code(0);
+    assert_eq!(show(&url, &["--budget", "api"])["budget"]["retries"], 0);
+}
