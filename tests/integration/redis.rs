@@ -757,3 +757,41 @@ fn a_budget_is_shared_through_a_redis_cluster() {
         .code(0);
     assert_eq!(show(&url, &["--budget", "api"])["budget"]["retries"], 0);
 }
+
+/// A cluster URL names its nodes as host:port: none, an empty one or one without a port is
+/// misuse, in --state and in RETRY_STATE alike, and its password is never shown.
+#[test]
+fn a_cluster_url_without_hosts_or_ports_is_misuse() {
+    for url in [
+        "redis+cluster://",
+        "rediss+cluster://:pw@",
+        "redis+cluster://node-a",
+        "redis+cluster://node-a:7000,node-b",
+        "redis+cluster://node-a:7000,,node-b:7001",
+    ] {
+        retry()
+            .args(["--state", url, "--budget", "api", "true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1))
+            .stderr(predicate::str::contains("Redis Cluster"));
+        retry()
+            .args(["--budget", "api", "true"])
+            .command()
+            .env("RETRY_STATE", url)
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains("$RETRY_STATE"));
+    }
+    retry()
+        .args([
+            "--state",
+            "redis+cluster://:hunter2@node-a",
+            "--budget",
+            "api",
+            "true",
+        ])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("hunter2").not());
+}
