@@ -683,9 +683,17 @@ pub fn cluster() -> Option<Cluster> {
         return None;
     };
     assert!(created.success(), "redis-cli --cluster create");
+    // Up: every slot served, and every replica in sync with its master (a replica that never
+    // synced cannot take over).
     let started = Instant::now();
     for node in &cluster.nodes {
-        while !node.info("CLUSTER", "INFO").contains("cluster_state:ok") {
+        while !node.info("CLUSTER", "INFO").contains("cluster_state:ok")
+            || !{
+                let replication = node.info("INFO", "replication");
+                replication.contains("role:master\r\nconnected_slaves:1")
+                    || replication.contains("master_link_status:up")
+            }
+        {
             assert!(started.elapsed() < BOUND, "the cluster never came up");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -794,4 +802,91 @@ fn a_cluster_url_without_hosts_or_ports_is_misuse() {
         .assert()
         .code(125)
         .stderr(predicate::str::contains("hunter2").not());
+}
+
+/// The master that owns the slot of a name's keys, as the cluster says it: its index among
+/// the cluster's nodes.
+fn master_of(cluster: &Cluster, name: &str) -> usize {
+    let slot: u16 = cluster.nodes[0]
+        .command(
+            0,
+            &["CLUSTER", "KEYSLOT", &format!("retry:{{{name}}}:budget")],
+        )
+        .trim_start_matches(':')
+        .parse()
+        .unwrap();
+    cluster
+        .nodes
+        .iter()
+        .position(|node| {
+            node.info("CLUSTER", "NODES").lines().any(|line| {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                words.len() > 8
+                    && words[2].contains("myself")
+                    && words[2].contains("master")
+                    && words[8..].iter().any(|range| {
+                        let (low, high) = range.split_once('-').unwrap_or((range, range));
+                        match (low.parse::<u16>(), high.parse::<u16>()) {
+                            (Ok(low), Ok(high)) => (low..=high).contains(&slot),
+                            _ => false,
+                        }
+                    })
+            })
+        })
+        .expect("a master owns the slot")
+}
+
+/// The master of a name's slot is killed while runs go on: each run fails open within a
+/// second while the slot has no master, and once its replica is promoted (without being told,
+/// from the seeds that are left), the budget counts again.
+#[test]
+fn a_failover_delays_each_run_by_at_most_a_second_and_then_heals() {
+    let Some(mut cluster) = cluster() else {
+        return;
+    };
+    let url = cluster.url();
+    let run = |url: &str| {
+        let started = Instant::now();
+        let output = retry()
+            .args([format!("--state={url}")])
+            .args(["--budget", "api", "-r", "0", "true"])
+            .command()
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        (
+            started.elapsed(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (_, said) = run(&url);
+    assert!(said.is_empty(), "{said}");
+    let master = master_of(&cluster, "api");
+    let _ = cluster.nodes[master].child.kill();
+    let _ = cluster.nodes[master].child.wait();
+    let killed = Instant::now();
+    let mut failed_open = 0;
+    loop {
+        let (took, said) = run(&url);
+        assert!(
+            took < Duration::from_millis(1500),
+            "a run took {took:?}: {said}"
+        );
+        if said.is_empty() {
+            break;
+        }
+        assert!(said.contains("state unavailable"), "{said}");
+        failed_open += 1;
+        assert!(
+            killed.elapsed() < BOUND,
+            "the cluster never healed: {said}; {}",
+            cluster.nodes[(master + 1) % 6].info("CLUSTER", "INFO")
+        );
+    }
+    assert!(failed_open > 0, "the outage was seen");
+    let shown = show(&url, &["--budget", "api"]);
+    assert!(
+        shown["budget"]["first_attempts"].as_u64().unwrap() >= 1,
+        "the promoted replica holds the budget: {shown}"
+    );
 }
