@@ -36,6 +36,8 @@ mod code {
 /// How long connecting (and the handshake: AUTH, SELECT) may take, and then each reply.
 const CONNECT_WAIT: Duration = Duration::from_millis(400);
 const REPLY_WAIT: Duration = Duration::from_millis(400);
+/// What opening a cluster may take in all, whatever the number of seeds.
+const CLUSTER_OPEN_WAIT: Duration = Duration::from_millis(800);
 
 pub(crate) struct RedisStore {
     connection: Link,
@@ -68,11 +70,19 @@ impl RedisStore {
             |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
         let connection = match cluster_seeds(url) {
             Some(seeds) => {
-                let client = redis::cluster::ClusterClient::builder(seeds?)
-                    .connection_timeout(CONNECT_WAIT)
-                    .response_timeout(REPLY_WAIT)
-                    // A redirection (MOVED, ASK) is followed once; an outage fails open.
-                    .retries(1)
+                let seeds = seeds?;
+                // The client tries the seeds one after another, each with a connect and two
+                // replies: their time-outs share what one server's get, so a cluster whose
+                // seeds are all silent costs a run no more.
+                let wait = (CLUSTER_OPEN_WAIT / (3 * seeds.len().max(1) as u32))
+                    .max(Duration::from_millis(50));
+                let client = redis::cluster::ClusterClient::builder(seeds)
+                    .connection_timeout(wait)
+                    .response_timeout(wait)
+                    // No request is sent again: a redirection that the slots read at connect
+                    // did not foresee (a failover under way) fails open, and the next run
+                    // reads the slots afresh.
+                    .retries(0)
                     .build()
                     .map_err(unreachable)?;
                 Link::Cluster(Box::new(client.get_connection().map_err(unreachable)?))

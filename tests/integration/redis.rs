@@ -890,3 +890,43 @@ fn a_failover_delays_each_run_by_at_most_a_second_and_then_heals() {
         "the promoted replica holds the budget: {shown}"
     );
 }
+
+/// No seed of a cluster answers: refused, or accepting and silent (several at once). Each run
+/// fails open once and is delayed well under a second.
+#[test]
+fn a_cluster_with_no_seed_answering_fails_open_within_a_second() {
+    let refused = format!(
+        "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+        free_port(),
+        free_port()
+    );
+    fails_open(&refused, "echo ran; exit 1");
+
+    let listeners: Vec<TcpListener> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let ports: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("127.0.0.1:{}", l.local_addr().unwrap().port()))
+        .collect();
+    let (done, test_done) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let held: Vec<_> = listeners
+            .iter()
+            .filter_map(|listener| listener.accept().ok())
+            .collect();
+        let _ = test_done.recv();
+        drop(held);
+    });
+    let started = Instant::now();
+    fails_open(
+        &format!("redis+cluster://{}", ports.join(",")),
+        "echo ran; exit 1",
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(done);
+}
