@@ -1,5 +1,7 @@
-//! Fleet limits kept in a state directory: the budget's exact counts, the breaker's transitions
-//! and its single probe, many concurrent runs on one name, failing open, and misuse.
+//! Fleet limits: the budget's exact counts, the breaker's transitions and its single probe, many
+//! concurrent runs on one name, show and reset, on every store (`on_every_store!`: a state
+//! directory, a Redis server, a Redis Cluster); then what is the state directory's own (its
+//! files, their privacy, failing open when it breaks), and misuse.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -10,21 +12,85 @@ use serde_json::Value;
 
 use crate::util::*;
 
-/// A state directory of its own for a test, made 0700 by `retry` itself.
-struct State {
+/// Where a test keeps its budgets and breakers: a state directory of its own (made 0700 by
+/// `retry` itself), or a Redis server or a Redis Cluster of its own, stopped by pid when the
+/// test is done.
+pub struct State {
     _root: tempfile::TempDir,
     dir: PathBuf,
+    /// What `--state` says.
+    location: String,
+    _server: Option<crate::redis::Server>,
+    _cluster: Option<crate::redis::Cluster>,
 }
 
 fn state() -> State {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("state");
-    State { _root: root, dir }
+    State {
+        location: dir.display().to_string(),
+        _root: root,
+        dir,
+        _server: None,
+        _cluster: None,
+    }
+}
+
+/// Runs a fleet scenario on every store, each a test of its own: `NAME::directory`,
+/// `NAME::redis` and `NAME::cluster`. The scenario takes the `State` it runs on.
+macro_rules! on_every_store {
+    ($(#[$meta:meta])* fn $name:ident($s:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            use super::*;
+
+            fn scenario($s: &State) $body
+
+            #[test]
+            fn directory() {
+                scenario(&state());
+            }
+
+            #[test]
+            fn redis() {
+                if let Some(state) = State::redis() {
+                    scenario(&state);
+                }
+            }
+
+            #[test]
+            fn cluster() {
+                if let Some(state) = State::cluster() {
+                    scenario(&state);
+                }
+            }
+        }
+    };
 }
 
 impl State {
+    /// A redis-server of the test's own; `None` (outside CI) without one.
+    fn redis() -> Option<State> {
+        let server = crate::redis::server(&[], false)?;
+        Some(State {
+            location: server.url(0),
+            _server: Some(server),
+            ..state()
+        })
+    }
+
+    /// A Redis Cluster of the test's own; `None` (outside CI) without one.
+    fn cluster() -> Option<State> {
+        let cluster = crate::redis::cluster()?;
+        Some(State {
+            location: cluster.url(),
+            _cluster: Some(cluster),
+            ..state()
+        })
+    }
+
     fn flag(&self) -> String {
-        format!("--state={}", self.dir.display())
+        format!("--state={}", self.location)
     }
 
     /// `retry --state DIR ARGS` with a clean environment.
@@ -88,166 +154,166 @@ fn count(dir: &Path) -> usize {
     std::fs::read(dir.join("count")).map_or(0, |bytes| bytes.len())
 }
 
-#[test]
-fn the_floor_alone_pays_for_exactly_n_retries_and_never_holds_back_a_first_attempt() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let budget = [
-        "--budget",
-        "api",
-        "--budget-floor",
-        "2/1m",
-        "--budget-ratio",
-        "0",
-    ];
-    let run = || {
-        s.retry(&budget)
-            .args(["-r", "5", "--base", "1ms", "--"])
-            .args(counting(work.path(), 3))
-            .assert()
-            .code(3)
-    };
-    run().stderr(predicate::str::contains(
-        "budget 'api' is spent; not retrying",
-    ));
-    assert_eq!(count(work.path()), 3, "the first attempt and two retries");
-    run();
-    assert_eq!(count(work.path()), 4, "a first attempt is never held back");
-    let shown = s.show(&budget);
-    assert_eq!(shown["budget"]["first_attempts"], 2);
-    assert_eq!(shown["budget"]["retries"], 2);
-}
-
-#[test]
-fn each_first_attempt_earns_the_ratio() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let budget = [
-        "--budget",
-        "api",
-        "--budget-floor",
-        "1/1m",
-        "--budget-ratio",
-        "0.5",
-    ];
-    for _ in 0..4 {
-        s.retry(&budget).args(["--", "true"]).assert().code(0);
+on_every_store! {
+    fn the_floor_alone_pays_for_exactly_n_retries_and_never_holds_back_a_first_attempt(s) {
+        let work = tempfile::tempdir().unwrap();
+        let budget = [
+            "--budget",
+            "api",
+            "--budget-floor",
+            "2/1m",
+            "--budget-ratio",
+            "0",
+        ];
+        let run = || {
+            s.retry(&budget)
+                .args(["-r", "5", "--base", "1ms", "--"])
+                .args(counting(work.path(), 3))
+                .assert()
+                .code(3)
+        };
+        run().stderr(predicate::str::contains(
+            "budget 'api' is spent; not retrying",
+        ));
+        assert_eq!(count(work.path()), 3, "the first attempt and two retries");
+        run();
+        assert_eq!(count(work.path()), 4, "a first attempt is never held back");
+        let shown = s.show(&budget);
+        assert_eq!(shown["budget"]["first_attempts"], 2);
+        assert_eq!(shown["budget"]["retries"], 2);
     }
-    // 1 + 0.5 x 5 first attempts (this run's own too) = 3.5: three retries.
-    s.retry(&budget)
-        .args(["-r", "9", "--base", "1ms", "--"])
-        .args(counting(work.path(), 1))
-        .assert()
-        .code(1);
-    assert_eq!(count(work.path()), 4);
 }
 
-#[test]
-fn a_spent_budget_is_whole_again_after_its_window() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let budget = [
-        "--budget",
-        "api",
-        "--budget-floor",
-        "2/1s",
-        "--budget-ratio",
-        "0",
-    ];
-    let run = || {
-        s.retry(&budget)
-            .args(["-r", "9", "--base", "1ms", "--"])
-            .args(counting(work.path(), 1))
-            .assert()
-            .code(1);
-    };
-    run();
-    assert_eq!(count(work.path()), 3);
-    run();
-    assert_eq!(count(work.path()), 4, "spent within the window");
-    // The window is kept in ten slices and the one the clock is in: at most 1.1 s.
-    std::thread::sleep(Duration::from_millis(1150));
-    run();
-    assert_eq!(count(work.path()), 7, "two retries again");
-}
-
-/// The JSON log has an event for each budget decision, and the give-up says why.
-#[test]
-fn budget_decisions_are_logged() {
-    let s = state();
-    let output = s
-        .retry(&[
+on_every_store! {
+    fn each_first_attempt_earns_the_ratio(s) {
+        let work = tempfile::tempdir().unwrap();
+        let budget = [
             "--budget",
             "api",
             "--budget-floor",
             "1/1m",
             "--budget-ratio",
+            "0.5",
+        ];
+        for _ in 0..4 {
+            s.retry(&budget).args(["--", "true"]).assert().code(0);
+        }
+        // 1 + 0.5 x 5 first attempts (this run's own too) = 3.5: three retries.
+        s.retry(&budget)
+            .args(["-r", "9", "--base", "1ms", "--"])
+            .args(counting(work.path(), 1))
+            .assert()
+            .code(1);
+        assert_eq!(count(work.path()), 4);
+    }
+}
+
+on_every_store! {
+    fn a_spent_budget_is_whole_again_after_its_window(s) {
+        let work = tempfile::tempdir().unwrap();
+        let budget = [
+            "--budget",
+            "api",
+            "--budget-floor",
+            "2/1s",
+            "--budget-ratio",
             "0",
-        ])
-        .args(["--log-format", "json", "-r", "5", "--base", "1ms", "false"])
-        .command()
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let events = json_events(&output.stderr);
-    let decisions: Vec<&str> = events
-        .iter()
-        .filter(|e| e["event"] == "budget")
-        .map(|e| e["decision"].as_str().unwrap())
-        .collect();
-    assert_eq!(decisions, ["spent", "refused"]);
-    let give_up = events.iter().find(|e| e["event"] == "give-up").unwrap();
-    assert_eq!(give_up["reason"], "budget");
-    assert_eq!(give_up["attempts"], 2);
+        ];
+        let run = || {
+            s.retry(&budget)
+                .args(["-r", "9", "--base", "1ms", "--"])
+                .args(counting(work.path(), 1))
+                .assert()
+                .code(1);
+        };
+        run();
+        assert_eq!(count(work.path()), 3);
+        run();
+        assert_eq!(count(work.path()), 4, "spent within the window");
+        // The window is kept in ten slices and the one the clock is in: at most 1.1 s.
+        std::thread::sleep(Duration::from_millis(1150));
+        run();
+        assert_eq!(count(work.path()), 7, "two retries again");
+    }
 }
 
-/// A hundred runs at once on one budget: no update is lost (the state's counts are exactly the
-/// attempts made), the retries never exceed the floor plus the ratio times the first attempts,
-/// and the budget is spent, not starved.
-#[test]
-fn a_hundred_concurrent_runs_share_one_budget() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let budget = [
-        "--budget",
-        "herd",
-        "--budget-floor",
-        "20/1m",
-        "--budget-ratio",
-        "0.1",
-    ];
-    let mut args: Vec<String> = vec![s.flag()];
-    args.extend(budget.iter().map(|a| a.to_string()));
-    args.extend(["-q", "-r", "3", "--base", "1ms", "--"].map(String::from));
-    args.extend(counting(work.path(), 1));
-    let statuses = concurrently(100, &args);
-    assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
-    let attempts = count(work.path());
-    let retries = attempts - 100;
-    assert!(retries <= 30, "{retries} retries: more than 20 + 0.1 x 100");
-    assert!(
-        retries >= 20,
-        "{retries} retries: the floor alone pays for 20"
-    );
-    let shown = s.show(&budget);
-    assert_eq!(
-        shown["budget"]["first_attempts"], 100,
-        "no first attempt lost"
-    );
-    assert_eq!(shown["budget"]["retries"], retries, "no retry lost");
+on_every_store! {
+    /// The JSON log has an event for each budget decision, and the give-up says why.
+    fn budget_decisions_are_logged(s) {
+        let output = s
+            .retry(&[
+                "--budget",
+                "api",
+                "--budget-floor",
+                "1/1m",
+                "--budget-ratio",
+                "0",
+            ])
+            .args(["--log-format", "json", "-r", "5", "--base", "1ms", "false"])
+            .command()
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        let events = json_events(&output.stderr);
+        let decisions: Vec<&str> = events
+            .iter()
+            .filter(|e| e["event"] == "budget")
+            .map(|e| e["decision"].as_str().unwrap())
+            .collect();
+        assert_eq!(decisions, ["spent", "refused"]);
+        let give_up = events.iter().find(|e| e["event"] == "give-up").unwrap();
+        assert_eq!(give_up["reason"], "budget");
+        assert_eq!(give_up["attempts"], 2);
+    }
 }
 
-/// A hundred runs at once on one breaker: every failure is counted.
-#[test]
-fn a_hundred_concurrent_runs_share_one_breaker_count() {
-    let s = state();
-    let names = ["--breaker", "herd", "--breaker-threshold", "1000"];
-    let mut args: Vec<String> = vec![s.flag()];
-    args.extend(names.iter().map(|a| a.to_string()));
-    args.extend(["-q", "-r", "0", "false"].map(String::from));
-    let statuses = concurrently(100, &args);
-    assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
-    assert_eq!(s.show(&names)["breaker"]["failures"], 100);
+on_every_store! {
+    /// A hundred runs at once on one budget: no update is lost (the state's counts are exactly the
+    /// attempts made), the retries never exceed the floor plus the ratio times the first attempts,
+    /// and the budget is spent, not starved.
+    fn a_hundred_concurrent_runs_share_one_budget(s) {
+        let work = tempfile::tempdir().unwrap();
+        let budget = [
+            "--budget",
+            "herd",
+            "--budget-floor",
+            "20/1m",
+            "--budget-ratio",
+            "0.1",
+        ];
+        let mut args: Vec<String> = vec![s.flag()];
+        args.extend(budget.iter().map(|a| a.to_string()));
+        args.extend(["-q", "-r", "3", "--base", "1ms", "--"].map(String::from));
+        args.extend(counting(work.path(), 1));
+        let statuses = concurrently(100, &args);
+        assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
+        let attempts = count(work.path());
+        let retries = attempts - 100;
+        assert!(retries <= 30, "{retries} retries: more than 20 + 0.1 x 100");
+        assert!(
+            retries >= 20,
+            "{retries} retries: the floor alone pays for 20"
+        );
+        let shown = s.show(&budget);
+        assert_eq!(
+            shown["budget"]["first_attempts"], 100,
+            "no first attempt lost"
+        );
+        assert_eq!(shown["budget"]["retries"], retries, "no retry lost");
+    }
+}
+
+on_every_store! {
+    /// A hundred runs at once on one breaker: every failure is counted.
+    fn a_hundred_concurrent_runs_share_one_breaker_count(s) {
+        let names = ["--breaker", "herd", "--breaker-threshold", "1000"];
+        let mut args: Vec<String> = vec![s.flag()];
+        args.extend(names.iter().map(|a| a.to_string()));
+        args.extend(["-q", "-r", "0", "false"].map(String::from));
+        let statuses = concurrently(100, &args);
+        assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
+        assert_eq!(s.show(&names)["breaker"]["failures"], 100);
+    }
 }
 
 fn breaker(threshold: &str, cooldown: &str) -> Vec<String> {
@@ -263,83 +329,83 @@ fn breaker(threshold: &str, cooldown: &str) -> Vec<String> {
     .to_vec()
 }
 
-#[test]
-fn an_open_breaker_ends_a_run_with_75_before_any_attempt() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let b = breaker("2", "1m");
-    s.retry(&[])
-        .args(&b)
-        .args(["-r", "5", "--base", "1ms", "--"])
-        .args(counting(work.path(), 1))
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("breaker 'api' opened"));
-    assert_eq!(
-        count(work.path()),
-        2,
-        "open at the threshold: no third attempt"
-    );
-    let hook = work.path().join("hook");
-    s.retry(&[])
-        .args(&b)
-        .args([
-            "--on-failure",
-            &format!(
-                "echo $RETRY_ATTEMPT $RETRY_LAST_EXIT > '{}'",
-                hook.display()
-            ),
-            "--",
-        ])
-        .args(counting(work.path(), 0))
-        .assert()
-        .code(75)
-        .stderr(predicate::str::contains(
-            "giving up before the first attempt: breaker 'api' is open; next probe in",
-        ));
-    assert_eq!(count(work.path()), 2, "no attempt ran");
-    assert_eq!(std::fs::read_to_string(&hook).unwrap(), "0 75\n");
-    s.retry(&["--fail-exit", "1"])
-        .args(&b)
-        .args(["--", "true"])
-        .assert()
-        .code(1);
-    let shown = s.show(&b);
-    assert_eq!(shown["breaker"]["state"], "open");
+on_every_store! {
+    fn an_open_breaker_ends_a_run_with_75_before_any_attempt(s) {
+        let work = tempfile::tempdir().unwrap();
+        let b = breaker("2", "1m");
+        s.retry(&[])
+            .args(&b)
+            .args(["-r", "5", "--base", "1ms", "--"])
+            .args(counting(work.path(), 1))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("breaker 'api' opened"));
+        assert_eq!(
+            count(work.path()),
+            2,
+            "open at the threshold: no third attempt"
+        );
+        let hook = work.path().join("hook");
+        s.retry(&[])
+            .args(&b)
+            .args([
+                "--on-failure",
+                &format!(
+                    "echo $RETRY_ATTEMPT $RETRY_LAST_EXIT > '{}'",
+                    hook.display()
+                ),
+                "--",
+            ])
+            .args(counting(work.path(), 0))
+            .assert()
+            .code(75)
+            .stderr(predicate::str::contains(
+                "giving up before the first attempt: breaker 'api' is open; next probe in",
+            ));
+        assert_eq!(count(work.path()), 2, "no attempt ran");
+        assert_eq!(std::fs::read_to_string(&hook).unwrap(), "0 75\n");
+        s.retry(&["--fail-exit", "1"])
+            .args(&b)
+            .args(["--", "true"])
+            .assert()
+            .code(1);
+        let shown = s.show(&b);
+        assert_eq!(shown["breaker"]["state"], "open");
+    }
 }
 
-/// Once the cooldown is over, a probe that fails opens the breaker for twice as long, and one
-/// that succeeds closes it.
-#[test]
-fn the_probe_decides_and_a_failed_probe_doubles_the_cooldown() {
-    let s = state();
-    let b = breaker("1", "300ms");
-    s.fail_once(&b);
-    std::thread::sleep(Duration::from_millis(320));
-    s.retry(&["-r", "0", "-v"])
-        .args(&b)
-        .args(["false"])
-        .assert()
-        .code(1)
-        .stderr(
-            predicate::str::contains("this attempt is breaker 'api''s probe").and(
-                predicate::str::contains("the probe failed, open again; next probe in 600ms"),
-            ),
-        );
-    // The next probe, as the record holds it: whatever time has passed since, no later than
-    // twice the cooldown from now.
-    let next = s.show(&b)["breaker"]["next_probe_ms"].as_f64().unwrap();
-    assert!(next <= 600.0, "{next}");
-    std::thread::sleep(Duration::from_millis(next as u64 + 20));
-    s.retry(&[])
-        .args(&b)
-        .args(["true"])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains("breaker 'api' closed"));
-    let shown = s.show(&b);
-    assert_eq!(shown["breaker"]["state"], "closed");
-    assert_eq!(shown["breaker"]["failures"], 0);
+on_every_store! {
+    /// Once the cooldown is over, a probe that fails opens the breaker for twice as long, and one
+    /// that succeeds closes it.
+    fn the_probe_decides_and_a_failed_probe_doubles_the_cooldown(s) {
+        let b = breaker("1", "300ms");
+        s.fail_once(&b);
+        std::thread::sleep(Duration::from_millis(320));
+        s.retry(&["-r", "0", "-v"])
+            .args(&b)
+            .args(["false"])
+            .assert()
+            .code(1)
+            .stderr(
+                predicate::str::contains("this attempt is breaker 'api''s probe").and(
+                    predicate::str::contains("the probe failed, open again; next probe in 600ms"),
+                ),
+            );
+        // The next probe, as the record holds it: whatever time has passed since, no later than
+        // twice the cooldown from now.
+        let next = s.show(&b)["breaker"]["next_probe_ms"].as_f64().unwrap();
+        assert!(next <= 600.0, "{next}");
+        std::thread::sleep(Duration::from_millis(next as u64 + 20));
+        s.retry(&[])
+            .args(&b)
+            .args(["true"])
+            .assert()
+            .code(0)
+            .stderr(predicate::str::contains("breaker 'api' closed"));
+        let shown = s.show(&b);
+        assert_eq!(shown["breaker"]["state"], "closed");
+        assert_eq!(shown["breaker"]["failures"], 0);
+    }
 }
 
 /// The probe's first attempt earns its share of the budget the run names, whether the budget
@@ -368,56 +434,56 @@ fn a_probe_earns_for_the_budget_it_names() {
     }
 }
 
-/// Among runs that ask at once when the cooldown is over, one probes; the others end as if the
-/// breaker were open.
-#[test]
-fn only_one_probe_runs_among_concurrent_runs() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let b = breaker("1", "200ms");
-    s.fail_once(&b);
-    std::thread::sleep(Duration::from_millis(220));
-    // A --timeout makes the probe's lease outlast its sleep: --timeout and the grace.
-    let statuses = s.concurrent_runs(10, &b, &["--timeout", "5s"], work.path(), "0.5");
-    assert_eq!(count(work.path()), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|&&s| s == 0).count(), 1);
-    assert_eq!(statuses.iter().filter(|&&s| s == 75).count(), 9);
+on_every_store! {
+    /// Among runs that ask at once when the cooldown is over, one probes; the others end as if the
+    /// breaker were open.
+    fn only_one_probe_runs_among_concurrent_runs(s) {
+        let work = tempfile::tempdir().unwrap();
+        let b = breaker("1", "200ms");
+        s.fail_once(&b);
+        std::thread::sleep(Duration::from_millis(220));
+        // A --timeout makes the probe's lease outlast its sleep: --timeout and the grace.
+        let statuses = s.concurrent_runs(10, &b, &["--timeout", "5s"], work.path(), "0.5");
+        assert_eq!(count(work.path()), 1, "{statuses:?}");
+        assert_eq!(statuses.iter().filter(|&&s| s == 0).count(), 1);
+        assert_eq!(statuses.iter().filter(|&&s| s == 75).count(), 9);
+    }
 }
 
-/// A run whose attempt fails while another run's probe runs is answered as if the breaker were
-/// open: it ends at once with its status, without waiting for a retry it would be refused.
-#[test]
-fn a_retrying_run_ends_at_once_while_another_run_probes() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let at = |name: &str| work.path().join(name).display().to_string();
-    let (started, go) = (at("started"), at("go"));
-    // Its first attempt starts while the breaker is closed, and fails once the probe runs.
-    let mut waiting = s
-        .retry(&["--breaker", "api", "--breaker-threshold", "100"])
-        .args(["-r", "3", "--base", "5s"])
-        .args(sh(&format!(
-            "touch '{started}'; for i in $(seq 1000); do [ -e '{go}' ] && break; sleep 0.01; done; exit 1"
-        )))
-        .spawn();
-    eventually("the first attempt runs", || Path::new(&started).exists());
-    s.fail_once(&breaker("1", "100ms"));
-    std::thread::sleep(Duration::from_millis(120));
-    s.retry(&["-v", "-r", "0", "--timeout", "5s"])
-        .args(breaker("1", "100ms"))
-        .args(sh(&format!("touch '{go}'; sleep 1; exit 1")))
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains(
-            "this attempt is breaker 'api''s probe",
-        ));
-    assert_eq!(wait_bounded(&mut waiting).code(), Some(1));
-    let mut said = String::new();
-    std::io::Read::read_to_string(&mut waiting.stderr.take().unwrap(), &mut said).unwrap();
-    assert!(
-        said.contains("breaker 'api' is open") && !said.contains("next attempt"),
-        "{said}"
-    );
+on_every_store! {
+    /// A run whose attempt fails while another run's probe runs is answered as if the breaker were
+    /// open: it ends at once with its status, without waiting for a retry it would be refused.
+    fn a_retrying_run_ends_at_once_while_another_run_probes(s) {
+        let work = tempfile::tempdir().unwrap();
+        let at = |name: &str| work.path().join(name).display().to_string();
+        let (started, go) = (at("started"), at("go"));
+        // Its first attempt starts while the breaker is closed, and fails once the probe runs.
+        let mut waiting = s
+            .retry(&["--breaker", "api", "--breaker-threshold", "100"])
+            .args(["-r", "3", "--base", "5s"])
+            .args(sh(&format!(
+                "touch '{started}'; for i in $(seq 1000); do [ -e '{go}' ] && break; sleep 0.01; done; exit 1"
+            )))
+            .spawn();
+        eventually("the first attempt runs", || Path::new(&started).exists());
+        s.fail_once(&breaker("1", "100ms"));
+        std::thread::sleep(Duration::from_millis(120));
+        s.retry(&["-v", "-r", "0", "--timeout", "5s"])
+            .args(breaker("1", "100ms"))
+            .args(sh(&format!("touch '{go}'; sleep 1; exit 1")))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "this attempt is breaker 'api''s probe",
+            ));
+        assert_eq!(wait_bounded(&mut waiting).code(), Some(1));
+        let mut said = String::new();
+        std::io::Read::read_to_string(&mut waiting.stderr.take().unwrap(), &mut said).unwrap();
+        assert!(
+            said.contains("breaker 'api' is open") && !said.contains("next attempt"),
+            "{said}"
+        );
+    }
 }
 
 /// A probe whose run dies without a word (SIGKILL) holds the breaker only until its lease ends:
@@ -476,73 +542,73 @@ fn a_dead_probe_is_forgotten_after_its_lease() {
         .code(0);
 }
 
-/// A cooldown of 0 holds no run back: once open, every run's attempt is a probe, and without a
-/// `--timeout` a probe's lease is that cooldown, so concurrent runs all go. The breaker still
-/// counts, and still closes on a success.
-#[test]
-fn a_breaker_with_no_cooldown_holds_no_run_back() {
-    let s = state();
-    let work = tempfile::tempdir().unwrap();
-    let b = breaker("1", "0s");
-    s.fail_once(&b);
-    assert_eq!(s.show(&b)["breaker"]["state"], "half-open");
-    let statuses = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
-    assert_eq!(statuses, [0; 5]);
-    assert_eq!(count(work.path()), 5);
-    assert_eq!(s.show(&b)["breaker"]["state"], "closed");
+on_every_store! {
+    /// A cooldown of 0 holds no run back: once open, every run's attempt is a probe, and without a
+    /// `--timeout` a probe's lease is that cooldown, so concurrent runs all go. The breaker still
+    /// counts, and still closes on a success.
+    fn a_breaker_with_no_cooldown_holds_no_run_back(s) {
+        let work = tempfile::tempdir().unwrap();
+        let b = breaker("1", "0s");
+        s.fail_once(&b);
+        assert_eq!(s.show(&b)["breaker"]["state"], "half-open");
+        let statuses = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
+        assert_eq!(statuses, [0; 5]);
+        assert_eq!(count(work.path()), 5);
+        assert_eq!(s.show(&b)["breaker"]["state"], "closed");
+    }
 }
 
-/// Permanent failures and commands that cannot start say nothing of the service.
-#[test]
-fn permanent_failures_and_missing_commands_record_nothing() {
-    let s = state();
-    let b = breaker("1", "1m");
-    s.retry(&["--stop-on-exit", "3"])
-        .args(&b)
-        .args(sh("exit 3"))
-        .assert()
-        .code(3);
-    s.retry(&[])
-        .args(&b)
-        .args(["no-such-command-for-retry"])
-        .assert()
-        .code(127);
-    let shown = s.show(&b);
-    assert_eq!(shown["breaker"]["state"], "closed");
-    assert_eq!(shown["breaker"]["failures"], 0);
+on_every_store! {
+    /// Permanent failures and commands that cannot start say nothing of the service.
+    fn permanent_failures_and_missing_commands_record_nothing(s) {
+        let b = breaker("1", "1m");
+        s.retry(&["--stop-on-exit", "3"])
+            .args(&b)
+            .args(sh("exit 3"))
+            .assert()
+            .code(3);
+        s.retry(&[])
+            .args(&b)
+            .args(["no-such-command-for-retry"])
+            .assert()
+            .code(127);
+        let shown = s.show(&b);
+        assert_eq!(shown["breaker"]["state"], "closed");
+        assert_eq!(shown["breaker"]["failures"], 0);
+    }
 }
 
-#[test]
-fn reset_state_gives_a_full_budget_and_a_closed_breaker() {
-    let s = state();
-    let names = [
-        "--budget",
-        "api",
-        "--budget-floor",
-        "1/1m",
-        "--breaker",
-        "api",
-        "--breaker-threshold",
-        "1",
-    ];
-    s.retry(&names)
-        .args(["-r", "3", "--base", "1ms", "false"])
-        .assert()
-        .code(1);
-    assert_eq!(s.show(&names)["breaker"]["state"], "open");
-    s.retry(&["--reset-state"])
-        .args(names)
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("breaker 'api' reset: closed"));
-    let shown = s.show(&names);
-    assert_eq!(shown["breaker"]["state"], "closed");
-    assert_eq!(shown["budget"]["retries"], 0);
-    s.retry(&["--show-state"])
-        .args(names)
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("budget 'api': balance"));
+on_every_store! {
+    fn reset_state_gives_a_full_budget_and_a_closed_breaker(s) {
+        let names = [
+            "--budget",
+            "api",
+            "--budget-floor",
+            "1/1m",
+            "--breaker",
+            "api",
+            "--breaker-threshold",
+            "1",
+        ];
+        s.retry(&names)
+            .args(["-r", "3", "--base", "1ms", "false"])
+            .assert()
+            .code(1);
+        assert_eq!(s.show(&names)["breaker"]["state"], "open");
+        s.retry(&["--reset-state"])
+            .args(names)
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains("breaker 'api' reset: closed"));
+        let shown = s.show(&names);
+        assert_eq!(shown["breaker"]["state"], "closed");
+        assert_eq!(shown["budget"]["retries"], 0);
+        s.retry(&["--show-state"])
+            .args(names)
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains("budget 'api': balance"));
+    }
 }
 
 /// A run that names no budget and no breaker leaves the state alone: no directory is made.
@@ -555,57 +621,57 @@ fn a_run_that_names_neither_makes_no_state() {
     assert!(!s.dir.exists());
 }
 
-/// Under `--log-format json`, `--show-state` is one `state` object on stdout, and
-/// `--reset-state` one `reset` object; a name not given is null.
-#[test]
-fn show_and_reset_state_in_json_are_one_object_each() {
-    let s = state();
-    let names = [
-        "--budget",
-        "api",
-        "--breaker",
-        "db",
-        "--breaker-threshold",
-        "1",
-    ];
-    s.retry(&names).args(["-r", "0", "false"]).assert().code(1);
-    let shown = s.show(&names);
-    assert_eq!(shown["event"], "state");
-    let budget = &shown["budget"];
-    assert_eq!(budget["name"], "api");
-    assert_eq!(budget["balance"].as_f64(), Some(10.1));
-    assert_eq!(
-        (
-            budget["first_attempts"].as_u64(),
-            budget["retries"].as_u64()
-        ),
-        (Some(1), Some(0))
-    );
-    assert_eq!(budget["window_ms"].as_f64(), Some(60_000.0));
-    let breaker = &shown["breaker"];
-    assert_eq!(
-        (breaker["name"].as_str(), breaker["state"].as_str()),
-        (Some("db"), Some("open"))
-    );
-    assert_eq!(breaker["failures"].as_u64(), Some(0));
-    let next_probe = breaker["next_probe_ms"].as_f64().unwrap();
-    assert!(
-        next_probe > 50_000.0 && next_probe <= 60_000.0,
-        "{next_probe}"
-    );
-    assert!(s.show(&["--budget", "api"])["breaker"].is_null());
-    let reset = s
-        .retry(&["--reset-state", "--log-format", "json", "--breaker", "db"])
-        .command()
-        .output()
-        .unwrap();
-    assert!(reset.status.success(), "{reset:?}");
-    let reset: Value = serde_json::from_slice(&reset.stdout).unwrap();
-    assert_eq!(
-        reset,
-        serde_json::json!({"event": "reset", "budget": null, "breaker": "db"})
-    );
-    assert_eq!(s.show(&names)["breaker"]["state"], "closed");
+on_every_store! {
+    /// Under `--log-format json`, `--show-state` is one `state` object on stdout, and
+    /// `--reset-state` one `reset` object; a name not given is null.
+    fn show_and_reset_state_in_json_are_one_object_each(s) {
+        let names = [
+            "--budget",
+            "api",
+            "--breaker",
+            "db",
+            "--breaker-threshold",
+            "1",
+        ];
+        s.retry(&names).args(["-r", "0", "false"]).assert().code(1);
+        let shown = s.show(&names);
+        assert_eq!(shown["event"], "state");
+        let budget = &shown["budget"];
+        assert_eq!(budget["name"], "api");
+        assert_eq!(budget["balance"].as_f64(), Some(10.1));
+        assert_eq!(
+            (
+                budget["first_attempts"].as_u64(),
+                budget["retries"].as_u64()
+            ),
+            (Some(1), Some(0))
+        );
+        assert_eq!(budget["window_ms"].as_f64(), Some(60_000.0));
+        let breaker = &shown["breaker"];
+        assert_eq!(
+            (breaker["name"].as_str(), breaker["state"].as_str()),
+            (Some("db"), Some("open"))
+        );
+        assert_eq!(breaker["failures"].as_u64(), Some(0));
+        let next_probe = breaker["next_probe_ms"].as_f64().unwrap();
+        assert!(
+            next_probe > 50_000.0 && next_probe <= 60_000.0,
+            "{next_probe}"
+        );
+        assert!(s.show(&["--budget", "api"])["breaker"].is_null());
+        let reset = s
+            .retry(&["--reset-state", "--log-format", "json", "--breaker", "db"])
+            .command()
+            .output()
+            .unwrap();
+        assert!(reset.status.success(), "{reset:?}");
+        let reset: Value = serde_json::from_slice(&reset.stdout).unwrap();
+        assert_eq!(
+            reset,
+            serde_json::json!({"event": "reset", "budget": null, "breaker": "db"})
+        );
+        assert_eq!(s.show(&names)["breaker"]["state"], "closed");
+    }
 }
 
 #[test]
@@ -839,23 +905,23 @@ fn a_full_disk_fails_open() {
     fails_open_under(&s, &wrapper, "No space left on device");
 }
 
-/// The command inherits no descriptor of the state: a daemon it starts holds no lock file open.
-#[test]
-fn the_command_inherits_no_descriptor_of_the_state() {
-    let s = state();
-    let output = s
-        .retry(&["--budget", "api", "--breaker", "api", "-r", "0"])
-        .args(sh("ls -l /proc/$$/fd"))
-        .command()
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let listing = String::from_utf8_lossy(&output.stdout);
-    assert!(listing.contains("/proc/") || listing.contains("pipe") || listing.contains("/dev/"));
-    assert!(
-        !listing.contains("api.lock") && !listing.contains("api.state"),
-        "{listing}"
-    );
+on_every_store! {
+    /// The command inherits no descriptor of the state: a daemon it starts holds no lock file open.
+    fn the_command_inherits_no_descriptor_of_the_state(s) {
+        let output = s
+            .retry(&["--budget", "api", "--breaker", "api", "-r", "0"])
+            .args(sh("ls -l /proc/$$/fd"))
+            .command()
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let listing = String::from_utf8_lossy(&output.stdout);
+        assert!(listing.contains("/proc/") || listing.contains("pipe") || listing.contains("/dev/"));
+        assert!(
+            !listing.contains("api.lock") && !listing.contains("api.state"),
+            "{listing}"
+        );
+    }
 }
 
 #[test]
@@ -1007,40 +1073,40 @@ fn dry_run_shows_the_names_and_records_nothing() {
     assert!(!s.dir.exists(), "a dry run made the state directory");
 }
 
-/// The JSON log has an event for each change of the breaker and for its probe, and a give-up
-/// with reason "breaker".
-#[test]
-fn breaker_decisions_are_logged() {
-    let s = state();
-    let b = breaker("1", "600ms");
-    let events = |args: &[&str]| -> Vec<Value> {
-        let output = s
-            .retry(&["--log-format", "json", "-r", "0"])
-            .args(&b)
-            .args(args)
-            .command()
-            .output()
-            .unwrap();
-        json_events(&output.stderr)
-    };
-    let breaker_events = |events: &[Value]| -> Vec<String> {
-        events
-            .iter()
-            .filter(|e| e["event"] == "breaker")
-            .map(|e| e["transition"].as_str().unwrap().to_string())
-            .collect()
-    };
-    let opened = events(&["false"]);
-    assert_eq!(breaker_events(&opened), ["opened"]);
-    let opening = opened.iter().find(|e| e["event"] == "breaker").unwrap();
-    assert!(opening["next_probe_ms"].as_f64().unwrap() > 0.0);
-    let refused = events(&["true"]);
-    let give_up = refused.iter().find(|e| e["event"] == "give-up").unwrap();
-    assert_eq!(give_up["reason"], "breaker");
-    assert_eq!(give_up["attempts"], 0);
-    assert_eq!(give_up["exit_code"], 75);
-    std::thread::sleep(Duration::from_millis(620));
-    assert_eq!(breaker_events(&events(&["true"])), ["probe", "closed"]);
+on_every_store! {
+    /// The JSON log has an event for each change of the breaker and for its probe, and a give-up
+    /// with reason "breaker".
+    fn breaker_decisions_are_logged(s) {
+        let b = breaker("1", "600ms");
+        let events = |args: &[&str]| -> Vec<Value> {
+            let output = s
+                .retry(&["--log-format", "json", "-r", "0"])
+                .args(&b)
+                .args(args)
+                .command()
+                .output()
+                .unwrap();
+            json_events(&output.stderr)
+        };
+        let breaker_events = |events: &[Value]| -> Vec<String> {
+            events
+                .iter()
+                .filter(|e| e["event"] == "breaker")
+                .map(|e| e["transition"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let opened = events(&["false"]);
+        assert_eq!(breaker_events(&opened), ["opened"]);
+        let opening = opened.iter().find(|e| e["event"] == "breaker").unwrap();
+        assert!(opening["next_probe_ms"].as_f64().unwrap() > 0.0);
+        let refused = events(&["true"]);
+        let give_up = refused.iter().find(|e| e["event"] == "give-up").unwrap();
+        assert_eq!(give_up["reason"], "breaker");
+        assert_eq!(give_up["attempts"], 0);
+        assert_eq!(give_up["exit_code"], 75);
+        std::thread::sleep(Duration::from_millis(620));
+        assert_eq!(breaker_events(&events(&["true"])), ["probe", "closed"]);
+    }
 }
 
 /// The state directory may come from the config file (`state`), like any setting; a state file

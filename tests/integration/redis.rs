@@ -1,6 +1,9 @@
-//! Budgets and breakers in Redis: redis-servers of the tests' own (on a free loopback port, a
-//! unix socket, one with a password), two "hosts" sharing one budget, many concurrent runs, the
-//! keys, failing open in every way a server can fail, and a password never shown.
+//! What is Redis's own about budgets and breakers kept there: redis-servers of the tests' own
+//! (on a free loopback port, a unix socket, one with a password, one speaking TLS), two "hosts"
+//! sharing one budget through RETRY_STATE, the keys and their expiry, the balance as the script
+//! sends it, a corrupt value, failing open in every way a server can fail, a password never
+//! shown, and a Redis Cluster's own: its URLs, its seeds, a failover. The fleet scenarios
+//! themselves run on every store, this one included, in fleet.rs.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -70,7 +73,7 @@ pub fn server(args: &[&str], socket: bool) -> Option<Server> {
 }
 
 impl Server {
-    fn url(&self, db: u8) -> String {
+    pub fn url(&self, db: u8) -> String {
         format!("redis://127.0.0.1:{}/{db}", self.port)
     }
 
@@ -185,38 +188,6 @@ fn the_balance_reads_back_from_redis() {
     assert_eq!(spent["balance"].as_f64(), Some(1.5), "{spent}");
     let shown = show(&server.url(0), &names);
     assert_eq!(shown["budget"]["balance"].as_f64(), Some(1.5), "{shown}");
-}
-
-/// A hundred runs at once on one budget in Redis: no update lost.
-#[test]
-fn a_hundred_concurrent_runs_share_one_budget_in_redis() {
-    let Some(server) = server(&[], false) else {
-        return;
-    };
-    let work = tempfile::tempdir().unwrap();
-    let budget = [
-        "--budget",
-        "herd",
-        "--budget-floor",
-        "20/1m",
-        "--budget-ratio",
-        "0.1",
-    ];
-    let mut args: Vec<String> = vec![format!("--state={}", server.url(0))];
-    args.extend(budget.iter().map(|a| a.to_string()));
-    args.extend(["-q", "-r", "3", "--base", "1ms", "--"].map(String::from));
-    args.extend(sh(&format!(
-        "printf x >> '{}'; exit 1",
-        work.path().join("count").display()
-    )));
-    let statuses = concurrently(100, &args);
-    assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
-    let attempts = std::fs::read(work.path().join("count")).unwrap().len();
-    let retries = attempts - 100;
-    assert!((20..=30).contains(&retries), "{retries} retries");
-    let shown = show(&server.url(0), &budget);
-    assert_eq!(shown["budget"]["first_attempts"], 100);
-    assert_eq!(shown["budget"]["retries"], retries);
 }
 
 /// The keys: `retry:{NAME}:...`, in the database the URL names, expiring once idle; a deleted
