@@ -609,6 +609,8 @@ fn a_corrupt_value_is_replaced_said_and_used() {
 /// free loopback ports, every one stopped by its pid when dropped, also when a test fails.
 pub struct Cluster {
     nodes: Vec<Server>,
+    /// What every node asks clients (and each other) for, if anything.
+    password: Option<String>,
 }
 
 impl Cluster {
@@ -617,29 +619,45 @@ impl Cluster {
             .iter()
             .map(|node| format!("127.0.0.1:{}", node.port))
             .collect();
-        format!("redis+cluster://{}", hosts.join(","))
+        let credentials = self
+            .password
+            .as_ref()
+            .map_or(String::new(), |password| format!(":{password}@"));
+        format!("redis+cluster://{credentials}{}", hosts.join(","))
     }
 }
 
 /// Starts and creates a cluster (`redis-cli --cluster create`), and waits for
 /// `cluster_state:ok`; `None` (outside CI) without redis-server or redis-cli.
 pub fn cluster() -> Option<Cluster> {
+    cluster_with_password(None)
+}
+
+/// `cluster`, every node asking for `password` (of clients, and of each other).
+fn cluster_with_password(password: Option<&str>) -> Option<Cluster> {
     let mut nodes = Vec::new();
-    for _ in 0..6 {
-        nodes.push(server(
-            &[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-node-timeout",
-                "1000",
-                "--cluster-config-file",
-                "nodes.conf",
-            ],
-            false,
-        )?);
+    let mut args = vec![
+        "--cluster-enabled",
+        "yes",
+        "--cluster-node-timeout",
+        "1000",
+        "--cluster-config-file",
+        "nodes.conf",
+    ];
+    if let Some(password) = password {
+        args.extend(["--requirepass", password, "--masterauth", password]);
     }
-    let cluster = Cluster { nodes };
+    for _ in 0..6 {
+        nodes.push(server(&args, false)?);
+    }
+    let cluster = Cluster {
+        nodes,
+        password: password.map(str::to_string),
+    };
     let mut create = Command::new("redis-cli");
+    if let Some(password) = password {
+        create.args(["--no-auth-warning", "-a", password]);
+    }
     create.arg("--cluster").arg("create");
     for node in &cluster.nodes {
         create.arg(format!("127.0.0.1:{}", node.port));
@@ -657,10 +675,13 @@ pub fn cluster() -> Option<Cluster> {
     // Up: every slot served, and every replica in sync with its master (a replica that never
     // synced cannot take over).
     let started = Instant::now();
+    let password = cluster.password.as_deref();
     for node in &cluster.nodes {
-        while !node.info("CLUSTER", "INFO").contains("cluster_state:ok")
+        while !node
+            .info_as(password, "CLUSTER", "INFO")
+            .contains("cluster_state:ok")
             || !{
-                let replication = node.info("INFO", "replication");
+                let replication = node.info_as(password, "INFO", "replication");
                 replication.contains("role:master\r\nconnected_slaves:1")
                     || replication.contains("master_link_status:up")
             }
@@ -675,11 +696,20 @@ pub fn cluster() -> Option<Cluster> {
 impl Server {
     /// The bulk reply of a two-word command (`CLUSTER INFO`), whole.
     fn info(&self, first: &str, second: &str) -> String {
+        self.info_as(None, first, second)
+    }
+
+    /// `info`, after `AUTH password` when one is given.
+    fn info_as(&self, password: Option<&str>, first: &str, second: &str) -> String {
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return String::new();
         };
         stream.set_read_timeout(Some(BOUND)).unwrap();
-        let request = format!(
+        let mut request = String::new();
+        if let Some(password) = password {
+            request += &format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{password}\r\n", password.len());
+        }
+        request += &format!(
             "*2\r\n${}\r\n{first}\r\n${}\r\n{second}\r\n",
             first.len(),
             second.len()
@@ -687,6 +717,10 @@ impl Server {
         stream.write_all(request.as_bytes()).unwrap();
         let mut reader = BufReader::new(stream);
         let mut header = String::new();
+        if password.is_some() {
+            reader.read_line(&mut header).unwrap();
+            header.clear();
+        }
         reader.read_line(&mut header).unwrap();
         let Some(length) = header
             .trim()
@@ -900,4 +934,33 @@ fn a_cluster_with_no_seed_answering_fails_open_within_a_second() {
         started.elapsed()
     );
     drop(done);
+}
+
+/// A cluster whose nodes ask for a password: the URL's password reaches every node, a wrong one
+/// fails open, and neither is ever shown.
+#[test]
+fn a_password_reaches_every_node_of_a_cluster_and_is_never_shown() {
+    let Some(cluster) = cluster_with_password(Some("s3cret-pw")) else {
+        return;
+    };
+    let url = cluster.url();
+    retry()
+        .args(["--budget", "api", "-r", "1", "--base", "1ms", "false"])
+        .command()
+        .env("RETRY_STATE", &url)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("state unavailable").not());
+    assert_eq!(show(&url, &["--budget", "api"])["budget"]["retries"], 1);
+    let wrong = url.replace("s3cret-pw", "not-it");
+    retry()
+        .args([format!("--state={wrong}")])
+        .args(["--budget", "api", "-r", "0", "true"])
+        .assert()
+        .code(0)
+        .stderr(
+            predicate::str::contains("state unavailable")
+                .and(predicate::str::contains("not-it").not())
+                .and(predicate::str::contains("s3cret-pw").not()),
+        );
 }
