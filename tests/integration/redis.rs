@@ -433,12 +433,10 @@ fn retry_state_refuses_an_unknown_scheme() {
         );
 }
 
-/// `rediss://`: TLS, trusting what the system trusts (and `SSL_CERT_FILE`, as curl does). A
-/// certificate nobody vouches for makes the run fail open.
-#[test]
-fn rediss_speaks_tls_to_a_server_the_system_trusts() {
-    let dir = tempfile::tempdir().unwrap();
-    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+/// A certificate authority (`ca.pem`) and a certificate it signed for 127.0.0.1
+/// (`server.pem`, `server.key`), made with openssl in `dir`; `false` (outside CI) without it.
+fn certificates(dir: &std::path::Path) -> bool {
+    let at = |name: &str| dir.join(name).to_str().unwrap().to_string();
     std::fs::write(
         at("ext.cnf"),
         "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
@@ -497,9 +495,21 @@ fn rediss_speaks_tls_to_a_server_the_system_trusts() {
             .status()
         else {
             missing("openssl", "a Redis server speaking TLS");
-            return;
+            return false;
         };
         assert!(status.success(), "openssl {step:?}");
+    }
+    true
+}
+
+/// `rediss://`: TLS, trusting what the system trusts (and `SSL_CERT_FILE`, as curl does). A
+/// certificate nobody vouches for makes the run fail open.
+#[test]
+fn rediss_speaks_tls_to_a_server_the_system_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    if !certificates(dir.path()) {
+        return;
     }
     let tls_port = free_port();
     let tls_port_text = tls_port.to_string();
@@ -611,30 +621,55 @@ pub struct Cluster {
     nodes: Vec<Server>,
     /// What every node asks clients (and each other) for, if anything.
     password: Option<String>,
+    /// With TLS: each node's TLS port, and the directory of the certificates.
+    tls: Option<(Vec<u16>, tempfile::TempDir)>,
 }
 
 impl Cluster {
     pub fn url(&self) -> String {
-        let hosts: Vec<String> = self.nodes[..3]
+        let ports: Vec<u16> = match &self.tls {
+            Some((ports, _)) => ports[..3].to_vec(),
+            None => self.nodes[..3].iter().map(|node| node.port).collect(),
+        };
+        let hosts: Vec<String> = ports
             .iter()
-            .map(|node| format!("127.0.0.1:{}", node.port))
+            .map(|port| format!("127.0.0.1:{port}"))
             .collect();
         let credentials = self
             .password
             .as_ref()
             .map_or(String::new(), |password| format!(":{password}@"));
-        format!("redis+cluster://{credentials}{}", hosts.join(","))
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}+cluster://{credentials}{}", hosts.join(","))
     }
 }
 
 /// Starts and creates a cluster (`redis-cli --cluster create`), and waits for
 /// `cluster_state:ok`; `None` (outside CI) without redis-server or redis-cli.
 pub fn cluster() -> Option<Cluster> {
-    cluster_with_password(None)
+    cluster_with(None, false)
 }
 
-/// `cluster`, every node asking for `password` (of clients, and of each other).
-fn cluster_with_password(password: Option<&str>) -> Option<Cluster> {
+/// `cluster`, every node asking for `password` (of clients, and of each other), and with
+/// `tls`, speaking TLS to clients and to each other (besides a plain port for the checks).
+fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
+    let certificates_dir = tempfile::tempdir().unwrap();
+    let file = |name: &str| {
+        certificates_dir
+            .path()
+            .join(name)
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    if tls && !certificates(certificates_dir.path()) {
+        return None;
+    }
+    let tls_ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
     let mut nodes = Vec::new();
     let mut args = vec![
         "--cluster-enabled",
@@ -647,21 +682,47 @@ fn cluster_with_password(password: Option<&str>) -> Option<Cluster> {
     if let Some(password) = password {
         args.extend(["--requirepass", password, "--masterauth", password]);
     }
-    for _ in 0..6 {
-        nodes.push(server(&args, false)?);
+    let (cert, key, ca) = (file("server.pem"), file("server.key"), file("ca.pem"));
+    for tls_port in &tls_ports {
+        let tls_port = tls_port.to_string();
+        let mut node_args = args.clone();
+        if tls {
+            node_args.extend([
+                "--tls-port",
+                &tls_port,
+                "--tls-cert-file",
+                &cert,
+                "--tls-key-file",
+                &key,
+                "--tls-ca-cert-file",
+                &ca,
+                "--tls-auth-clients",
+                "no",
+                "--tls-cluster",
+                "yes",
+                "--tls-replication",
+                "yes",
+            ]);
+        }
+        nodes.push(server(&node_args, false)?);
     }
-    let cluster = Cluster {
-        nodes,
-        password: password.map(str::to_string),
-    };
     let mut create = Command::new("redis-cli");
     if let Some(password) = password {
         create.args(["--no-auth-warning", "-a", password]);
     }
-    create.arg("--cluster").arg("create");
-    for node in &cluster.nodes {
-        create.arg(format!("127.0.0.1:{}", node.port));
+    if tls {
+        create.args(["--tls", "--cacert", &ca]);
     }
+    create.arg("--cluster").arg("create");
+    for (node, tls_port) in nodes.iter().zip(&tls_ports) {
+        let port = if tls { *tls_port } else { node.port };
+        create.arg(format!("127.0.0.1:{port}"));
+    }
+    let cluster = Cluster {
+        nodes,
+        password: password.map(str::to_string),
+        tls: tls.then_some((tls_ports, certificates_dir)),
+    };
     let Ok(created) = create
         .args(["--cluster-replicas", "1", "--cluster-yes"])
         .stdout(Stdio::null())
@@ -940,7 +1001,7 @@ fn a_cluster_with_no_seed_answering_fails_open_within_a_second() {
 /// fails open, and neither is ever shown.
 #[test]
 fn a_password_reaches_every_node_of_a_cluster_and_is_never_shown() {
-    let Some(cluster) = cluster_with_password(Some("s3cret-pw")) else {
+    let Some(cluster) = cluster_with(Some("s3cret-pw"), false) else {
         return;
     };
     let url = cluster.url();
@@ -963,4 +1024,35 @@ fn a_password_reaches_every_node_of_a_cluster_and_is_never_shown() {
                 .and(predicate::str::contains("not-it").not())
                 .and(predicate::str::contains("s3cret-pw").not()),
         );
+}
+
+/// `rediss+cluster://`: TLS to every node, trusting the system's roots and `SSL_CERT_FILE`,
+/// as `rediss://` does; a certificate it cannot trust fails open.
+#[test]
+fn rediss_cluster_speaks_tls_to_every_node() {
+    let Some(cluster) = cluster_with(None, true) else {
+        return;
+    };
+    let url = cluster.url();
+    assert!(url.starts_with("rediss+cluster://"));
+    let (_, certificates) = cluster.tls.as_ref().unwrap();
+    let ca = certificates.path().join("ca.pem");
+    retry()
+        .args([format!("--state={url}")])
+        .args(FLOOR_2)
+        .args(["-r", "5", "--base", "1ms", "false"])
+        .command()
+        .env("SSL_CERT_FILE", &ca)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("budget 'api' is spent"));
+    retry()
+        .args([format!("--state={url}")])
+        .args(FLOOR_2)
+        .args(["-r", "1", "--base", "1ms", "false"])
+        .command()
+        .env("SSL_CERT_FILE", certificates.path().join("server.key"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("state unavailable").count(1));
 }
