@@ -283,8 +283,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         };
         for attempt in 1u64.. {
             if self.past_deadline(self.clock.now()) {
-                if progress.restarting_after.is_some() {
-                    return self.end_restarts(attempt - 1, &progress, GiveUp::MaxTime);
+                if let Some(success) = progress.restarting_after {
+                    return self.end_restarts(attempt - 1, success, GiveUp::MaxTime);
                 }
                 let last = progress.last;
                 return self.give_up(GiveUp::MaxTime, attempt - 1, last, Telling::Always);
@@ -332,8 +332,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         };
         let name = self.breaker_name();
         let reason = GiveUp::Breaker { name, next_probe };
-        if progress.restarting_after.is_some() {
-            return self.end_restarts(attempt - 1, progress, reason).map(Some);
+        if let Some(success) = progress.restarting_after {
+            return self.end_restarts(attempt - 1, success, reason).map(Some);
         }
         let end = match progress.last {
             None => RunEnd::BreakerOpen,
@@ -602,17 +602,14 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         Ok(Next::Wait(wait))
     }
 
-    /// Ends a `--restart` run that waited after a success and may not start the command
-    /// again: it succeeded, and says why it stops.
+    /// Ends a `--restart` run that waited after a success (`end`, after running `ran`) and may
+    /// not start the command again: it succeeded, and says why it stops.
     fn end_restarts(
         &mut self,
         attempts: u64,
-        progress: &Progress,
+        (end, ran): (AttemptEnd, Duration),
         reason: GiveUp<'_>,
     ) -> Result<RunEnd, Halt> {
-        let (end, ran) = progress
-            .restarting_after
-            .expect("only after a success under --restart");
         self.reporter.emit(&Event::Success {
             count: Count {
                 attempt: attempts,

@@ -11,7 +11,7 @@ use clap_mangen::Man;
 use clap_mangen::roff::{Roff, bold, italic, roman};
 use retry::cli::Cli;
 
-use crate::util::missing;
+use crate::util::{missing, render_man};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -326,14 +326,7 @@ fn completions_and_man_page_are_current() {
 #[test]
 fn the_man_page_renders_without_warnings() {
     let page = Path::new(ROOT).join("man/retry.1");
-    let Ok(output) = std::process::Command::new("man")
-        .args(["--warnings", "-l"])
-        .arg(&page)
-        .env("MANWIDTH", "80")
-        .env("MAN_KEEP_FORMATTING", "0")
-        .output()
-    else {
-        missing("man", "the rendering of the man page");
+    let Some(output) = render_man(&page, "the rendering of the man page") else {
         return;
     };
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -46,6 +46,12 @@ fn dist(what: &str) -> Option<PathBuf> {
     }
 }
 
+/// `dist`, for a test that needs root too; `None` (outside CI) without either.
+fn dist_as_root(what: &str) -> Option<PathBuf> {
+    let dist = dist(what)?;
+    root_user(what).then_some(dist)
+}
+
 fn root_user(what: &str) -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
@@ -256,12 +262,9 @@ fn the_checksums_hold() {
 
 #[test]
 fn the_image_binary_retries_in_an_empty_root() {
-    let Some(dist) = dist("the binary in an empty root") else {
+    let Some(dist) = dist_as_root("the binary in an empty root") else {
         return;
     };
-    if !root_user("the binary in an empty root") {
-        return;
-    }
     let (root, entrypoint) = image_root(&dist);
     let mut files = Vec::new();
     for entry in walk(root.path()) {
@@ -320,12 +323,9 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// static C library reads the file itself), so a Redis state works by name.
 #[test]
 fn the_image_binary_reaches_redis_by_name_from_its_own_etc_hosts() {
-    let Some(dist) = dist("names in an empty root") else {
+    let Some(dist) = dist_as_root("names in an empty root") else {
         return;
     };
-    if !root_user("names in an empty root") {
-        return;
-    }
     let Some(server) = redis::server(&[], false) else {
         return;
     };
@@ -364,12 +364,9 @@ fn the_image_binary_reaches_redis_by_name_from_its_own_etc_hosts() {
 
 #[test]
 fn the_image_binary_makes_its_state_directory_under_home() {
-    let Some(dist) = dist("the state directory in an empty root") else {
+    let Some(dist) = dist_as_root("the state directory in an empty root") else {
         return;
     };
-    if !root_user("the state directory in an empty root") {
-        return;
-    }
     let (root, entrypoint) = image_root(&dist);
     fs::create_dir_all(root.path().join("home/app")).unwrap();
     let mut command = in_root(
@@ -445,12 +442,9 @@ fn the_deb_conflicts_with_and_replaces_debians_retry_without_providing_it() {
 
 #[test]
 fn the_deb_installs_into_a_private_root_and_runs_there() {
-    let Some(dist) = dist("the .deb in a private root") else {
+    let Some(dist) = dist_as_root("the .deb in a private root") else {
         return;
     };
-    if !root_user("the .deb in a private root") {
-        return;
-    }
     let root = dpkg_root();
     dpkg(
         root.path(),
@@ -492,12 +486,9 @@ fn the_deb_installs_into_a_private_root_and_runs_there() {
 /// installed without its libc6, which a private root lacks) removes Debian's and leaves ours.
 #[test]
 fn the_deb_takes_the_place_of_debians_retry() {
-    let Some(dist) = dist("the .deb over Debian's retry") else {
+    let Some(dist) = dist_as_root("the .deb over Debian's retry") else {
         return;
     };
-    if !root_user("the .deb over Debian's retry") {
-        return;
-    }
     let download = tempfile::tempdir().unwrap();
     let fetched = Command::new("apt-get")
         .args(["download", "retry"])
@@ -632,14 +623,7 @@ fn the_debs_man_page_renders() {
     };
     let contents = deb_contents(&dist);
     let page = contents.path().join("usr/share/man/man1/retry.1.gz");
-    let Ok(output) = Command::new("man")
-        .args(["--warnings", "-l"])
-        .arg(&page)
-        .env("MANWIDTH", "80")
-        .env("MAN_KEEP_FORMATTING", "0")
-        .output()
-    else {
-        missing("man", "the .deb's man page");
+    let Some(output) = render_man(&page, "the .deb's man page") else {
         return;
     };
     let stderr = String::from_utf8_lossy(&output.stderr);

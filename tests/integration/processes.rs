@@ -771,17 +771,9 @@ fn a_closed_stderr_does_not_stop_the_run() {
 /// none.
 #[test]
 fn as_pid_1_of_a_container_docker_stop_ends_it_at_once() {
-    const NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc"];
-    let usable = std::process::Command::new(NAMESPACE[0])
-        .args(&NAMESPACE[1..])
-        .arg("true")
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !usable {
-        missing("a PID namespace (unshare --pid)", "retry as PID 1");
+    let Some(namespace) = pid_namespace() else {
         return;
-    }
+    };
     for (script, started) in [
         ("exit 1", "next attempt in"),
         ("sleep 30", "attempt 1/4 starting"),
@@ -789,7 +781,7 @@ fn as_pid_1_of_a_container_docker_stop_ends_it_at_once() {
         let r = retry()
             .args(["-v", "-r", "3", "--base", "1h"])
             .args(sh(&format!("echo $$ > pid; {script}")));
-        let mut child = r.spawn_under(NAMESPACE);
+        let mut child = r.spawn_under(namespace);
         wait_for_stderr(&mut child, started);
         assert_eq!(
             wait_for_lines(&r.path("pid"), 1),

@@ -2,7 +2,6 @@
 //! a container (a PID namespace), where it reaps every orphan and ends on `docker stop`.
 
 use std::fs;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
@@ -198,21 +197,6 @@ fn restart_and_reset_after_misuse() {
     }
 }
 
-const NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc"];
-
-fn pid_namespace_usable() -> bool {
-    let usable = std::process::Command::new(NAMESPACE[0])
-        .args(&NAMESPACE[1..])
-        .arg("true")
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !usable {
-        missing("a PID namespace (unshare --pid)", "retry as PID 1");
-    }
-    usable
-}
-
 /// `retry` in the namespace (PID 1 there), found as `unshare`'s one child.
 fn retry_under(unshare: u32) -> i32 {
     eventually("unshare starts retry", || {
@@ -226,9 +210,9 @@ fn retry_under(unshare: u32) -> i32 {
 /// parent now, reaps every one. Then `docker stop`'s SIGTERM ends the attempt and `retry` with 143.
 #[test]
 fn as_pid_1_it_reaps_every_orphan_and_ends_on_docker_stop() {
-    if !pid_namespace_usable() {
+    let Some(namespace) = pid_namespace() else {
         return;
-    }
+    };
     let r = retry();
     let orphans = r.path("orphans");
     let done = r.path("done");
@@ -248,7 +232,7 @@ fn as_pid_1_it_reaps_every_orphan_and_ends_on_docker_stop() {
         "--",
     ]);
     let r = r.args(["sh", "-c", &script]);
-    let mut child = r.spawn_under(NAMESPACE);
+    let mut child = r.spawn_under(namespace);
     let _guard = KillOnDrop(child.id() as i32);
     let retry = retry_under(child.id());
     eventually("the eleventh attempt starts", || done.exists());
@@ -277,9 +261,9 @@ fn as_pid_1_it_reaps_every_orphan_and_ends_on_docker_stop() {
 /// on `docker run -it`) likewise, with 130.
 #[test]
 fn as_pid_1_a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
-    if !pid_namespace_usable() {
+    let Some(namespace) = pid_namespace() else {
         return;
-    }
+    };
     for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
         let r = retry();
         let ready = r.path("ready");
@@ -297,7 +281,7 @@ fn as_pid_1_a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
             "-c",
             &script,
         ]);
-        let mut child = r.spawn_under(NAMESPACE);
+        let mut child = r.spawn_under(namespace);
         let _guard = KillOnDrop(child.id() as i32);
         let retry = retry_under(child.id());
         eventually("the worker is up", || ready.exists());

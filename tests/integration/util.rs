@@ -28,6 +28,38 @@ pub fn missing(tool: &str, what: &str) {
     eprintln!("skipped: {tool} is not here, so {what} is not checked");
 }
 
+/// `man --warnings -l PAGE` at 80 columns and without formatting; `None` (outside CI) when
+/// there is no man to render `what`.
+pub fn render_man(page: &Path, what: &str) -> Option<std::process::Output> {
+    let output = std::process::Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(page)
+        .env("MANWIDTH", "80")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .output();
+    if output.is_err() {
+        missing("man", what);
+    }
+    output.ok()
+}
+
+/// The words that start a command in a PID namespace of its own, where it is PID 1 (root, or
+/// user namespaces); `None` (outside CI) where there is none.
+pub fn pid_namespace() -> Option<&'static [&'static str]> {
+    const NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc"];
+    let usable = std::process::Command::new(NAMESPACE[0])
+        .args(&NAMESPACE[1..])
+        .arg("true")
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !usable {
+        missing("a PID namespace (unshare --pid)", "retry as PID 1");
+        return None;
+    }
+    Some(NAMESPACE)
+}
+
 pub struct Retry {
     pub dir: TempDir,
     args: Vec<String>,
