@@ -202,6 +202,39 @@ fn the_file_is_written_for_every_ending() {
     status(143.0);
 }
 
+#[test]
+fn a_restart_loop_writes_the_file_once_when_it_ends() {
+    let r = retry();
+    let file = r.path("worker.prom");
+    let seen = r.path("seen");
+    // Each success's hook notes whether a file was there already: none may be, until the end.
+    let hook = format!(
+        "test -e '{}' && echo written >>'{}'; true",
+        file.display(),
+        seen.display()
+    );
+    retry()
+        .args([
+            "--restart",
+            "--delays",
+            "10ms",
+            "--max-time",
+            "300ms",
+            "--on-success",
+            &hook,
+        ])
+        .args([format!("--metrics-file={}", file.display())])
+        .args(["--metrics-job", "worker", "--", "true"])
+        .assert()
+        .code(0);
+    assert!(!seen.exists(), "written before the end: {}", read(&seen));
+    let text = read(&file);
+    promtool_accepts(&file);
+    assert_eq!(gauge(&text, "retry_last_run_success", "worker"), Some(1.0));
+    let attempts = gauge(&text, "retry_last_run_attempts", "worker").unwrap();
+    assert!(attempts >= 2.0, "{attempts} attempts in the whole run");
+}
+
 fn read_or_empty(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_default()
 }
