@@ -124,13 +124,62 @@ fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
     }))
 }
 
-/// A Redis error in words, with the password of `url` taken out should it appear.
+/// A Redis error in words, with the password of `url` taken out should it appear: in a URL,
+/// and as a word of its own, as given or percent-decoded. Only whole words are hidden, so a
+/// short password does not garble the words around it (`WRONGPASS` stays whole for `pass`).
 fn said(error: &redis::RedisError, url: &str) -> String {
-    let text = error.to_string();
-    match password(url) {
-        Some(password) if !password.is_empty() => text.replace(password, "***"),
-        _ => text,
+    let mut text = redact_urls(&error.to_string());
+    if let Some(password) = password(url).filter(|password| !password.is_empty()) {
+        text = hide_word(&text, password);
+        text = hide_word(&text, &percent_decoded(password));
     }
+    text
+}
+
+/// `text` with every occurrence of `word` that no letter or digit touches replaced by `***`.
+fn hide_word(text: &str, word: &str) -> String {
+    if word.is_empty() {
+        return text.to_string();
+    }
+    let touches = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back().or(out.chars().next_back());
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if touches(before) || touches(after) {
+            out.push_str(word);
+        } else {
+            out.push_str("***");
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `%XX` sequences as the bytes they stand for (as the client reads a URL's password).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn password(url: &str) -> Option<&str> {
@@ -354,8 +403,51 @@ mod tests {
             text.contains("bad URL") && text.contains(":***@host:x (***)"),
             "{text}"
         );
-        assert_eq!(said(&error, "redis://host"), error.to_string());
-        assert_eq!(said(&error, "redis://user:@host"), error.to_string());
+        assert_eq!(
+            said(&error, "redis://host"),
+            redact_urls(&error.to_string())
+        );
+        assert_eq!(
+            said(&error, "redis://user:@host"),
+            redact_urls(&error.to_string())
+        );
+    }
+
+    /// A short password that is part of the server's words leaves them readable, and is
+    /// still hidden wherever it stands alone, as given or percent-decoded.
+    #[test]
+    fn a_short_password_hides_only_whole_words() {
+        let wrong = redis::RedisError::from((
+            redis::ErrorKind::AuthenticationFailed,
+            "WRONGPASS",
+            "invalid username-password pair or user is disabled.".to_string(),
+        ));
+        let text = said(&wrong, "redis://:pass@host:1");
+        assert_eq!(text, wrong.to_string());
+        assert!(text.contains("WRONGPASS") && text.contains("username-password"));
+
+        let quoted = redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "bad",
+            "pass 'pass' p@ss,pass".to_string(),
+        ));
+        let text = said(&quoted, "redis://:pass@host:1");
+        assert_eq!(text.matches("***").count(), 3, "{text}");
+        let text = said(&quoted, "redis://:p%40ss@host:1");
+        assert!(!text.contains("p@ss"), "{text}");
+        assert!(text.contains("pass 'pass'"), "{text}");
+    }
+
+    #[test]
+    fn hidden_words_are_whole() {
+        assert_eq!(hide_word("e else e", "e"), "*** else ***");
+        assert_eq!(hide_word("ab", "ab"), "***");
+        assert_eq!(hide_word("xab ab abx", "ab"), "xab *** abx");
+        assert_eq!(hide_word("ééab ab", "ab"), "ééab ***");
+        assert_eq!(hide_word("text", ""), "text");
+        assert_eq!(percent_decoded("p%40ss%2"), "p@ss%2");
+        assert_eq!(percent_decoded("%e2%82%ac"), "€");
+        assert_eq!(percent_decoded("%zz"), "%zz");
     }
 
     /// A redis-server of the test's own on a free loopback port, stopped by its pid.

@@ -371,6 +371,10 @@ fn a_wrong_password_fails_open_and_is_never_shown() {
     let said = fails_open(&wrong, "echo ran; exit 1");
     assert!(!said.contains("not-the-pw"), "{said}");
     assert!(said.contains("redis://:***@127.0.0.1"), "{said}");
+    // A password that is part of the server's words leaves them whole.
+    let short = format!("redis://:ss@127.0.0.1:{}/0", server.port);
+    let said = fails_open(&short, "echo ran; exit 1");
+    assert!(said.contains("Password authentication failed"), "{said}");
     // With the right password, in every form of output, it is never shown either.
     let right = format!("redis://:s3cret-pw@127.0.0.1:{}/0", server.port);
     for args in [
