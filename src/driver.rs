@@ -105,6 +105,17 @@ impl OutputOf {
     }
 }
 
+/// How the run stands when what was kept of its failed attempts' output is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// A success: what was kept is forgotten.
+    Succeeded,
+    /// The run ended without success: what was kept goes out whole.
+    GaveUp,
+    /// A signal to `retry` ended it: what was kept goes out while the reader takes it.
+    Interrupted,
+}
+
 pub trait Execute {
     /// Runs one attempt to its end. `reporter` is for what must be said while it runs.
     fn run(
@@ -115,9 +126,11 @@ pub trait Execute {
     /// Passes on the last attempt's held output (`--hold-stdout`, `--failed-output`), as
     /// `output_of` says.
     fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt>;
-    /// The run has ended: under `--failed-output on-give-up`, writes the output kept of earlier
-    /// attempts to stderr when it `failed`, and forgets it when it succeeded.
-    fn settle_failed_output(&mut self, failed: bool, reporter: &mut Reporter) -> Result<(), Halt>;
+    /// The run has ended, or a success under `--restart` closes a streak: under
+    /// `--failed-output on-give-up`, writes the output kept of earlier attempts to stderr, or
+    /// forgets it, as `settle` says.
+    fn settle_failed_output(&mut self, settle: Settle, reporter: &mut Reporter)
+    -> Result<(), Halt>;
     /// The run ends at `deadline` (`--max-time`): past it, and past the grace an attempt
     /// gets, no wait on a reader downstream may hold `retry` up. Told once, before anything runs.
     fn end_by(&mut self, deadline: Instant);
@@ -180,7 +193,9 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         Err(Halt::Interrupted(signal)) => {
             // Interrupted too, the run did not succeed: what was kept goes out (a second signal
             // cuts that short).
-            let _ = run.executor.settle_failed_output(true, run.reporter);
+            let _ = run
+                .executor
+                .settle_failed_output(Settle::Interrupted, run.reporter);
             run.reporter.emit(&Event::Interrupted { signal });
             RunEnd::Interrupted(signal)
         }
@@ -487,7 +502,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             return Ok(next);
         }
         self.release(OutputOf::FinalAttempt)?;
-        self.executor.settle_failed_output(false, self.reporter)?;
+        self.executor
+            .settle_failed_output(Settle::Succeeded, self.reporter)?;
         self.reporter.emit(&Event::Success {
             count,
             end: report.end,
@@ -555,7 +571,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         };
         self.release(output_of)?;
         if let Between::Restart = between {
-            self.executor.settle_failed_output(false, self.reporter)?;
+            self.executor
+                .settle_failed_output(Settle::Succeeded, self.reporter)?;
         }
         let refusal = if is_last {
             Some(GiveUp::Exhausted)
@@ -772,7 +789,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempts: u64,
         telling: Telling,
     ) -> Result<RunEnd, Halt> {
-        self.executor.settle_failed_output(true, self.reporter)?;
+        self.executor
+            .settle_failed_output(Settle::GaveUp, self.reporter)?;
         self.say_notices();
         let last = match end {
             RunEnd::Failed { last } => last,
@@ -906,8 +924,8 @@ mod tests {
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
         released: Vec<bool>,
-        /// What `settle_failed_output` was told, in order: whether the run failed.
-        settled: Vec<bool>,
+        /// What `settle_failed_output` was told, in order.
+        settled: Vec<Settle>,
         stdin_shared: bool,
         /// What `end_by` was told, as a time left from when it was told.
         ends_in: Option<Duration>,
@@ -953,8 +971,8 @@ mod tests {
             Ok(())
         }
 
-        fn settle_failed_output(&mut self, failed: bool, _: &mut Reporter) -> Result<(), Halt> {
-            self.settled.push(failed);
+        fn settle_failed_output(&mut self, settle: Settle, _: &mut Reporter) -> Result<(), Halt> {
+            self.settled.push(settle);
             Ok(())
         }
 
@@ -1003,7 +1021,7 @@ mod tests {
         specs: Vec<AttemptSpec>,
         hooks: Vec<String>,
         released: Vec<bool>,
-        settled: Vec<bool>,
+        settled: Vec<Settle>,
         ends_in: Option<Duration>,
         said_before_end_by: Option<usize>,
         output: String,
@@ -1364,20 +1382,21 @@ mod tests {
     /// (and not for a reader gone), and forgotten at each success.
     #[test]
     fn kept_failed_output_is_settled_once_as_the_run_ends() {
-        assert_eq!(run(&[], &[exited(1, 5), exited(0, 5)]).settled, [false]);
-        assert_eq!(run(&["--retries", "1"], &[exited(1, 5)]).settled, [true]);
+        use Settle::*;
+        assert_eq!(run(&[], &[exited(1, 5), exited(0, 5)]).settled, [Succeeded]);
+        assert_eq!(run(&["--retries", "1"], &[exited(1, 5)]).settled, [GaveUp]);
         assert_eq!(
             run(&["--stop-on-exit", "3"], &[exited(3, 5)]).settled,
-            [true]
+            [GaveUp]
         );
         let restarted = run(
             &["--restart", "--retries", "0"],
             &[exited(0, 5), exited(1, 5)],
         );
-        assert_eq!(restarted.settled, [false, true]);
+        assert_eq!(restarted.settled, [Succeeded, GaveUp]);
         assert_eq!(
             run_with(&[], &[exited(1, 5)], Some(0)).settled,
-            [true],
+            [Interrupted],
             "a signal"
         );
         let pipe = run(&[], &[(AttemptEnd::Signaled(libc::SIGPIPE), ms(5))]);

@@ -221,36 +221,55 @@ impl Kept {
         Ok(())
     }
 
-    /// Writes out each kept attempt's output to `out`, after `before(attempt)` (its header), in
-    /// the order kept, and keeps nothing more.
-    pub(crate) fn write_out(
-        &mut self,
-        out: &mut impl Write,
-        mut before: impl FnMut(&KeptAttempt),
-    ) -> io::Result<()> {
+    /// Takes what is kept, leaving nothing: each attempt, in the order kept, with its output.
+    pub(crate) fn take(&mut self) -> Vec<(KeptAttempt, KeptOutput)> {
         let kept = std::mem::take(self);
-        let mut buffer = vec![0u8; 128 * 1024];
-        let mut offset = 0u64;
-        for attempt in &kept.attempts {
-            before(attempt);
-            let end = offset + attempt.stdout + attempt.stderr;
-            while offset < end {
-                let wanted = buffer.len().min((end - offset) as usize);
-                let read = kept.spool.read_at(offset, &mut buffer[..wanted])?;
-                if read == 0 {
-                    break;
-                }
-                out.write_all(&buffer[..read])?;
-                offset += read as u64;
-            }
-            out.flush()?;
-        }
-        Ok(())
+        let spool = Arc::new(kept.spool);
+        let mut from = 0;
+        kept.attempts
+            .into_iter()
+            .map(|attempt| {
+                let len = attempt.stdout + attempt.stderr;
+                let output = KeptOutput {
+                    spool: Arc::clone(&spool),
+                    from,
+                    len,
+                };
+                from += len;
+                (attempt, output)
+            })
+            .collect()
     }
 
     /// Forgets what is kept.
     pub(crate) fn clear(&mut self) {
         *self = Kept::default();
+    }
+}
+
+/// One kept attempt's stdout and stderr: its stretch of the run's kept spool, which a thread
+/// of its own may write out.
+#[derive(Debug)]
+pub(crate) struct KeptOutput {
+    spool: Arc<Spool>,
+    from: u64,
+    len: u64,
+}
+
+impl KeptOutput {
+    pub(crate) fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
+        let mut buffer = vec![0u8; 128 * 1024];
+        let (mut offset, end) = (self.from, self.from + self.len);
+        while offset < end {
+            let wanted = buffer.len().min((end - offset) as usize);
+            let read = self.spool.read_at(offset, &mut buffer[..wanted])?;
+            if read == 0 {
+                break;
+            }
+            out.write_all(&buffer[..read])?;
+            offset += read as u64;
+        }
+        out.flush()
     }
 }
 
@@ -839,4 +858,57 @@ fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(bytes: &[u8]) -> Mutex<Held> {
+        let mut held = Held::default();
+        held.spool.append(bytes);
+        Mutex::new(held)
+    }
+
+    /// Each kept attempt comes back in order with exactly its own stdout, then stderr; the
+    /// first attempt's spool taken as it is, later ones copied after it.
+    #[test]
+    fn kept_output_comes_back_attempt_by_attempt() {
+        let mut kept = Kept::default();
+        let big = vec![b'x'; 200_000];
+        kept.keep(
+            1,
+            AttemptEnd::Exited(1),
+            Some(&held(b"out 1\n")),
+            Some(&held(b"err 1\n")),
+        )
+        .unwrap();
+        kept.keep(2, AttemptEnd::Exited(2), None, Some(&held(&big)))
+            .unwrap();
+        kept.keep(
+            3,
+            AttemptEnd::Signaled(9),
+            Some(&held(b"")),
+            Some(&held(b"")),
+        )
+        .unwrap();
+        let taken = kept.take();
+        assert!(kept.take().is_empty(), "nothing is kept twice");
+        let written: Vec<(u64, AttemptEnd, Vec<u8>)> = taken
+            .iter()
+            .map(|(attempt, output)| {
+                let mut bytes = Vec::new();
+                output.write_to(&mut bytes).unwrap();
+                (attempt.attempt, attempt.end, bytes)
+            })
+            .collect();
+        assert_eq!(
+            written,
+            [
+                (1, AttemptEnd::Exited(1), b"out 1\nerr 1\n".to_vec()),
+                (2, AttemptEnd::Exited(2), big),
+                (3, AttemptEnd::Signaled(9), Vec::new()),
+            ]
+        );
+    }
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::FailedOutput;
 use crate::driver::{
-    AskedWait, AttemptReport, AttemptSpec, Execute, Halt, HookSpec, Interrupted, OutputOf,
+    AskedWait, AttemptReport, AttemptSpec, Execute, Halt, HookSpec, Interrupted, OutputOf, Settle,
 };
 use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
@@ -280,30 +280,31 @@ impl Execute for Runner<'_> {
         self.release_held(output_of, ReaderWait::Whole, reporter)
     }
 
-    fn settle_failed_output(&mut self, failed: bool, reporter: &mut Reporter) -> Result<(), Halt> {
-        if !failed || self.failed_output != FailedOutput::OnGiveUp {
-            self.kept.clear();
-            return Ok(());
-        }
-        let written = OwnStream::on(io::stderr().as_fd()).and_then(|mut stderr| {
-            self.kept.write_out(&mut stderr, |kept| {
-                reporter.emit(&Report::FailedOutput {
-                    attempt: kept.attempt,
-                    end: kept.end,
-                });
-            })
-        });
-        if let Err(error) = written
-            && error.kind() != io::ErrorKind::BrokenPipe
-        {
-            let error = crate::text::plain_error(&error);
-            self.say_once(
-                reporter,
-                Report::WriteFailed {
-                    stream: Stream::Stderr,
-                    error: &error,
-                },
-            );
+    fn settle_failed_output(
+        &mut self,
+        settle: Settle,
+        reporter: &mut Reporter,
+    ) -> Result<(), Halt> {
+        let reader_wait = match (settle, self.failed_output) {
+            (Settle::GaveUp, FailedOutput::OnGiveUp) => ReaderWait::Whole,
+            (Settle::Interrupted, FailedOutput::OnGiveUp) => ReaderWait::WhileFlowing,
+            _ => {
+                self.kept.clear();
+                return Ok(());
+            }
+        };
+        for (kept, output) in self.kept.take() {
+            reporter.emit(&Report::FailedOutput {
+                attempt: kept.attempt,
+                end: kept.end,
+            });
+            let copied = self.copy_out(reader_wait, move |moved| {
+                let out = OwnStream::on(io::stderr().as_fd())?;
+                output.write_to(&mut Counted { out, moved })
+            })?;
+            if !self.said_copy(copied, Stream::Stderr, reporter)? {
+                break;
+            }
         }
         Ok(())
     }
@@ -765,37 +766,58 @@ impl Runner<'_> {
         reader_wait: ReaderWait,
         reporter: &mut Reporter,
     ) -> Result<(), Halt> {
-        let interrupted = reader_wait == ReaderWait::WhileFlowing;
-        // The copy runs on a thread of its own while this one waits for signals, so that a
-        // signal still ends `retry` at once when the reader downstream does not read. The
-        // thread is then left behind: `retry` is about to exit. Without a pipe or a thread,
-        // the copy runs here.
+        let held = Arc::clone(held);
+        let copied = self.copy_out(reader_wait, move |moved| copy_held(&held, stream, moved))?;
+        self.said_copy(copied, stream, reporter).map(drop)
+    }
+
+    /// Runs `copy` (which counts the bytes it writes) on a thread of its own while this one
+    /// waits for signals, so that a signal still ends `retry` at once when the reader
+    /// downstream does not read; the thread is then left behind, as `retry` is about to exit.
+    /// Without a pipe or a thread, the copy runs here. Returns how the copy went, or the
+    /// signal that cut the wait short.
+    fn copy_out(
+        &self,
+        reader_wait: ReaderWait,
+        copy: impl Fn(&AtomicU64) -> io::Result<()> + Send + Sync + 'static,
+    ) -> Result<io::Result<()>, Halt> {
         let moved = Arc::new(AtomicU64::new(0));
-        let copied = match spawn_copier(held, stream, &moved) {
-            Some((done, copier)) => {
-                let ended = if interrupted {
-                    plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
-                } else {
-                    self.events
-                        .wait_readable(done.as_fd(), self.events.readers_until())
-                };
-                match ended {
-                    Ok(true) => copier.join().unwrap_or(Ok(())),
-                    Ok(false) if interrupted => Ok(()),
-                    Ok(false) => Err(io::Error::other(plumbing::READER_TOO_SLOW)),
-                    Err(signal) => return Err(Halt::Interrupted(signal)),
-                }
-            }
-            None => copy_held(held, stream, &moved),
+        let copy = Arc::new(copy);
+        let on_thread = (Arc::clone(&copy), Arc::clone(&moved));
+        let Some((done, copier)) = spawn_copier(move || (on_thread.0)(&on_thread.1)) else {
+            return Ok(copy(&moved));
         };
+        let ended = match reader_wait {
+            ReaderWait::WhileFlowing => {
+                plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
+            }
+            ReaderWait::Whole => self
+                .events
+                .wait_readable(done.as_fd(), self.events.readers_until()),
+        };
+        match ended {
+            Ok(true) => Ok(copier.join().unwrap_or(Ok(()))),
+            Ok(false) if reader_wait == ReaderWait::WhileFlowing => Ok(Ok(())),
+            Ok(false) => Ok(Err(io::Error::other(plumbing::READER_TOO_SLOW))),
+            Err(signal) => Err(Halt::Interrupted(signal)),
+        }
+    }
+
+    /// Says how a copy to `stream` went, once per stream; whether it went whole. A reader gone
+    /// from stdout ends the run; from stderr, only the copy.
+    fn said_copy(
+        &mut self,
+        copied: io::Result<()>,
+        stream: Stream,
+        reporter: &mut Reporter,
+    ) -> Result<bool, Halt> {
         match copied {
-            Ok(()) => Ok(()),
-            // Only stdout has a reader downstream to lose.
+            Ok(()) => Ok(true),
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
                 if stream == Stream::Stdout {
                     Err(Halt::BrokenPipe)
                 } else {
-                    Ok(())
+                    Ok(false)
                 }
             }
             Err(error) => {
@@ -807,7 +829,7 @@ impl Runner<'_> {
                         error: &error,
                     },
                 );
-                Ok(())
+                Ok(false)
             }
         }
     }
@@ -850,19 +872,16 @@ impl Runner<'_> {
     }
 }
 
-/// Starts `copy_held` on a thread of its own; returns the thread and a pipe that hangs up when
-/// it ends. `None` when no pipe or thread can be had.
+/// Starts `copy` on a thread of its own; returns the thread and a pipe that hangs up when it
+/// ends. `None` when no pipe or thread can be had.
 fn spawn_copier(
-    held: &Arc<Mutex<Held>>,
-    stream: Stream,
-    moved: &Arc<AtomicU64>,
+    copy: impl FnOnce() -> io::Result<()> + Send + 'static,
 ) -> Option<(PipeReader, JoinHandle<io::Result<()>>)> {
     let (done, finished) = io::pipe().ok()?;
-    let (held, moved) = (Arc::clone(held), Arc::clone(moved));
     let copier = thread::Builder::new()
         .name("release".into())
         .spawn(move || {
-            let copied = copy_held(&held, stream, &moved);
+            let copied = copy();
             drop(finished);
             copied
         })

@@ -238,6 +238,68 @@ fn a_signal_to_retry_writes_what_was_kept() {
     );
 }
 
+/// The kept output goes to stderr at the give-up; a reader there that never reads does not
+/// keep a signal from ending `retry` at once.
+#[test]
+fn a_signal_ends_retry_while_kept_output_waits_for_a_stalled_reader() {
+    let r = retry();
+    let script = format!(
+        "if [ $RETRY_ATTEMPT = 2 ]; then echo $$ > '{}'; else head -c 1048576 /dev/zero; fi; exit 1",
+        r.path("pid").display()
+    );
+    let r = r
+        .args(["--failed-output", "on-give-up", "-r", "1", "--base", "1ms"])
+        .args(sh(&script));
+    // stderr into a pipe that nothing reads: 1 MiB kept, a pipe of 64 KiB.
+    let mut child = r.spawn_with(Stdio::null(), Stdio::piped());
+    let attempt = pid_in(&r.path("pid"));
+    eventually("the final attempt has ended", || !alive(attempt));
+    // The write-out waits in poll(2), which nothing outside shows: a margin to reach it. A
+    // signal that came before would make the test weaker, never wrong.
+    std::thread::sleep(Duration::from_millis(50));
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(status_within(&mut child, sent, Duration::from_secs(2)), 143);
+}
+
+/// Kept output waits for a reader that never reads only until the run's `--max-time` and its
+/// grace have passed; the run's answer stands.
+#[test]
+fn kept_output_does_not_hold_the_run_past_max_time_for_a_stalled_reader() {
+    let r = retry()
+        .args(["--failed-output", "on-give-up", "-r", "1", "--base", "1ms"])
+        .args(["--max-time", "300ms", "--kill-after", "100ms"])
+        .args(sh("head -c 1048576 /dev/zero; exit 3"));
+    // Before the spawn: `retry`'s own start, and so its deadline, cannot come earlier.
+    let started = Instant::now();
+    let mut child = r.spawn_with(Stdio::null(), Stdio::piped());
+    assert_eq!(
+        status_within(&mut child, started, Duration::from_secs(5)),
+        3
+    );
+    assert!(started.elapsed() >= Duration::from_millis(400));
+}
+
+/// A signal to `retry` makes the running attempt final, and what was kept then goes out only
+/// while the reader takes it: one signal is enough to end `retry`.
+#[test]
+fn an_interrupted_run_does_not_wait_for_a_stalled_reader_of_kept_output() {
+    let r = retry();
+    let mark = r.path("second");
+    let script = format!(
+        "[ $RETRY_ATTEMPT -ge 2 ] && {{ touch '{}'; exec sleep 30; }}; head -c 1048576 /dev/zero; exit 1",
+        mark.display()
+    );
+    let r = r
+        .args(["--failed-output", "on-give-up", "--base", "1ms"])
+        .args(sh(&script));
+    let mut child = r.spawn_with(Stdio::null(), Stdio::piped());
+    eventually("the second attempt runs", || mark.exists());
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(status_within(&mut child, sent, Duration::from_secs(2)), 143);
+}
+
 #[test]
 fn the_header_is_an_event_in_a_json_log() {
     let output = retry()
