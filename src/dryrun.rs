@@ -113,10 +113,21 @@ fn preamble(settings: &Settings) -> String {
                 }
             })
             .collect();
+        let limits = &settings.code_limits;
+        let overlap = limits.iter().enumerate().any(|(i, a)| {
+            limits[i + 1..]
+                .iter()
+                .any(|b| a.low <= b.high && b.low <= a.high)
+        });
         let _ = writeln!(
             out,
-            "retry limits (over the whole run, then a permanent failure): {}",
-            rules.join("; ")
+            "retry limits (over the whole run, then a permanent failure): {}{}",
+            rules.join("; "),
+            if overlap {
+                " (a code under two rules is retried while both allow it)"
+            } else {
+                ""
+            }
         );
     }
     if let Some(long) = settings.reset_after {

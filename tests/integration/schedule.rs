@@ -372,6 +372,18 @@ fn retry_limits_come_from_the_config_file_and_dry_run_lists_them() {
         .code(0)
         .stdout(predicate::str::contains(
             "retry limits (over the whole run, then a permanent failure): exit 137: at most 1 \
-             retry; exits 75-78 together: at most 3 retries",
+             retry; exits 75-78 together: at most 3 retries\n",
+        ));
+}
+
+#[test]
+fn dry_run_says_how_overlapping_retry_limits_combine() {
+    retry()
+        .args(["--retry-on-exit", "1@2,1-3@1", "--dry-run", "false"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "exit 1: at most 2 retries; exits 1-3 together: at most 1 retry (a code under two \
+             rules is retried while both allow it)\n",
         ));
 }
