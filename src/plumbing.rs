@@ -88,9 +88,9 @@ pub(crate) fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
 pub(crate) enum Sink {
     /// On at once to one of `retry`'s own streams.
     Stream(OwnStream),
-    /// Into a spool, until the driver says whether this attempt's output is the final one
-    /// (and once the spool has been written out, on to stderr).
-    Hold(Arc<Mutex<Held>>),
+    /// Into the attempt's spool, as `stream`'s, until the driver says whether this attempt's
+    /// output is the final one (and once the spool has been written out, on to stderr).
+    Hold(Arc<Mutex<Held>>, Stream),
     /// Nowhere: the stream could not be written (see `Flow::write_error`).
     Discard,
 }
@@ -100,10 +100,10 @@ impl Sink {
         match self {
             Sink::Stream(out) => out.write_all(bytes),
             Sink::Discard => Ok(()),
-            Sink::Hold(held) => {
+            Sink::Hold(held, stream) => {
                 let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                 if !held.written_out {
-                    held.spool.append(bytes);
+                    held.append(*stream, bytes);
                     return Ok(());
                 }
                 drop(held);
@@ -117,37 +117,90 @@ impl Sink {
     }
 }
 
-/// An attempt's held stdout.
+/// An attempt's held output: the bytes of the streams it holds (stdout, and under
+/// `--failed-output` stderr too), in the order they came, and which stream each stretch of
+/// them came from, so that they can go out as they were interleaved.
 #[derive(Default)]
 pub(crate) struct Held {
     spool: Spool,
+    /// The stretches before the last, each a stream byte and a length (`STRETCH` bytes): in a
+    /// spool, so that a command that keeps switching streams cannot grow memory without bound.
+    stretches: Spool,
+    /// The last stretch, still growing.
+    last: Option<(Stream, u64)>,
     /// The spool has been written out: what comes later is not held.
     written_out: bool,
 }
 
+/// The size of a stretch's record: the stream, then the length in little-endian.
+const STRETCH: usize = 9;
+
 impl Held {
-    /// Writes out what is held to `out`, if it could be had, and holds no more: later output
-    /// is passed on at once.
-    pub(crate) fn write_out(&mut self, out: io::Result<impl Write>) -> io::Result<()> {
-        let written = out.and_then(|mut out| self.spool.copy_to(&mut out));
-        self.spool = Spool::default();
+    fn append(&mut self, stream: Stream, bytes: &[u8]) {
+        self.spool.append(bytes);
+        let len = bytes.len() as u64;
+        self.last = match self.last {
+            Some((last, held)) if last == stream => Some((last, held + len)),
+            Some(ended) => {
+                self.stretches.append(&stretch_record(ended));
+                Some((stream, len))
+            }
+            None => Some((stream, len)),
+        };
+    }
+
+    /// Writes out what is held, stretch by stretch in the order it came, through
+    /// `out(stream, bytes)`, and holds no more: later output is passed on at once. An error
+    /// from `out` ends the write-out; `out` decides which are worth that.
+    pub(crate) fn write_out(
+        &mut self,
+        mut out: impl FnMut(Stream, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let held = std::mem::take(self);
         self.written_out = true;
-        written
+        let mut buffer = vec![0u8; 128 * 1024];
+        let mut offset = 0u64;
+        let mut record = [0u8; STRETCH];
+        let mut at = 0u64;
+        let last = held.last.into_iter();
+        let earlier = std::iter::from_fn(|| {
+            let read = held.stretches.read_at(at, &mut record).ok()?;
+            at += read as u64;
+            (read == STRETCH).then(|| stretch_from(&record))
+        });
+        for (stream, len) in earlier.chain(last) {
+            let end = offset + len;
+            while offset < end {
+                let wanted = buffer.len().min((end - offset) as usize);
+                let read = held.spool.read_at(offset, &mut buffer[..wanted])?;
+                if read == 0 {
+                    return Ok(());
+                }
+                out(stream, &buffer[..read])?;
+                offset += read as u64;
+            }
+        }
+        Ok(())
     }
 
     /// Why held bytes past the memory bound stay in memory, if they do.
     pub(crate) fn spill_error(&self) -> Option<&str> {
-        self.spool.spill_error()
+        self.spool
+            .spill_error()
+            .or_else(|| self.stretches.spill_error())
     }
 
     /// Drops what is held, as if written out: later output is passed on at once.
     pub(crate) fn discard(&mut self) {
-        self.spool = Spool::default();
-        self.written_out = true;
+        *self = Held {
+            written_out: true,
+            ..Held::default()
+        };
     }
 
-    /// Moves what is held to the end of `kept`, as if written out; how many bytes it was. An
-    /// empty `kept` takes the spool itself, with no copy.
+    /// Moves what is held, all of its streams in the order they came, to the end of `kept`, as
+    /// if written out; how many bytes it was. An empty `kept` takes the spool itself, with no
+    /// copy.
     fn move_to(&mut self, kept: &mut Spool) -> io::Result<u64> {
         let moved = self.spool.len();
         if kept.len() == 0 {
@@ -159,6 +212,24 @@ impl Held {
         self.discard();
         copied.map(|()| moved)
     }
+}
+
+fn stretch_record((stream, len): (Stream, u64)) -> [u8; STRETCH] {
+    let mut record = [0u8; STRETCH];
+    record[0] = u8::from(stream == Stream::Stderr);
+    record[1..].copy_from_slice(&len.to_le_bytes());
+    record
+}
+
+fn stretch_from(record: &[u8; STRETCH]) -> (Stream, u64) {
+    let stream = if record[0] == 1 {
+        Stream::Stderr
+    } else {
+        Stream::Stdout
+    };
+    let mut len = [0u8; 8];
+    len.copy_from_slice(&record[1..]);
+    (stream, u64::from_le_bytes(len))
 }
 
 /// Appends what is written to a spool.
@@ -187,37 +258,25 @@ pub(crate) struct Kept {
 pub(crate) struct KeptAttempt {
     pub(crate) attempt: u64,
     pub(crate) end: AttemptEnd,
-    stdout: u64,
-    stderr: u64,
+    len: u64,
 }
 
 impl Kept {
-    /// Keeps an attempt's held stdout and stderr, in that order.
+    /// Keeps an attempt's held output, its streams in the order they came.
     pub(crate) fn keep(
         &mut self,
         attempt: u64,
         end: AttemptEnd,
-        stdout: Option<&Mutex<Held>>,
-        stderr: Option<&Mutex<Held>>,
+        held: &Mutex<Held>,
     ) -> io::Result<()> {
-        let mut move_held = |held: Option<&Mutex<Held>>| match held {
-            Some(held) => held
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .move_to(&mut self.spool),
-            None => Ok(0),
-        };
-        let stdout = move_held(stdout)?;
-        let stderr = move_held(stderr)?;
+        let len = held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .move_to(&mut self.spool)?;
         // What is kept waits for the end of the run, while later attempts fill spools of their
         // own: it goes to the file now, so memory holds one attempt's output at most.
         self.spool.spill_now();
-        self.attempts.push(KeptAttempt {
-            attempt,
-            end,
-            stdout,
-            stderr,
-        });
+        self.attempts.push(KeptAttempt { attempt, end, len });
         Ok(())
     }
 
@@ -229,13 +288,12 @@ impl Kept {
         kept.attempts
             .into_iter()
             .map(|attempt| {
-                let len = attempt.stdout + attempt.stderr;
                 let output = KeptOutput {
                     spool: Arc::clone(&spool),
                     from,
-                    len,
+                    len: attempt.len,
                 };
-                from += len;
+                from += attempt.len;
                 (attempt, output)
             })
             .collect()
@@ -247,8 +305,8 @@ impl Kept {
     }
 }
 
-/// One kept attempt's stdout and stderr: its stretch of the run's kept spool, which a thread
-/// of its own may write out.
+/// One kept attempt's output: its part of the run's kept spool, which a thread of its own may
+/// write out.
 #[derive(Debug)]
 pub(crate) struct KeptOutput {
     spool: Arc<Spool>,
@@ -370,7 +428,7 @@ pub(crate) fn watch(
     // attempt of its own by then, to stderr, so that stdout still carries one attempt's output.
     let after_end = match &sink {
         Sink::Stream(_) => Some(stream.fd()),
-        Sink::Hold(_) => Some(Stream::Stderr.fd()),
+        Sink::Hold(..) => Some(Stream::Stderr.fd()),
         Sink::Discard => None,
     };
     let flow = Arc::new(Flow::default());
@@ -864,14 +922,99 @@ fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn held(bytes: &[u8]) -> Mutex<Held> {
+    fn held(stretches: &[(Stream, &[u8])]) -> Mutex<Held> {
         let mut held = Held::default();
-        held.spool.append(bytes);
+        for (stream, bytes) in stretches {
+            held.append(*stream, bytes);
+        }
         Mutex::new(held)
     }
 
-    /// Each kept attempt comes back in order with exactly its own stdout, then stderr; the
-    /// first attempt's spool taken as it is, later ones copied after it.
+    fn written_out(held: &Mutex<Held>) -> Vec<(Stream, Vec<u8>)> {
+        let mut out: Vec<(Stream, Vec<u8>)> = Vec::new();
+        held.lock()
+            .unwrap()
+            .write_out(|stream, bytes| {
+                match out.last_mut() {
+                    Some((last, held)) if *last == stream => held.extend_from_slice(bytes),
+                    _ => out.push((stream, bytes.to_vec())),
+                }
+                Ok(())
+            })
+            .unwrap();
+        out
+    }
+
+    use Stream::{Stderr as E, Stdout as O};
+
+    /// Held output goes out as the streams were interleaved, stretch by stretch; writes in a
+    /// row to one stream are one stretch.
+    #[test]
+    fn held_output_goes_out_as_it_was_interleaved() {
+        let held = held(&[
+            (O, b"a"),
+            (O, b"b"),
+            (E, b"c"),
+            (O, b""),
+            (O, b"d"),
+            (E, b"e"),
+        ]);
+        assert_eq!(
+            written_out(&held),
+            [
+                (O, b"ab".to_vec()),
+                (E, b"c".to_vec()),
+                (O, b"d".to_vec()),
+                (E, b"e".to_vec())
+            ]
+        );
+        let held = held.into_inner().unwrap();
+        assert!(held.written_out, "what comes later is passed on");
+        assert_eq!(written_out(&Mutex::new(held)), [], "nothing goes out twice");
+        assert_eq!(written_out(&Mutex::new(Held::default())), []);
+    }
+
+    /// A command that switches streams at every write keeps its order past the memory bound
+    /// of the stretches' records, which spill as the bytes do.
+    #[test]
+    fn many_stretches_keep_their_order() {
+        let mut held = Held::default();
+        let switches = crate::spool::MEMORY_LIMIT / STRETCH + 1000;
+        for i in 0..switches {
+            let (stream, byte) = if i % 2 == 0 { (O, b'o') } else { (E, b'e') };
+            held.append(stream, &[byte]);
+        }
+        assert!(held.stretches.len() > crate::spool::MEMORY_LIMIT as u64);
+        let out = written_out(&Mutex::new(held));
+        assert_eq!(out.len(), switches);
+        assert!(out.iter().enumerate().all(|(i, (stream, bytes))| {
+            (*stream, bytes.as_slice())
+                == if i % 2 == 0 {
+                    (O, &b"o"[..])
+                } else {
+                    (E, &b"e"[..])
+                }
+        }));
+    }
+
+    /// An error from the writer ends the write-out there.
+    #[test]
+    fn a_failed_write_ends_the_write_out() {
+        let held = held(&[(O, b"a"), (E, b"b"), (O, b"c")]);
+        let mut seen = Vec::new();
+        let ended = held.lock().unwrap().write_out(|stream, bytes| {
+            seen.push((stream, bytes.to_vec()));
+            match stream {
+                E => Err(io::Error::from(io::ErrorKind::BrokenPipe)),
+                _ => Ok(()),
+            }
+        });
+        assert_eq!(ended.unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        assert_eq!(seen, [(O, b"a".to_vec()), (E, b"b".to_vec())]);
+    }
+
+    /// Each kept attempt comes back in order with exactly its own output, its streams as they
+    /// were interleaved; the first attempt's spool taken as it is, later ones copied after it.
     #[test]
     fn kept_output_comes_back_attempt_by_attempt() {
         let mut kept = Kept::default();
@@ -879,19 +1022,12 @@ mod tests {
         kept.keep(
             1,
             AttemptEnd::Exited(1),
-            Some(&held(b"out 1\n")),
-            Some(&held(b"err 1\n")),
+            &held(&[(O, b"out 1\n"), (E, b"err 1\n"), (O, b"out 1 again\n")]),
         )
         .unwrap();
-        kept.keep(2, AttemptEnd::Exited(2), None, Some(&held(&big)))
+        kept.keep(2, AttemptEnd::Exited(2), &held(&[(E, &big)]))
             .unwrap();
-        kept.keep(
-            3,
-            AttemptEnd::Signaled(9),
-            Some(&held(b"")),
-            Some(&held(b"")),
-        )
-        .unwrap();
+        kept.keep(3, AttemptEnd::Signaled(9), &held(&[])).unwrap();
         let taken = kept.take();
         assert!(kept.take().is_empty(), "nothing is kept twice");
         let written: Vec<(u64, AttemptEnd, Vec<u8>)> = taken
@@ -905,7 +1041,11 @@ mod tests {
         assert_eq!(
             written,
             [
-                (1, AttemptEnd::Exited(1), b"out 1\nerr 1\n".to_vec()),
+                (
+                    1,
+                    AttemptEnd::Exited(1),
+                    b"out 1\nerr 1\nout 1 again\n".to_vec()
+                ),
                 (2, AttemptEnd::Exited(2), big),
                 (3, AttemptEnd::Signaled(9), Vec::new()),
             ]

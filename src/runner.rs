@@ -12,7 +12,7 @@ use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
@@ -39,11 +39,9 @@ pub(crate) struct Runner<'a> {
     input: Input,
     hold_stdout: bool,
     failed_output: FailedOutput,
-    /// The last attempt's stdout under `--hold-stdout` or `--failed-output`, until it is
-    /// released.
+    /// The last attempt's held output (its stdout under `--hold-stdout`, its stdout and
+    /// stderr under `--failed-output`), until it is released.
     held: Option<Arc<Mutex<Held>>>,
-    /// The last attempt's stderr under `--failed-output`, until it is released.
-    held_stderr: Option<Arc<Mutex<Held>>>,
     /// Earlier attempts' output under `--failed-output on-give-up`, until the run ends.
     kept: Kept,
     foreground: bool,
@@ -68,7 +66,6 @@ impl<'a> Runner<'a> {
             hold_stdout: settings.hold_stdout,
             failed_output: settings.failed_output,
             held: None,
-            held_stderr: None,
             kept: Kept::default(),
             foreground: settings.foreground,
             kill_signal: settings.kill_signal,
@@ -298,11 +295,18 @@ impl Execute for Runner<'_> {
                 attempt: kept.attempt,
                 end: kept.end,
             });
-            let copied = self.copy_out(reader_wait, move |moved| {
-                let out = OwnStream::on(io::stderr().as_fd())?;
-                output.write_to(&mut Counted { out, moved })
+            let copied = self.copy_out(reader_wait, move |progress| {
+                let on_stderr = |error| CopyFailed {
+                    stream: Stream::Stderr,
+                    error,
+                };
+                let out = OwnStream::on(io::stderr().as_fd()).map_err(on_stderr)?;
+                let moved = &progress.moved;
+                output
+                    .write_to(&mut Counted { out, moved })
+                    .map_err(on_stderr)
             })?;
-            if !self.said_copy(copied, Stream::Stderr, reporter)? {
+            if !self.said_copy(copied, reporter)? {
                 break;
             }
         }
@@ -527,14 +531,14 @@ impl Runner<'_> {
     fn watch_outputs(&mut self, command: &mut Command) -> io::Result<Vec<Watch>> {
         let mut watches = Vec::new();
         let holding = self.failed_output != FailedOutput::Pass;
+        // One spool for both streams, so that they go out as they were interleaved.
+        let held = (self.hold_stdout || holding).then(|| Arc::new(Mutex::new(Held::default())));
+        self.held = held.clone();
         if self.stdout_rules.any() || self.hold_stdout || holding {
             let (source, attempt_end) = io::pipe()?;
-            let sink = if self.hold_stdout || holding {
-                let held = Arc::new(Mutex::new(Held::default()));
-                self.held = Some(Arc::clone(&held));
-                Sink::Hold(held)
-            } else {
-                Sink::Stream(OwnStream::on(io::stdout().as_fd())?)
+            let sink = match &held {
+                Some(held) => Sink::Hold(Arc::clone(held), Stream::Stdout),
+                None => Sink::Stream(OwnStream::on(io::stdout().as_fd())?),
             };
             watches.push(plumbing::watch(
                 source,
@@ -546,12 +550,9 @@ impl Runner<'_> {
         }
         if self.stderr_rules.any() || holding {
             let (source, attempt_end) = io::pipe()?;
-            let sink = if holding {
-                let held = Arc::new(Mutex::new(Held::default()));
-                self.held_stderr = Some(Arc::clone(&held));
-                Sink::Hold(held)
-            } else {
-                Sink::Stream(OwnStream::on(io::stderr().as_fd())?)
+            let sink = match &held {
+                Some(held) if holding => Sink::Hold(Arc::clone(held), Stream::Stderr),
+                _ => Sink::Stream(OwnStream::on(io::stderr().as_fd())?),
             };
             watches.push(plumbing::watch(
                 source,
@@ -714,31 +715,20 @@ impl Runner<'_> {
         reader_wait: ReaderWait,
         reporter: &mut Reporter,
     ) -> Result<(), Halt> {
-        let (stdout, stderr) = (self.held.take(), self.held_stderr.take());
-        let outs = match (self.failed_output, output_of) {
-            (FailedOutput::Pass, OutputOf::FinalAttempt) => {
-                [stdout.map(|h| (h, Stream::Stdout)), None]
-            }
-            (FailedOutput::Pass, OutputOf::EarlierAttempt { .. }) => {
-                [stdout.map(|h| (h, Stream::Stderr)), None]
-            }
-            (_, OutputOf::FinalAttempt) => [
-                stdout.map(|h| (h, Stream::Stdout)),
-                stderr.map(|h| (h, Stream::Stderr)),
-            ],
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        let route = match (self.failed_output, output_of) {
+            (_, OutputOf::FinalAttempt) => Route::Own,
+            (FailedOutput::Pass, OutputOf::EarlierAttempt { .. }) => Route::Stderr,
             (FailedOutput::Drop, OutputOf::EarlierAttempt { .. }) => {
-                for held in stdout.iter().chain(&stderr) {
-                    held.lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner())
-                        .discard();
-                }
+                held.lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .discard();
                 return Ok(());
             }
             (FailedOutput::OnGiveUp, OutputOf::EarlierAttempt { attempt, end }) => {
-                if let Err(error) =
-                    self.kept
-                        .keep(attempt, end, stdout.as_deref(), stderr.as_deref())
-                {
+                if let Err(error) = self.kept.keep(attempt, end, &held) {
                     let error = crate::text::plain_error(&error);
                     self.say_once(
                         reporter,
@@ -751,45 +741,31 @@ impl Runner<'_> {
                 return Ok(());
             }
         };
-        for (held, stream) in outs.into_iter().flatten() {
-            self.write_held(&held, stream, reader_wait, reporter)?;
-        }
-        Ok(())
+        let copied = self.copy_out(reader_wait, move |progress| {
+            copy_held(&held, route, progress)
+        })?;
+        self.said_copy(copied, reporter).map(drop)
     }
 
-    /// Writes held output out to `stream` (see `copy_held`), waiting for the reader as
-    /// `reader_wait` says.
-    fn write_held(
-        &mut self,
-        held: &Arc<Mutex<Held>>,
-        stream: Stream,
-        reader_wait: ReaderWait,
-        reporter: &mut Reporter,
-    ) -> Result<(), Halt> {
-        let held = Arc::clone(held);
-        let copied = self.copy_out(reader_wait, move |moved| copy_held(&held, stream, moved))?;
-        self.said_copy(copied, stream, reporter).map(drop)
-    }
-
-    /// Runs `copy` (which counts the bytes it writes) on a thread of its own while this one
-    /// waits for signals, so that a signal still ends `retry` at once when the reader
-    /// downstream does not read; the thread is then left behind, as `retry` is about to exit.
-    /// Without a pipe or a thread, the copy runs here. Returns how the copy went, or the
-    /// signal that cut the wait short.
+    /// Runs `copy` (which keeps `Progress`) on a thread of its own while this one waits for
+    /// signals, so that a signal still ends `retry` at once when the reader downstream does not
+    /// read; the thread is then left behind, as `retry` is about to exit. Without a pipe or a
+    /// thread, the copy runs here. Returns how the copy went, or the signal that cut the wait
+    /// short.
     fn copy_out(
         &self,
         reader_wait: ReaderWait,
-        copy: impl Fn(&AtomicU64) -> io::Result<()> + Send + Sync + 'static,
-    ) -> Result<io::Result<()>, Halt> {
-        let moved = Arc::new(AtomicU64::new(0));
+        copy: impl Fn(&Progress) -> Result<(), CopyFailed> + Send + Sync + 'static,
+    ) -> Result<Result<(), CopyFailed>, Halt> {
+        let progress = Arc::new(Progress::default());
         let copy = Arc::new(copy);
-        let on_thread = (Arc::clone(&copy), Arc::clone(&moved));
+        let on_thread = (Arc::clone(&copy), Arc::clone(&progress));
         let Some((done, copier)) = spawn_copier(move || (on_thread.0)(&on_thread.1)) else {
-            return Ok(copy(&moved));
+            return Ok(copy(&progress));
         };
         let ended = match reader_wait {
             ReaderWait::WhileFlowing => {
-                plumbing::wait_while_flowing(self.events, done.as_fd(), &moved, None)
+                plumbing::wait_while_flowing(self.events, done.as_fd(), &progress.moved, None)
             }
             ReaderWait::Whole => self
                 .events
@@ -798,40 +774,41 @@ impl Runner<'_> {
         match ended {
             Ok(true) => Ok(copier.join().unwrap_or(Ok(()))),
             Ok(false) if reader_wait == ReaderWait::WhileFlowing => Ok(Ok(())),
-            Ok(false) => Ok(Err(io::Error::other(plumbing::READER_TOO_SLOW))),
+            Ok(false) => Ok(Err(CopyFailed {
+                stream: progress.writing(),
+                error: io::Error::other(plumbing::READER_TOO_SLOW),
+            })),
             Err(signal) => Err(Halt::Interrupted(signal)),
         }
     }
 
-    /// Says how a copy to `stream` went, once per stream; whether it went whole. A reader gone
-    /// from stdout ends the run; from stderr, only the copy.
+    /// Says how a copy went, once per stream; whether it went whole. A reader gone from stdout
+    /// ends the run; from stderr, only the copy.
     fn said_copy(
         &mut self,
-        copied: io::Result<()>,
-        stream: Stream,
+        copied: Result<(), CopyFailed>,
         reporter: &mut Reporter,
     ) -> Result<bool, Halt> {
-        match copied {
-            Ok(()) => Ok(true),
-            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
-                if stream == Stream::Stdout {
-                    Err(Halt::BrokenPipe)
-                } else {
-                    Ok(false)
-                }
-            }
-            Err(error) => {
-                let error = crate::text::plain_error(&error);
-                self.say_once(
-                    reporter,
-                    Report::WriteFailed {
-                        stream,
-                        error: &error,
-                    },
-                );
+        let CopyFailed { stream, error } = match copied {
+            Ok(()) => return Ok(true),
+            Err(failed) => failed,
+        };
+        if error.kind() == io::ErrorKind::BrokenPipe {
+            return if stream == Stream::Stdout {
+                Err(Halt::BrokenPipe)
+            } else {
                 Ok(false)
-            }
+            };
         }
+        let error = crate::text::plain_error(&error);
+        self.say_once(
+            reporter,
+            Report::WriteFailed {
+                stream,
+                error: &error,
+            },
+        );
+        Ok(false)
     }
 
     fn terminating(&self) -> Phase {
@@ -874,9 +851,9 @@ impl Runner<'_> {
 
 /// Starts `copy` on a thread of its own; returns the thread and a pipe that hangs up when it
 /// ends. `None` when no pipe or thread can be had.
-fn spawn_copier(
-    copy: impl FnOnce() -> io::Result<()> + Send + 'static,
-) -> Option<(PipeReader, JoinHandle<io::Result<()>>)> {
+fn spawn_copier<T: Send + 'static>(
+    copy: impl FnOnce() -> T + Send + 'static,
+) -> Option<(PipeReader, JoinHandle<T>)> {
     let (done, finished) = io::pipe().ok()?;
     let copier = thread::Builder::new()
         .name("release".into())
@@ -889,23 +866,109 @@ fn spawn_copier(
     Some((done, copier))
 }
 
-/// Writes held output to `stream`. Counts the bytes written in `moved`.
-fn copy_held(held: &Mutex<Held>, stream: Stream, moved: &AtomicU64) -> io::Result<()> {
+/// Where held output goes.
+#[derive(Clone, Copy)]
+enum Route {
+    /// Each stream's bytes to that stream: the final attempt's.
+    Own,
+    /// All to stderr: an earlier attempt's stdout under `--hold-stdout`.
+    Stderr,
+}
+
+/// How far a copy has got: the bytes it wrote, and the stream it writes to now.
+#[derive(Default)]
+struct Progress {
+    moved: AtomicU64,
+    on_stderr: AtomicBool,
+}
+
+impl Progress {
+    fn writing(&self) -> Stream {
+        if self.on_stderr.load(Ordering::Relaxed) {
+            Stream::Stderr
+        } else {
+            Stream::Stdout
+        }
+    }
+}
+
+/// A copy that could not write to `stream`.
+struct CopyFailed {
+    stream: Stream,
+    error: io::Error,
+}
+
+/// Writes held output out, its stretches in the order they came, as `route` says. A stream
+/// that fails is written no more, and the copy goes on with the other; a reader gone from
+/// stdout ends it, as the run will end.
+fn copy_held(held: &Mutex<Held>, route: Route, progress: &Progress) -> Result<(), CopyFailed> {
     let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let out = match stream {
+    let mut stdout: Option<OwnStream> = None;
+    let mut stderr: Option<OwnStream> = None;
+    let mut stderr_failed = None;
+    let written = held.write_out(|stream, bytes| {
+        let target = match route {
+            Route::Own => stream,
+            Route::Stderr => Stream::Stderr,
+        };
+        if target == Stream::Stderr && stderr_failed.is_some() {
+            return Ok(());
+        }
+        progress
+            .on_stderr
+            .store(target == Stream::Stderr, Ordering::Relaxed);
+        let out = if target == Stream::Stderr {
+            &mut stderr
+        } else {
+            &mut stdout
+        };
+        let written = match out {
+            Some(out) => Ok(out),
+            None => own_stream(target).map(|opened| out.insert(opened)),
+        }
+        .and_then(|out| {
+            Counted {
+                out,
+                moved: &progress.moved,
+            }
+            .write_all(bytes)
+        });
+        match written {
+            Err(error) if target == Stream::Stderr => {
+                stderr_failed = Some(error);
+                Ok(())
+            }
+            written => written,
+        }
+    });
+    match (written, stderr_failed) {
+        (Err(error), _) => Err(CopyFailed {
+            stream: Stream::Stdout,
+            error,
+        }),
+        (Ok(()), Some(error)) => Err(CopyFailed {
+            stream: Stream::Stderr,
+            error,
+        }),
+        (Ok(()), None) => Ok(()),
+    }
+}
+
+/// `retry`'s own handle on `stream` (stdout or stderr).
+fn own_stream(stream: Stream) -> io::Result<OwnStream> {
+    match stream {
         Stream::Stdout => OwnStream::on(io::stdout().as_fd()),
         _ => OwnStream::on(io::stderr().as_fd()),
-    };
-    held.write_out(out.map(|out| Counted { out, moved }))
+    }
 }
 
 /// A writer that counts what it wrote.
-struct Counted<'a> {
-    out: OwnStream,
+struct Counted<'a, W> {
+    out: W,
     moved: &'a AtomicU64,
 }
 
-impl Write for Counted<'_> {
+impl<W: Write> Write for Counted<'_, W> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         let written = self.out.write(bytes)?;
         self.moved.fetch_add(written as u64, Ordering::Relaxed);

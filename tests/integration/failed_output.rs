@@ -11,10 +11,11 @@ use predicates::prelude::*;
 use crate::util::*;
 
 /// An attempt that writes `out N` to stdout and `err N` to stderr, and succeeds from attempt
-/// `succeed_from` on (never when 0).
+/// `succeed_from` on (never when 0). It pauses between the two, so that held output, which
+/// keeps the order in which `retry` read its two pipes, keeps this one.
 fn noisy(succeed_from: u32) -> Vec<String> {
     sh(&format!(
-        "echo \"out $RETRY_ATTEMPT\"; echo \"err $RETRY_ATTEMPT\" >&2; \
+        "echo \"out $RETRY_ATTEMPT\"; sleep 0.05; echo \"err $RETRY_ATTEMPT\" >&2; \
          [ {succeed_from} -gt 0 ] && [ $RETRY_ATTEMPT -ge {succeed_from} ]"
     ))
 }
@@ -74,6 +75,38 @@ fn on_give_up_writes_every_attempt_after_the_final_one_behind_a_header() {
     assert_eq!(stderr.matches("out 1").count(), 1, "once, at the end");
 }
 
+/// stdout and stderr into one pipe (`2>&1`, as cron and CI take them): held output comes out
+/// as the attempt interleaved it, the final attempt's and each kept one's alike. The command
+/// pauses between streams, so that its two pipes are read in that order.
+#[test]
+fn held_output_keeps_the_order_of_its_two_streams() {
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let script = sh(
+        "echo \"out $RETRY_ATTEMPT\"; sleep 0.05; echo \"err $RETRY_ATTEMPT\" >&2; \
+         sleep 0.05; echo \"out $RETRY_ATTEMPT again\"; exit 1",
+    );
+    let r = retry()
+        .args([
+            "--failed-output",
+            "on-give-up",
+            "--quiet",
+            "-r",
+            "1",
+            "--base",
+            "1ms",
+        ])
+        .args(&script);
+    let mut child = r.spawn_with(writer.try_clone().unwrap(), writer);
+    let mut all = String::new();
+    use std::io::Read;
+    reader.read_to_string(&mut all).unwrap();
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
+    assert_eq!(
+        all, "out 2\nerr 2\nout 2 again\nout 1\nerr 1\nout 1 again\n",
+        "the final attempt's, then the first's"
+    );
+}
+
 #[test]
 fn drop_keeps_only_the_final_attempts_output() {
     for succeed_from in [0, 3] {
@@ -109,7 +142,8 @@ fn pass_lets_everything_through_as_it_comes() {
 }
 
 /// Binary bytes go through untouched: the final attempt's to stdout, and under `--quiet` (no
-/// headers) the earlier attempts' to stderr exactly as they wrote them, in order.
+/// headers) the earlier attempts' to stderr exactly as they wrote them, in order. (The pause
+/// lets `retry` read all of stdout before stderr: it keeps the order in which it read them.)
 #[test]
 fn binary_output_is_kept_and_replayed_byte_for_byte() {
     let r = retry();
@@ -117,7 +151,7 @@ fn binary_output_is_kept_and_replayed_byte_for_byte() {
     bytes.extend_from_slice(b"\r\n\0\xff no newline at the end");
     let data = r.write_with_mode("data.bin", &bytes, 0o644);
     let script = sh(&format!(
-        "cat '{0}'; printf 'e%s' $RETRY_ATTEMPT >&2; exit 4",
+        "cat '{0}'; sleep 0.05; printf 'e%s' $RETRY_ATTEMPT >&2; exit 4",
         data.display()
     ));
     let output = r

@@ -320,7 +320,7 @@ fn crontab_line_that_mails_only_a_give_up_and_writes_metrics() {
             "bin/backup.sh",
             format!(
                 "#!/bin/sh\nn=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{runs}'\n\
-                 [ $n -gt {fails} ] && exit 0\necho \"dump $n failed\"; echo \"disk $n full\" >&2; exit 2\n",
+                 [ $n -gt {fails} ] && exit 0\necho \"dump $n failed\"; sleep 0.05; echo \"disk $n full\" >&2; exit 2\n",
                 runs = runs.display()
             ),
             0o755,
@@ -333,7 +333,8 @@ fn crontab_line_that_mails_only_a_give_up_and_writes_metrics() {
                 *word = metrics.to_str().unwrap().to_string();
             }
         }
-        // The schedule as written waits seconds: scale it down.
+        // The schedule as written waits seconds: scale it down. (The script pauses between its
+        // streams, so that the order in which `retry` reads them is the order they were written.)
         let words = [&["--base".to_string(), "1ms".to_string()][..], &words].concat();
         let output = Command::new(BIN)
             .args(&words)
