@@ -202,6 +202,7 @@ fn the_file_is_written_for_every_ending() {
     status(143.0);
 }
 
+/// Three successes, each restarted, then a failure that ends the run by the limit.
 #[test]
 fn a_restart_loop_writes_the_file_once_when_it_ends() {
     let r = retry();
@@ -217,22 +218,27 @@ fn a_restart_loop_writes_the_file_once_when_it_ends() {
         .args([
             "--restart",
             "--delays",
-            "10ms",
-            "--max-time",
-            "300ms",
+            "1ms",
+            "-r",
+            "0",
             "--on-success",
             &hook,
         ])
         .args([format!("--metrics-file={}", file.display())])
-        .args(["--metrics-job", "worker", "--", "true"])
+        .args(["--metrics-job", "worker"])
+        .args(sh("[ $RETRY_ATTEMPT -le 3 ]"))
         .assert()
-        .code(0);
+        .code(1);
     assert!(!seen.exists(), "written before the end: {}", read(&seen));
     let text = read(&file);
     promtool_accepts(&file);
-    assert_eq!(gauge(&text, "retry_last_run_success", "worker"), Some(1.0));
-    let attempts = gauge(&text, "retry_last_run_attempts", "worker").unwrap();
-    assert!(attempts >= 2.0, "{attempts} attempts in the whole run");
+    assert_eq!(gauge(&text, "retry_last_run_attempts", "worker"), Some(4.0));
+    assert_eq!(gauge(&text, "retry_last_run_success", "worker"), Some(0.0));
+    assert_eq!(
+        gauge(&text, "retry_last_success_timestamp_seconds", "worker"),
+        None,
+        "the run as a whole never succeeded"
+    );
 }
 
 fn read_or_empty(path: &Path) -> String {
