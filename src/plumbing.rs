@@ -974,6 +974,24 @@ mod tests {
         assert_eq!(written_out(&Mutex::new(Held::default())), []);
     }
 
+    /// Writes in a row to one stream make one stretch: a record is written only when the
+    /// stream changes.
+    #[test]
+    fn a_stretch_is_recorded_when_the_stream_changes() {
+        let mut held = Held::default();
+        for _ in 0..1000 {
+            held.append(O, b"x");
+        }
+        assert_eq!(held.stretches.len(), 0);
+        assert_eq!(held.last, Some((O, 1000)));
+        held.append(E, b"yy");
+        held.append(O, b"z");
+        assert_eq!(held.stretches.len(), 2 * STRETCH as u64);
+        assert_eq!(held.last, Some((O, 1)));
+        assert_eq!(stretch_from(&stretch_record((E, 1 << 40))), (E, 1 << 40));
+        assert_eq!(stretch_from(&stretch_record((O, 7))), (O, 7));
+    }
+
     /// A command that switches streams at every write keeps its order past the memory bound
     /// of the stretches' records, which spill as the bytes do.
     #[test]

@@ -107,6 +107,46 @@ fn held_output_keeps_the_order_of_its_two_streams() {
     );
 }
 
+/// A stderr that cannot be written (its reader gone) does not cost stdout any of the final
+/// attempt's output: each stream is written on while it can be.
+#[test]
+fn stdout_goes_out_whole_when_stderr_cannot_be_written() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let r = retry()
+        .args(["--failed-output", "drop", "-r", "0"])
+        .args(sh(
+            "echo first >&2; sleep 0.05; echo then; sleep 0.05; echo last >&2; echo end",
+        ));
+    let mut child = r.spawn_with(Stdio::piped(), writer);
+    let mut stdout = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    assert_eq!(stdout, "then\nend\n");
+}
+
+/// Under `--restart`, a success is what the failures before it led to: their kept output is
+/// forgotten, and a give-up later replays only the failures after the last success.
+#[test]
+fn a_success_under_restart_forgets_the_output_kept_before_it() {
+    let output = retry()
+        .args(["--failed-output", "on-give-up", "--restart", "-r", "1"])
+        .args(["--delays", "1ms", "--quiet"])
+        .args(sh("echo \"out $RETRY_ATTEMPT\"; [ $RETRY_ATTEMPT = 2 ]"))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out 2\nout 4\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "out 3\n");
+}
+
 #[test]
 fn drop_keeps_only_the_final_attempts_output() {
     for succeed_from in [0, 3] {

@@ -653,8 +653,9 @@ fn held_output_does_not_hold_the_run_past_max_time_for_a_stalled_reader() {
     );
     assert!(started.elapsed() >= Duration::from_millis(400));
     assert!(
-        stderr_of(&mut child).contains("the reader downstream did not take it in time"),
-        "the loss is not said"
+        stderr_of(&mut child)
+            .contains("cannot write to stdout: the reader downstream did not take it in time"),
+        "the loss is not said, or not of stdout"
     );
 }
 
@@ -785,4 +786,24 @@ fn a_plan_that_cannot_be_written_is_an_error() {
             "retry: cannot write to stdout: No space left on device\n"
         );
     }
+}
+
+/// `--hold-stdout` holds stdout only: stderr, read for a pattern, still goes on as it comes,
+/// before the attempt has ended.
+#[test]
+fn hold_stdout_passes_stderr_on_as_it_comes() {
+    let r = retry()
+        .args([
+            "--hold-stdout",
+            "--retry-if-stderr",
+            "never-seen",
+            "-r",
+            "0",
+        ])
+        .args(sh("echo held; echo live >&2; exec sleep 30"));
+    let mut child = r.spawn();
+    let seen = wait_for_stderr(&mut child, "live");
+    assert!(!seen.contains("held"), "{seen}");
+    send(&child, libc::SIGTERM);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
 }
