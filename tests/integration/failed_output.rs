@@ -147,6 +147,31 @@ fn a_success_under_restart_forgets_the_output_kept_before_it() {
     assert_eq!(String::from_utf8_lossy(&output.stderr), "out 3\n");
 }
 
+/// What a background process of a dropped attempt writes after that attempt ended belongs to
+/// no attempt: it goes on to stderr as it comes, not into a spool that nothing writes out.
+#[test]
+fn a_background_writer_of_a_dropped_attempt_goes_on_to_stderr() {
+    let output = retry()
+        .args([
+            "--failed-output",
+            "drop",
+            "-r",
+            "1",
+            "--base",
+            "1ms",
+            "--quiet",
+        ])
+        .args(sh(
+            "if [ $RETRY_ATTEMPT = 1 ]; then (sleep 0.3; echo late >&2) & echo early >&2; \
+             else sleep 1; fi; exit 1",
+        ))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "late\n");
+}
+
 #[test]
 fn drop_keeps_only_the_final_attempts_output() {
     for succeed_from in [0, 3] {
