@@ -361,6 +361,40 @@ fn a_signal_ends_retry_while_kept_output_waits_for_a_stalled_reader() {
     assert_eq!(status_within(&mut child, sent, Duration::from_secs(2)), 143);
 }
 
+/// An interrupted run's final attempt goes to a stdout that nobody reads only while it is
+/// taken; what is not taken is not an answer and is not said to be lost.
+#[test]
+fn an_interrupted_run_leaves_a_stalled_stdout_without_a_word() {
+    let r = retry();
+    let mark = r.path("running");
+    let script = format!(
+        "head -c 1048576 /dev/zero; touch '{}'; exec sleep 30",
+        mark.display()
+    );
+    let r = r
+        .args(["--failed-output", "drop", "-r", "0"])
+        .args(sh(&script));
+    // stdout into a pipe that nothing reads; stderr read to the end.
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::piped());
+    eventually("the attempt has written its output", || mark.exists());
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    let mut stderr = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status_within(&mut child, sent, Duration::from_secs(2)), 143);
+    assert!(!stderr.contains("did not take it"), "{stderr}");
+    assert!(
+        stderr.contains("interrupted") || stderr.contains("SIGTERM"),
+        "{stderr}"
+    );
+}
+
 /// Kept output waits for a reader that never reads only until the run's `--max-time` and its
 /// grace have passed; the run's answer stands.
 #[test]
