@@ -543,13 +543,6 @@ fn sigterm_after_the_attempt_ends_at_once(r: &Retry, child: std::process::Child)
     sigterm_ends_retry_at_once(child);
 }
 
-/// Sends SIGTERM: `retry` must end by it at once.
-fn sigterm_ends_retry_at_once(mut child: std::process::Child) {
-    let sent = Instant::now();
-    send(&child, libc::SIGTERM);
-    assert_eq!(status_within(&mut child, sent, Duration::from_secs(2)), 143);
-}
-
 /// A parent may leave SIGCHLD blocked, and the mask survives exec: `retry` still hears each
 /// attempt end, instead of waiting forever for the first.
 #[test]

@@ -568,6 +568,25 @@ pub fn shell_status(status: ExitStatus) -> i32 {
 
 /// The whole of the child's piped stderr: for a child that has ended, with nothing left that
 /// holds its stderr open.
+pub fn stdout_of(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_string(&mut stdout)
+        .expect("stdout is text");
+    stdout
+}
+
+/// Sends SIGTERM: `retry` must end by it at once.
+pub fn sigterm_ends_retry_at_once(mut child: Child) {
+    let sent = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(status_within(&mut child, sent, Duration::from_secs(2)), 143);
+}
+
 pub fn stderr_of(child: &mut Child) -> String {
     use std::io::Read;
     let mut stderr = String::new();
