@@ -382,18 +382,26 @@ fn a_terminal_gets_colour_and_a_countdown_that_is_erased() {
 
 #[test]
 fn no_countdown_in_ci_and_no_escapes_with_no_color() {
-    let screen = under_terminal(LONG_WAIT, &[("CI", "true")]);
-    assert!(!screen.contains("next attempt in 2s..."), "{screen:?}");
-    let screen = under_terminal(LONG_WAIT, &[("NO_COLOR", "1")]);
-    assert!(!screen.contains('\u{1b}'), "{screen:?}");
+    // The three terminals wait out their 2 s side by side.
+    let [in_ci, no_color, both_empty] = [
+        &[("CI", "true")][..],
+        &[("NO_COLOR", "1")],
+        &[("NO_COLOR", ""), ("CI", "")],
+    ]
+    .map(|env| std::thread::spawn(move || under_terminal(LONG_WAIT, env)))
+    .map(|screen| screen.join().unwrap());
+    assert!(!in_ci.contains("next attempt in 2s..."), "{in_ci:?}");
+    assert!(!no_color.contains('\u{1b}'), "{no_color:?}");
     assert!(
-        screen.contains("next attempt in 1s..."),
-        "the countdown stays: {screen:?}"
+        no_color.contains("next attempt in 1s..."),
+        "the countdown stays: {no_color:?}"
     );
     // NO_COLOR counts when set at all; CI only when set and not empty.
-    let screen = under_terminal(LONG_WAIT, &[("NO_COLOR", ""), ("CI", "")]);
-    assert!(!screen.contains('\u{1b}'), "{screen:?}");
-    assert!(screen.contains("next attempt in 1s..."), "{screen:?}");
+    assert!(!both_empty.contains('\u{1b}'), "{both_empty:?}");
+    assert!(
+        both_empty.contains("next attempt in 1s..."),
+        "{both_empty:?}"
+    );
 }
 
 /// A command that reads the terminal from its own process group is stopped by the kernel

@@ -13,15 +13,15 @@ use serde_json::Value;
 use crate::util::*;
 
 /// Where a test keeps its budgets and breakers: a state directory of its own (made 0700 by
-/// `retry` itself), or a Redis server or a Redis Cluster of its own, stopped by pid when the
-/// test is done.
+/// `retry` itself), a Redis server of its own, stopped by pid when the test is done, or the
+/// shared Redis Cluster, the test's alone while it holds it.
 pub struct State {
     _root: tempfile::TempDir,
     dir: PathBuf,
     /// What `--state` says.
     location: String,
     _server: Option<crate::redis::Server>,
-    _cluster: Option<crate::redis::Cluster>,
+    _cluster: Option<std::sync::MutexGuard<'static, crate::redis::Cluster>>,
 }
 
 fn state() -> State {
@@ -79,9 +79,10 @@ impl State {
         })
     }
 
-    /// A Redis Cluster of the test's own; `None` (outside CI) without one.
+    /// The shared Redis Cluster, emptied and the test's alone while it runs; `None` (outside
+    /// CI) without one.
     fn cluster() -> Option<State> {
-        let cluster = crate::redis::cluster()?;
+        let cluster = crate::redis::shared_cluster()?;
         Some(State {
             location: cluster.url(),
             _cluster: Some(cluster),
@@ -108,7 +109,7 @@ impl State {
     }
 
     /// `n` runs at once, each under the breaker flags `b` and `extra`, of a command that counts
-    /// itself in `dir` (see `counting`) and sleeps `seconds`; their statuses.
+    /// itself in `dir` (see `counting`) and sleeps `seconds`; how they ended.
     fn concurrent_runs(
         &self,
         n: usize,
@@ -116,10 +117,10 @@ impl State {
         extra: &[&str],
         dir: &Path,
         seconds: &str,
-    ) -> Vec<i32> {
+    ) -> Vec<Ended> {
         let mut args: Vec<String> = vec![self.flag()];
         args.extend(b.iter().cloned());
-        args.extend(["-q", "-r", "0"].map(String::from));
+        args.extend(["-r", "0"].map(String::from));
         args.extend(extra.iter().map(|arg| arg.to_string()));
         args.push("--".into());
         args.extend(sh(&format!(
@@ -270,7 +271,9 @@ on_every_store! {
 on_every_store! {
     /// A hundred runs at once on one budget: no update is lost (the state's counts are exactly the
     /// attempts made), the retries never exceed the floor plus the ratio times the first attempts,
-    /// and the budget is spent, not starved.
+    /// and the budget is spent, not starved. A run that waited past the state's bound goes on
+    /// without it, as it should (its attempts from then on are neither paid nor counted): each
+    /// run's JSON log tells which decisions it took with the state.
     fn a_hundred_concurrent_runs_share_one_budget(s) {
         let work = tempfile::tempdir().unwrap();
         let budget = [
@@ -283,36 +286,59 @@ on_every_store! {
         ];
         let mut args: Vec<String> = vec![s.flag()];
         args.extend(budget.iter().map(|a| a.to_string()));
-        args.extend(["-q", "-r", "3", "--base", "1ms", "--"].map(String::from));
+        args.extend(["--log-format", "json", "-r", "3", "--base", "1ms", "--"].map(String::from));
         args.extend(counting(work.path(), 1));
-        let statuses = concurrently(100, &args);
-        assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
-        let attempts = count(work.path());
-        let retries = attempts - 100;
-        assert!(retries <= 30, "{retries} retries: more than 20 + 0.1 x 100");
-        assert!(
-            retries >= 20,
-            "{retries} retries: the floor alone pays for 20"
-        );
+        let runs = concurrently(100, &args);
+        assert!(runs.iter().all(|run| run.status == 1));
+        let (mut attempts, mut spent, mut refused, mut uncounted_first) = (0, 0, 0, 0);
+        for run in &runs {
+            let events = json_events(run.stderr.as_bytes());
+            let kind = |event: &Value| event["event"].as_str().unwrap_or("").to_string();
+            let first_attempt = events.iter().position(|e| kind(e) == "attempt");
+            let failed_open = events.iter().position(|e| kind(e) == "state-unavailable");
+            if failed_open.is_some_and(|at| first_attempt.is_none_or(|first| at < first)) {
+                uncounted_first += 1;
+            }
+            attempts += events.iter().filter(|e| kind(e) == "attempt").count();
+            for event in events.iter().filter(|e| kind(e) == "budget") {
+                match event["decision"].as_str() {
+                    Some("spent") => spent += 1,
+                    _ => refused += 1,
+                }
+            }
+        }
+        assert_eq!(count(work.path()), attempts, "every attempt logged");
+        let failed_open = runs.iter().filter(|run| run.failed_open()).count();
+        let said = format!("{spent} paid retries, {refused} refused, {failed_open} runs failed open");
         let shown = s.show(&budget);
-        assert_eq!(
-            shown["budget"]["first_attempts"], 100,
-            "no first attempt lost"
+        let first_attempts = shown["budget"]["first_attempts"].as_u64().unwrap();
+        assert_eq!(first_attempts, 100 - uncounted_first, "no first attempt lost; {said}");
+        assert_eq!(shown["budget"]["retries"], spent, "no retry lost; {said}");
+        assert!(
+            spent as f64 <= 20.0 + 0.1 * first_attempts as f64,
+            "more than 20 + 0.1 x {first_attempts}: {said}"
         );
-        assert_eq!(shown["budget"]["retries"], retries, "no retry lost");
+        assert!(refused > 0 && spent >= 20, "the floor alone pays for 20: {said}");
     }
 }
 
 on_every_store! {
-    /// A hundred runs at once on one breaker: every failure is counted.
+    /// A hundred runs at once on one breaker: every failure is counted (but those of runs that
+    /// went on without the state, having waited past its bound).
     fn a_hundred_concurrent_runs_share_one_breaker_count(s) {
         let names = ["--breaker", "herd", "--breaker-threshold", "1000"];
         let mut args: Vec<String> = vec![s.flag()];
         args.extend(names.iter().map(|a| a.to_string()));
-        args.extend(["-q", "-r", "0", "false"].map(String::from));
-        let statuses = concurrently(100, &args);
-        assert!(statuses.iter().all(|&status| status == 1), "{statuses:?}");
-        assert_eq!(s.show(&names)["breaker"]["failures"], 100);
+        args.extend(["-r", "0", "false"].map(String::from));
+        let runs = concurrently(100, &args);
+        assert!(runs.iter().all(|run| run.status == 1));
+        let failed_open = runs.iter().filter(|run| run.failed_open()).count();
+        assert!(failed_open < 100, "no run used the state");
+        assert_eq!(
+            s.show(&names)["breaker"]["failures"],
+            100 - failed_open,
+            "{failed_open} runs failed open"
+        );
     }
 }
 
@@ -443,10 +469,14 @@ on_every_store! {
         s.fail_once(&b);
         std::thread::sleep(Duration::from_millis(220));
         // A --timeout makes the probe's lease outlast its sleep: --timeout and the grace.
-        let statuses = s.concurrent_runs(10, &b, &["--timeout", "5s"], work.path(), "0.5");
-        assert_eq!(count(work.path()), 1, "{statuses:?}");
-        assert_eq!(statuses.iter().filter(|&&s| s == 0).count(), 1);
-        assert_eq!(statuses.iter().filter(|&&s| s == 75).count(), 9);
+        let runs = s.concurrent_runs(10, &b, &["--timeout", "5s"], work.path(), "0.5");
+        // A run that waited past the state's bound runs its command without the breaker.
+        let failed_open = runs.iter().filter(|run| run.failed_open()).count();
+        assert!(failed_open < 10, "no run used the state");
+        assert_eq!(count(work.path()), 1 + failed_open, "{failed_open} failed open");
+        let with = |code| runs.iter().filter(|run| run.status == code).count();
+        assert_eq!(with(0), 1 + failed_open);
+        assert_eq!(with(75), 9 - failed_open);
     }
 }
 
@@ -551,8 +581,9 @@ on_every_store! {
         let b = breaker("1", "0s");
         s.fail_once(&b);
         assert_eq!(s.show(&b)["breaker"]["state"], "half-open");
-        let statuses = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
-        assert_eq!(statuses, [0; 5]);
+        let runs = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
+        assert!(runs.iter().all(|run| run.status == 0));
+        assert!(runs.iter().any(|run| !run.failed_open()), "no run used the state");
         assert_eq!(count(work.path()), 5);
         assert_eq!(s.show(&b)["breaker"]["state"], "closed");
     }

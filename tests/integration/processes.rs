@@ -198,7 +198,7 @@ fn signal_during_attempt(signal: i32, status: i32) {
     let sent = Instant::now();
     send(&child, signal);
     assert_eq!(
-        status_within(&mut child, sent, Duration::from_secs(2)),
+        status_within(&mut child, sent, Duration::from_secs(5)),
         status
     );
     for pid in family {

@@ -462,11 +462,14 @@ fn only_the_copied_stream_stays_open_for_a_background_writer() {
 
 /// Once the reader downstream has gone, a background writer learns it as it would have: the
 /// pipe it writes to closes, and SIGPIPE ends it (here `yes`, which would write for ever).
+/// The writer starts once `retry` has ended and been reaped (its parent `$PPID` gone): a
+/// writer that never stops while nothing reads would keep `retry` waiting on the reader, as
+/// it should.
 #[test]
 fn a_background_writer_without_a_reader_ends() {
     let r = retry().args(["--until-stdout", "^ready$", "--attempts", "1"]);
     let script = format!(
-        "(sleep 0.2; echo $$ > '{}'; exec yes) & echo ready",
+        "(while kill -0 $PPID 2>/dev/null; do sleep 0.01; done; exec sh -c \"echo \\$\\$ > '{}'; exec yes\") & echo ready",
         r.path("pid").display()
     );
     let r = r.args(sh(&script));

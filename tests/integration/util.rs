@@ -60,6 +60,43 @@ pub fn pid_namespace() -> Option<&'static [&'static str]> {
     Some(NAMESPACE)
 }
 
+/// The children of the tests get the default disposition of every signal they are sent,
+/// whatever this process inherited: under `nohup`, or started as `cmd &` by a script, it
+/// ignores SIGHUP or SIGINT, and an ignored signal stays ignored through fork and exec. A
+/// handler does not (exec resets it to the default), so at start-up each of those signals
+/// that is ignored gets a handler that does nothing: this process still shrugs it off, and
+/// what it starts hears it as it would anywhere.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static DEFAULT_DISPOSITIONS_FOR_CHILDREN: extern "C" fn() = default_dispositions_for_children;
+
+extern "C" fn default_dispositions_for_children() {
+    extern "C" fn ignore(_: libc::c_int) {}
+    for signal in [
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+    ] {
+        // SAFETY: sigaction(2) with valid pointers, at start-up before any other thread;
+        // the handler is async-signal-safe (it does nothing).
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut current);
+            if current.sa_sigaction == libc::SIG_IGN {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
 pub struct Retry {
     pub dir: TempDir,
     args: Vec<String>,
@@ -485,10 +522,11 @@ pub fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// Waits up to one second for a process to be gone; returns whether it went.
+/// Waits up to `BOUND` for a process to be gone; returns whether it went. (Whether it went at
+/// once is for the benchmarks: a loaded machine may take its time to deliver a signal.)
 pub fn gone_soon(pid: i32) -> bool {
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(1) {
+    while start.elapsed() < BOUND {
         if !alive(pid) {
             return true;
         }
@@ -518,9 +556,36 @@ pub fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Starts `n` runs of `retry ARGS` at once (no `RETRY_STATE`, output discarded) and waits for
-/// them all; returns their statuses as a shell sees them.
-pub fn concurrently(n: usize, args: &[String]) -> Vec<i32> {
+/// Tests that load the machine on purpose (a hundred runs at once, a thousand orphans, a Redis
+/// Cluster starting) hold this while they do, so that no two of them run beside each other: on
+/// two cores, two at once slow each other past the bounds `retry` keeps (a state lock waited
+/// for at most 800 ms) and make what they check depend on the machine.
+pub fn one_heavy_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that failed while holding it poisons it; the next one may still go.
+    HEAVY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How one of `concurrently`'s runs ended: its status as a shell sees it, and its stderr.
+pub struct Ended {
+    pub status: i32,
+    pub stderr: String,
+}
+
+impl Ended {
+    /// Whether the run went on without its budget and breaker (the state was unavailable).
+    pub fn failed_open(&self) -> bool {
+        self.stderr.contains("state unavailable")
+            || self.stderr.contains("\"event\":\"state-unavailable\"")
+    }
+}
+
+/// Starts `n` runs of `retry ARGS` at once (no `RETRY_STATE`, stdout discarded) as the one
+/// heavy test running, and waits for them all.
+pub fn concurrently(n: usize, args: &[String]) -> Vec<Ended> {
+    let _heavy = one_heavy_test_at_a_time();
     let children: Vec<Child> = (0..n)
         .map(|_| {
             std::process::Command::new(BIN)
@@ -528,15 +593,34 @@ pub fn concurrently(n: usize, args: &[String]) -> Vec<i32> {
                 .env_remove("RETRY_STATE")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stderr(Stdio::piped())
                 .spawn()
                 .expect("a run of retry")
         })
         .collect();
     children
         .into_iter()
-        .map(|mut child| shell_status(wait_bounded(&mut child)))
+        .map(|mut child| {
+            let status = shell_status(wait_bounded(&mut child));
+            Ended {
+                status,
+                stderr: stderr_of(&mut child),
+            }
+        })
         .collect()
+}
+
+/// A child of the test, killed and reaped when dropped if it is still running, also when the
+/// test fails. (Unlike a bare pid, which once reaped may name a process of another test.)
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 /// Kills a process (a negative pid: a group) when dropped, so that what a test's command
@@ -566,8 +650,8 @@ pub fn shell_status(status: ExitStatus) -> i32 {
         .expect("an exit code or a signal")
 }
 
-/// The whole of the child's piped stderr: for a child that has ended, with nothing left that
-/// holds its stderr open.
+/// The whole of the child's piped stdout: for a child that has ended, with nothing left that
+/// holds its stdout open.
 pub fn stdout_of(child: &mut Child) -> String {
     use std::io::Read;
     let mut stdout = String::new();
@@ -587,6 +671,8 @@ pub fn sigterm_ends_retry_at_once(mut child: Child) {
     assert_eq!(status_within(&mut child, sent, Duration::from_secs(2)), 143);
 }
 
+/// The whole of the child's piped stderr: for a child that has ended, with nothing left that
+/// holds its stderr open.
 pub fn stderr_of(child: &mut Child) -> String {
     use std::io::Read;
     let mut stderr = String::new();
