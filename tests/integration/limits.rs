@@ -195,18 +195,24 @@ fn timeout_0_is_no_limit() {
 
 #[test]
 fn kill_signal_is_what_the_attempt_receives() {
-    retry()
-        .args(["-r", "0", "--timeout", "100ms", "--kill-signal", "INT"])
-        .args(sh("trap 'echo got-INT; exit 9' INT; sleep 10 & wait"))
-        .assert()
-        .code(124)
-        .stdout(predicate::str::contains("got-INT"));
-    retry()
-        .args(["-r", "0", "--timeout", "100ms", "--kill-signal", "SIGUSR1"])
-        .args(sh("trap 'echo got-USR1; exit 9' USR1; sleep 10 & wait"))
-        .assert()
-        .code(124)
-        .stdout(predicate::str::contains("got-USR1"));
+    // A second gives the shell the time to set its trap, however loaded the machine (it
+    // takes milliseconds); the trap ends the background sleep too, so that nothing of the
+    // group is left to wait for. The two runs wait side by side.
+    let runs = [("INT", "INT"), ("SIGUSR1", "USR1")].map(|(flag, trap)| {
+        std::thread::spawn(move || {
+            retry()
+                .args(["-r", "0", "--timeout", "1s", "--kill-signal", flag])
+                .args(sh(&format!(
+                    "trap 'echo got-{trap}; kill $!; exit 9' {trap}; sleep 10 & wait"
+                )))
+                .assert()
+                .code(124)
+                .stdout(predicate::str::contains(format!("got-{trap}")));
+        })
+    });
+    for run in runs {
+        run.join().unwrap();
+    }
 }
 
 #[test]
