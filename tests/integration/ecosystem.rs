@@ -405,31 +405,37 @@ fn no_countdown_in_ci_and_no_escapes_with_no_color() {
 }
 
 /// A command that reads the terminal from its own process group is stopped by the kernel
-/// (SIGTTIN) and would wait there silently; `retry` says so and names `--foreground`.
-const READS_THE_TERMINAL: &str = "-r 0 --timeout 300ms sh -c 'read line'";
+/// (SIGTTIN) and would wait there silently; `retry` says so and names `--foreground`. (The
+/// second is for the shell to start and read, however loaded the machine.)
+const READS_THE_TERMINAL: &str = "-r 0 --timeout 1s sh -c 'read line'";
 
 #[test]
 fn an_attempt_stopped_for_reading_the_terminal_is_reported() {
-    let screen = under_terminal(READS_THE_TERMINAL, &[("NO_COLOR", "1")]);
+    // The four terminals time out side by side.
+    let [plain, foreground, quiet, json] = [
+        ("", &[("NO_COLOR", "1")][..]),
+        ("--foreground ", &[]),
+        ("--quiet ", &[]),
+        ("--log-format json ", &[]),
+    ]
+    .map(|(flags, env)| {
+        std::thread::spawn(move || under_terminal(&format!("{flags}{READS_THE_TERMINAL}"), env))
+    })
+    .map(|screen| screen.join().unwrap());
     assert!(
-        screen.contains("retry: attempt 1 is stopped (SIGTTIN)"),
-        "{screen:?}"
+        plain.contains("retry: attempt 1 is stopped (SIGTTIN)"),
+        "{plain:?}"
     );
-    assert!(screen.contains("use --foreground"), "{screen:?}");
-    assert!(screen.contains("failed (timed out)"), "{screen:?}");
-
-    let screen = under_terminal(&format!("--foreground {READS_THE_TERMINAL}"), &[]);
-    assert!(!screen.contains("is stopped"), "{screen:?}");
-
-    let screen = under_terminal(&format!("--quiet {READS_THE_TERMINAL}"), &[]);
-    assert!(!screen.contains("is stopped"), "{screen:?}");
-
-    let screen = under_terminal(&format!("--log-format json {READS_THE_TERMINAL}"), &[]);
-    let stop = screen
+    assert!(plain.contains("use --foreground"), "{plain:?}");
+    assert!(plain.contains("failed (timed out)"), "{plain:?}");
+    assert!(!foreground.contains("is stopped"), "{foreground:?}");
+    assert!(foreground.contains("failed (timed out)"), "{foreground:?}");
+    assert!(!quiet.contains("is stopped"), "{quiet:?}");
+    let stop = json
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line.trim_end()).ok())
         .find(|event| event["event"] == "terminal-stop")
-        .unwrap_or_else(|| panic!("no terminal-stop event: {screen:?}"));
+        .unwrap_or_else(|| panic!("no terminal-stop event: {json:?}"));
     assert_eq!(stop["attempt"], 1);
     assert_eq!(stop["signal"], "SIGTTIN");
 }

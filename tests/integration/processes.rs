@@ -53,7 +53,7 @@ fn foreground_keeps_the_attempt_in_retrys_group() {
 
 #[test]
 fn a_timeout_leaves_no_grandchild() {
-    let r = retry().args(["-r", "0", "--timeout", "100ms"]);
+    let r = retry().args(["-r", "0", "--timeout", "1s"]);
     let command = family(&r, "");
     let r = r.args(command);
     r.assert().code(124);
@@ -65,11 +65,11 @@ fn a_timeout_leaves_no_grandchild() {
 #[test]
 fn a_grandchild_ignoring_the_signal_is_killed_after_the_grace() {
     let start = Instant::now();
-    let r = retry().args(["-r", "0", "--timeout", "100ms", "--kill-after", "200ms"]);
+    let r = retry().args(["-r", "0", "--timeout", "1s", "--kill-after", "200ms"]);
     let command = family(&r, "trap '' TERM;");
     let r = r.args(command);
     r.assert().code(124);
-    assert!(start.elapsed() >= Duration::from_millis(300));
+    assert!(start.elapsed() >= Duration::from_millis(1200));
     for pid in pids(&r, 2) {
         assert!(gone_soon(pid), "process {pid} survived the timeout");
     }
@@ -79,7 +79,7 @@ fn a_grandchild_ignoring_the_signal_is_killed_after_the_grace() {
 /// watched through the grace at growing intervals: a wait, not a spin on the CPU.
 #[test]
 fn the_grace_for_the_rest_of_the_group_costs_no_cpu() {
-    let r = retry().args(["-r", "0", "--timeout", "50ms", "--kill-after", "2s"]);
+    let r = retry().args(["-r", "0", "--timeout", "1s", "--kill-after", "2s"]);
     let command = family(&r, "trap '' TERM;");
     let r = r.args(command);
     let mut child = r.spawn();
@@ -98,7 +98,7 @@ fn the_grace_for_the_rest_of_the_group_costs_no_cpu() {
 fn a_stopped_attempt_is_continued_to_act_on_the_terminating_signal() {
     let start = Instant::now();
     retry()
-        .args(["-r", "0", "--timeout", "100ms", "--kill-after", "5s"])
+        .args(["-r", "0", "--timeout", "1s", "--kill-after", "5s"])
         .args(sh(
             "trap 'echo cleaned up; exit 3' TERM; kill -STOP $$; sleep 30",
         ))
@@ -106,7 +106,7 @@ fn a_stopped_attempt_is_continued_to_act_on_the_terminating_signal() {
         .code(124)
         .stdout("cleaned up\n");
     let took = start.elapsed();
-    assert!(took >= Duration::from_millis(100), "{took:?}");
+    assert!(took >= Duration::from_secs(1), "{took:?}");
     assert!(
         took < Duration::from_secs(4),
         "it waited for SIGKILL: {took:?}"
@@ -122,7 +122,7 @@ sys.exit(subprocess.call(sys.argv[1:]))";
 
 #[test]
 fn a_dead_grandchild_does_not_hold_retry_for_the_grace() {
-    let r = retry().args(["-r", "0", "--timeout", "100ms", "--kill-after", "5s"]);
+    let r = retry().args(["-r", "0", "--timeout", "1s", "--kill-after", "5s"]);
     let command = family(&r, "");
     let r = r.args(command);
     let start = Instant::now();
@@ -130,9 +130,9 @@ fn a_dead_grandchild_does_not_hold_retry_for_the_grace() {
         .assert()
         .code(124);
     let took = start.elapsed();
-    assert!(took >= Duration::from_millis(100), "{took:?}");
+    assert!(took >= Duration::from_secs(1), "{took:?}");
     assert!(
-        took < Duration::from_secs(3),
+        took < Duration::from_secs(5),
         "retry waited on a dead grandchild for the grace: {took:?}"
     );
     for pid in pids(&r, 2) {
@@ -174,7 +174,7 @@ fn orphans_that_die_are_collected_while_the_attempt_runs_and_during_a_wait() {
 
 #[test]
 fn foreground_timeout_signals_only_the_attempt() {
-    let r = retry().args(["--foreground", "-r", "0", "--timeout", "100ms"]);
+    let r = retry().args(["--foreground", "-r", "0", "--timeout", "1s"]);
     let command = family(&r, "");
     let r = r.args(command);
     r.assert().code(124);

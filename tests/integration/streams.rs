@@ -104,7 +104,7 @@ fn either_until_stream_is_enough() {
 #[test]
 fn a_timed_out_attempt_fails_whatever_matched() {
     retry()
-        .args(["--until-stdout", "ready", "-r", "0", "--timeout", "200ms"])
+        .args(["--until-stdout", "ready", "-r", "0", "--timeout", "1s"])
         .args(sh("echo ready; sleep 5"))
         .assert()
         .code(124)
