@@ -384,8 +384,10 @@ pub struct Cli {
     /// For node_exporter's textfile collector: the start and end, the duration, success, the
     /// attempts, retry's exit status and the time of the last success (kept from the file's
     /// earlier content when this run did not succeed), each a gauge labelled job="NAME". The
-    /// file is replaced atomically; one that cannot be written is said once and never changes
-    /// the exit status.
+    /// file is replaced atomically, and only a regular file is: a device, a FIFO, a socket or a
+    /// directory at PATH (or a symlink to one) is a file that cannot be written, so /dev/null
+    /// turns a configured metrics file off; a symlink to a regular file replaces that file. A
+    /// file that cannot be written is said once and never changes the exit status.
     #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
     pub metrics_file: Option<PathBuf>,
 

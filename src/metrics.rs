@@ -95,34 +95,107 @@ pub(crate) fn last_success(previous: &str, job: &str) -> Option<f64> {
         .filter(|value| value.is_finite() && *value >= 0.0)
 }
 
+/// The most of an earlier file read for its last success (the file `retry` writes is about
+/// 1.3 KB): whatever a neighbour left at PATH costs no more.
+const EARLIER_MAX: u64 = 64 * 1024;
+
 /// Writes the figures to `path`, keeping the last success of the file there before: the text
-/// goes to a new file beside it, which then replaces it.
+/// goes to a new file beside it, which then replaces it. Only a regular file is replaced (or
+/// made), never what else may be at PATH: a device, a FIFO, a socket or a directory is a file
+/// that cannot be written. A symlink to a regular file is followed, and the file it names is
+/// replaced.
 pub(crate) fn write(path: &Path, job: &str, figures: &Figures) -> io::Result<()> {
-    let earlier = fs::read_to_string(path)
-        .ok()
-        .and_then(|previous| last_success(&previous, job));
+    let target = replaceable(path)?;
+    let earlier = read_earlier(&target).and_then(|previous| last_success(&previous, job));
     let text = render(job, figures, earlier);
-    let temporary = temporary_beside(path);
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(&temporary)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-        .and_then(|()| fs::rename(&temporary, path));
+    let (temporary, mut file) = create_temporary_beside(&target)?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| fs::rename(&temporary, &target));
     if written.is_err() {
+        // This run made it, under a name no one else could have known.
         let _ = fs::remove_file(&temporary);
     }
     written
 }
 
-/// `.NAME.PID.tmp` in the directory of `path`: hidden, and without the `.prom` ending, so the
-/// textfile collector never reads it half written.
-fn temporary_beside(path: &Path) -> PathBuf {
-    let name = path
+/// Where the figures go: `path` when nothing or a regular file is there, the file a symlink
+/// names when that is a regular file; anything else cannot be replaced.
+fn replaceable(path: &Path) -> io::Result<PathBuf> {
+    let not_regular = |kind: fs::FileType| {
+        io::Error::other(format!("it is {}, not a regular file", file_kind(kind)))
+    };
+    match fs::symlink_metadata(path) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(path.to_path_buf()),
+        Err(error) => Err(error),
+        Ok(found) if found.is_file() => Ok(path.to_path_buf()),
+        Ok(found) if found.file_type().is_symlink() => match fs::metadata(path) {
+            Ok(named) if named.is_file() => fs::canonicalize(path),
+            Ok(named) => Err(not_regular(named.file_type())),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Err(io::Error::other(
+                "it is a symlink to nothing, not a regular file",
+            )),
+            Err(error) => Err(error),
+        },
+        Ok(found) => Err(not_regular(found.file_type())),
+    }
+}
+
+fn file_kind(kind: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a symlink to one of those"
+    }
+}
+
+/// The earlier file's text, if a regular file is there: opened without blocking (a FIFO put
+/// there since would otherwise hold `retry` in `open`) and without following a symlink put
+/// there since, and read up to `EARLIER_MAX`.
+fn read_earlier(target: &Path) -> Option<String> {
+    use std::io::Read;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(target)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = Vec::new();
+    file.take(EARLIER_MAX).read_to_end(&mut text).ok()?;
+    Some(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// A new file `.NAME.RANDOM.tmp` in the directory of `target`: hidden, and without the
+/// `.prom` ending, so the textfile collector never reads it half written; its name cannot be
+/// foreseen, so no one can have made it first.
+fn create_temporary_beside(target: &Path) -> io::Result<(PathBuf, fs::File)> {
+    let name = target
         .file_name()
         .map_or_else(|| "metrics".into(), |name| name.to_string_lossy());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+    let mut tries = 0;
+    loop {
+        let temporary =
+            target.with_file_name(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&temporary)
+        {
+            Ok(file) => return Ok((temporary, file)),
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && tries < 3 => tries += 1,
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 /// A label value as the text format writes it: `\`, `"` and line feeds escaped.

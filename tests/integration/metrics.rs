@@ -445,3 +445,146 @@ fn node_exporter_reads_the_file_over_http() {
         "the collector read the file without error"
     );
 }
+
+/// Runs `true` with `--metrics-file PATH`: the run ends with 0, said once that the file cannot
+/// be written because it is not a regular file.
+fn refused(path: &Path) {
+    retry()
+        .args([format!("--metrics-file={}", path.display())])
+        .args(["true"])
+        .assert()
+        .code(0)
+        .stderr(
+            predicate::str::contains("cannot write the metrics file")
+                .count(1)
+                .and(predicate::str::contains("not a regular file")),
+        );
+}
+
+/// Only a regular file is replaced: a FIFO (which no run may block on), a socket, a directory,
+/// a symlink to any of them or to nothing are files that cannot be written, and stay what they
+/// were; a symlink to a regular file is followed, and that file replaced.
+#[test]
+fn only_a_regular_file_is_replaced() {
+    use std::os::unix::fs::{FileTypeExt, symlink};
+    let r = retry();
+    let fifo = r.path("fifo.prom");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let socket = r.path("socket.prom");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let directory = r.path("directory.prom");
+    fs::create_dir(&directory).unwrap();
+    for (path, is_it) in [
+        (&fifo, FileTypeExt::is_fifo as fn(&fs::FileType) -> bool),
+        (&socket, FileTypeExt::is_socket),
+        (&directory, fs::FileType::is_dir),
+    ] {
+        refused(path);
+        let link = r.path(&format!("link-to-{}", path.file_name().unwrap().display()));
+        symlink(path, &link).unwrap();
+        refused(&link);
+        assert!(is_it(&fs::metadata(path).unwrap().file_type()), "{path:?}");
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+    let dangling = r.path("dangling.prom");
+    symlink(r.path("nothing-here"), &dangling).unwrap();
+    refused(&dangling);
+    assert!(!r.path("nothing-here").exists());
+
+    let real = r.path("real.prom");
+    fs::write(&real, "earlier\n").unwrap();
+    let link = r.path("link.prom");
+    symlink(&real, &link).unwrap();
+    retry()
+        .args([format!("--metrics-file={}", link.display())])
+        .args(["--metrics-job", "linked", "true"])
+        .assert()
+        .code(0)
+        .stderr("");
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        gauge(&read(&real), "retry_last_run_success", "linked"),
+        Some(1.0)
+    );
+    let left: Vec<_> = fs::read_dir(r.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+/// A device at PATH (here a null device made in a private mount namespace, never the real
+/// `/dev`), or a symlink to one, is not replaced by a regular file: `/dev/null` turns a
+/// configured metrics file off.
+#[test]
+fn a_device_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().display();
+    let script = format!(
+        "mount -t tmpfs tmpfs '{at}' && mknod '{at}/null' c 1 3 && ln -s null '{at}/link' || exit 99
+         for path in '{at}/null' '{at}/link'; do
+           '{BIN}' --metrics-file \"$path\" true 2>> '{at}/said' || echo \"status $?\"
+         done
+         [ -c '{at}/null' ] && [ -L '{at}/link' ] && echo still a device
+         grep -c 'not a regular file' '{at}/said'
+         exit 0"
+    );
+    let output = Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if output.status.code() != Some(0) {
+        missing(
+            "root in a mount namespace (unshare --mount, mknod)",
+            "a device at the metrics file",
+        );
+        return;
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "still a device\n2\n"
+    );
+}
+
+/// The temporary file's name cannot be foreseen, and a file of that shape made by someone else
+/// (once, `.NAME.PID.tmp`) is never removed.
+#[test]
+fn a_file_at_the_temporary_name_is_left_alone() {
+    let r = retry();
+    let file = r.path("m.prom");
+    let go = r.path("go");
+    let mut child = retry()
+        .args([format!("--metrics-file={}", file.display())])
+        .args(sh(&format!(
+            "while [ ! -e '{}' ]; do sleep 0.01; done",
+            go.display()
+        )))
+        .spawn();
+    let theirs = r.path(&format!(".m.prom.{}.tmp", child.id()));
+    fs::write(&theirs, "theirs").unwrap();
+    fs::write(&go, "").unwrap();
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    assert_eq!(read(&theirs), "theirs");
+    assert_eq!(
+        gauge(&read(&file), "retry_last_run_success", "sh"),
+        Some(1.0)
+    );
+}
