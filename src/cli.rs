@@ -541,10 +541,27 @@ pub fn cluster_nodes(rest: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// `--state`: a directory, or the URL of a Redis server. Any other scheme is misuse.
+/// What `--state` may be, for the messages that refuse it.
+const STATE_FORMS: &str = "the state is a directory, a Redis server (redis://, rediss://, unix://) or a Redis Cluster (redis+cluster://, rediss+cluster://)";
+
+/// `--state`: a directory, or the URL of a Redis server. Any other scheme is misuse, and so is
+/// a known scheme without its `//` (`redis:host:6379`), which would otherwise be a directory of
+/// that name, and each host its own budget. (`./redis:x` is that directory.)
 pub fn parse_state(text: &str) -> Result<StateLocation, String> {
     if text.is_empty() {
         return Err("empty state location; expected a directory".into());
+    }
+    if let Some((scheme, rest)) = text.split_once(':')
+        && matches!(
+            scheme.to_ascii_lowercase().as_str(),
+            "redis" | "rediss" | "unix" | "redis+cluster" | "rediss+cluster"
+        )
+        && !rest.starts_with("//")
+    {
+        // The rest is not shown: it may hold a password.
+        return Err(format!(
+            "a state that starts '{scheme}:' without '//' is not a URL; {STATE_FORMS} (write ./{scheme}:... for a directory)"
+        ));
     }
     match text.split_once("://") {
         Some(("redis" | "rediss" | "unix", _)) => Ok(StateLocation::Redis(text.to_string())),
@@ -552,9 +569,7 @@ pub fn parse_state(text: &str) -> Result<StateLocation, String> {
             cluster_nodes(rest)?;
             Ok(StateLocation::Redis(text.to_string()))
         }
-        Some((scheme, _)) => Err(format!(
-            "unknown state scheme '{scheme}'; the state is a directory, a Redis server (redis://, rediss://, unix://) or a Redis Cluster (redis+cluster://, rediss+cluster://)"
-        )),
+        Some((scheme, _)) => Err(format!("unknown state scheme '{scheme}'; {STATE_FORMS}")),
         None => Ok(StateLocation::Directory(PathBuf::from(text))),
     }
 }

@@ -517,6 +517,14 @@ pub fn clap_reason(error: &clap::Error) -> String {
             rendered = rendered.replace(word.as_str(), &crate::text::one_line(word));
         }
     }
+    // A state that does not parse is never echoed: a password may be anywhere in it.
+    if let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) = (
+        error.get(ContextKind::InvalidArg),
+        error.get(ContextKind::InvalidValue),
+    ) && arg.starts_with("--state")
+    {
+        rendered = rendered.replace(&format!("invalid value '{value}' for"), "invalid value for");
+    }
     let first = rendered.lines().next().unwrap_or("invalid value");
     let mut reason = first.strip_prefix("error: ").unwrap_or(first).to_string();
     if let Some(values) = rendered

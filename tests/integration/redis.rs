@@ -443,8 +443,10 @@ fn retry_state_refuses_an_unknown_scheme() {
         .assert()
         .code(125)
         .stderr(
-            predicate::str::contains("http://user:***@example.test")
-                .and(predicate::str::contains("hunter2").not()),
+            predicate::str::contains(
+                "invalid value for '--state <DIR|URL>': unknown state scheme 'http'",
+            )
+            .and(predicate::str::contains("hunter2").not()),
         );
 }
 
@@ -1131,4 +1133,53 @@ fn rediss_cluster_speaks_tls_to_every_node() {
         &file("ca.pem"),
         &file("server.key"),
     );
+}
+
+/// A known scheme without its `//` (`redis:127.0.0.1:6379`) would be a relative directory of
+/// that name, each host counting its own budget: it is misuse, from the flag, RETRY_STATE or
+/// the config file, naming the forms accepted and never the rest (a password may be there).
+/// `./redis:x` is that directory.
+#[test]
+fn a_scheme_without_its_slashes_is_misuse() {
+    for value in [
+        "redis:127.0.0.1:6379",
+        "rediss::pw-secret@host:1",
+        "unix:/run/redis.sock",
+        "REDIS:host",
+        "redis+cluster:a:1,b:2",
+    ] {
+        let said = || {
+            predicate::str::contains("without '//' is not a URL")
+                .and(predicate::str::contains("redis://, rediss://, unix://"))
+                .and(predicate::str::contains("pw-secret").not())
+                .and(predicate::function(|s: &str| s.lines().count() == 1))
+        };
+        let r = retry();
+        r.args(["--state", value, "--budget", "api", "true"])
+            .assert()
+            .code(125)
+            .stderr(said());
+        let r = retry();
+        r.args(["--budget", "api", "true"])
+            .command()
+            .env("RETRY_STATE", value)
+            .assert()
+            .code(125)
+            .stderr(said());
+        let r = retry();
+        let config = r.write(
+            "config.toml",
+            &format!("[defaults]\nstate = \"{value}\"\nbudget = \"api\"\n"),
+        );
+        let home = r.path(".");
+        r.args([format!("--config={}", config.display())])
+            .args(["true"])
+            .assert()
+            .code(125)
+            .stderr(said());
+        assert!(!home.join(value).exists(), "no directory named {value}");
+    }
+    let r = retry().args(["--state", "./redis:x", "--budget", "api", "true"]);
+    r.assert().code(0);
+    assert!(r.path("redis:x/api.state").exists());
 }
