@@ -413,6 +413,14 @@ pub(crate) struct Leftover {
     after_end: Option<RawFd>,
 }
 
+impl Leftover {
+    /// Whether the copy has ended (its background writers have all gone): nothing of it is
+    /// left to hand over, and dropping it closes the last descriptor it held.
+    pub(crate) fn finished(&self) -> bool {
+        hung_up(self.done.as_fd())
+    }
+}
+
 /// Starts copying `source` to `sink` (`retry`'s `stream`), matching `rules` on the way. Fails
 /// when no thread, or no pipe to say when it ends, can be had.
 pub(crate) fn watch(

@@ -254,6 +254,9 @@ impl Execute for Runner<'_> {
                 return Err(Interrupted(signal));
             }
         };
+        // A supervisor runs for ever: the copies that have ended since are forgotten, so that
+        // the descriptors held stay as many as the background writers still running.
+        self.leftovers.retain(|leftover| !leftover.finished());
         self.leftovers.extend(drained.leftovers);
         let heard = drained.heard;
         let now = SystemTime::now();

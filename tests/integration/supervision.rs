@@ -298,3 +298,34 @@ fn as_pid_1_a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
         );
     }
 }
+
+/// A supervisor holds a flat number of descriptors over any number of restarts, whatever
+/// background processes they leave: each attempt here leaves one that outlives the wait for
+/// its output (so the copy of its held stdout goes on) and then writes. Under a limit of 24
+/// descriptors, one held for ever per attempt would stop the run within a few restarts; the
+/// counts `retry` holds as the attempts go do not grow (a background writer or two may still
+/// be running at any count, whence the slack of two).
+#[test]
+fn restarts_that_leave_background_writers_hold_a_flat_number_of_descriptors() {
+    const ATTEMPTS: usize = 20;
+    let r = retry();
+    let counts = r.path("counts");
+    let script = format!(
+        "[ $RETRY_ATTEMPT -gt {ATTEMPTS} ] && exit 3; ls /proc/$PPID/fd | wc -l >> '{}'; (sleep 0.15; echo late) & echo tick",
+        counts.display()
+    );
+    let r = r
+        .args(["--restart", "--retries", "0", "--delays", "0"])
+        .args(["--failed-output", "drop"])
+        .args(sh(&script));
+    let output = r.command_with_open_files(24).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let counts: Vec<usize> = lines(&r, "counts")
+        .iter()
+        .map(|count| count.trim().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), ATTEMPTS);
+    let early = counts[2..8].iter().max().unwrap();
+    let late = counts[ATTEMPTS - 8..].iter().max().unwrap();
+    assert!(late <= &(early + 2), "{counts:?}");
+}
