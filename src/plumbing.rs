@@ -280,6 +280,11 @@ impl Kept {
         Ok(())
     }
 
+    /// Why what is kept stays in memory, when no temporary file could take it.
+    pub(crate) fn spill_error(&self) -> Option<&str> {
+        self.spool.spill_error()
+    }
+
     /// Takes what is kept, leaving nothing: each attempt, in the order kept, with its output.
     pub(crate) fn take(&mut self) -> Vec<(KeptAttempt, KeptOutput)> {
         let kept = std::mem::take(self);

@@ -731,8 +731,13 @@ impl Runner<'_> {
                 return Ok(());
             }
             (FailedOutput::OnGiveUp, OutputOf::EarlierAttempt { attempt, end }) => {
-                if let Err(error) = self.kept.keep(attempt, end, &held) {
-                    let error = crate::text::plain_error(&error);
+                let failed = match self.kept.keep(attempt, end, &held) {
+                    Err(error) => Some(crate::text::plain_error(&error)),
+                    // Kept in memory, when no temporary file could take it: said as for the
+                    // other spools.
+                    Ok(()) => self.kept.spill_error().map(str::to_string),
+                };
+                if let Some(error) = failed {
                     self.say_once(
                         reporter,
                         Report::SpillFailed {

@@ -446,3 +446,37 @@ fn failed_output_misuse() {
             .stderr(predicate::function(|s: &str| s.lines().count() == 1));
     }
 }
+
+/// Kept output that no temporary file can take (TMPDIR missing) stays in memory, and that is
+/// said once, as for the other spools: a line, and one `spill-failed` event.
+#[test]
+fn kept_output_without_a_temporary_file_is_said_once() {
+    let run = |format: &str| {
+        retry()
+            .args(["--failed-output", "on-give-up", "-r", "3", "--delays", "0"])
+            .args(["--log-format", format])
+            .args(sh("echo out; echo err >&2; exit 1"))
+            .command()
+            .env("TMPDIR", "/nonexistent/retry-test")
+            .output()
+            .unwrap()
+    };
+    let plain = run("text");
+    assert_eq!(plain.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&plain.stderr);
+    assert_eq!(
+        said.matches("cannot create a temporary file in /nonexistent/retry-test")
+            .count(),
+        1,
+        "{said}"
+    );
+    assert!(said.contains("in memory instead"), "{said}");
+    let json = run("json");
+    let events: Vec<_> = String::from_utf8_lossy(&json.stderr)
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["event"] == "spill-failed")
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+}
