@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use crate::backoff::Delays;
+use crate::cli::FailedOutput;
 use crate::fleet::{Admit, Gate, GoOn, Outcome};
 use crate::http::{self, HintSource, StatusClass};
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
@@ -126,6 +127,10 @@ pub trait Execute {
     /// Passes on the last attempt's held output (`--hold-stdout`, `--failed-output`), as
     /// `output_of` says.
     fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt>;
+    /// A signal to `retry` ended the run during the wait after an attempt whose held output
+    /// was held back (`--failed-output`): passes it on as the final attempt's, while the
+    /// reader downstream takes it.
+    fn release_final_output_interrupted(&mut self, reporter: &mut Reporter);
     /// The run has ended, or a success under `--restart` closes a streak: under
     /// `--failed-output on-give-up`, writes the output kept of earlier attempts to stderr, or
     /// forgets it, as `settle` says.
@@ -176,6 +181,7 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         gate,
         reporter,
         attempts: 0,
+        held_back: None,
     };
     // Before the first word is said: a reader that does not read must not hold even that one
     // past the deadline.
@@ -191,6 +197,10 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         Ok(end) => end,
         Err(Halt::BrokenPipe) => RunEnd::BrokenPipe,
         Err(Halt::Interrupted(signal)) => {
+            // Ended during a wait, the attempt before it is the final one.
+            if run.held_back.take().is_some() {
+                run.executor.release_final_output_interrupted(run.reporter);
+            }
             // Interrupted too, the run did not succeed: what was kept goes out (a second signal
             // cuts that short).
             let _ = run
@@ -255,6 +265,11 @@ struct Run<'a, E, S, R, G: ?Sized> {
     reporter: &'a mut Reporter,
     /// Attempts started so far.
     attempts: u64,
+    /// Under `--failed-output drop|on-give-up`, the attempt (its number and end) whose held
+    /// output waits for the next attempt to be certain to start: only then is it an earlier
+    /// attempt's. Should the run end first (the breaker found open, the deadline, a signal
+    /// during the wait), it is the final attempt's.
+    held_back: Option<(u64, AttemptEnd)>,
 }
 
 impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
@@ -265,6 +280,18 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     /// Passes on the last attempt's held output.
     fn release(&mut self, output_of: OutputOf) -> Result<(), Halt> {
         self.executor.release_output(output_of, self.reporter)
+    }
+
+    /// Passes on the held output held back after the last attempt (see `held_back`): as an
+    /// earlier attempt's once the next one is certain to start, else as the final one's.
+    fn release_held_back(
+        &mut self,
+        output_of: fn(u64, AttemptEnd) -> OutputOf,
+    ) -> Result<(), Halt> {
+        match self.held_back.take() {
+            Some((attempt, end)) => self.release(output_of(attempt, end)),
+            None => Ok(()),
+        }
     }
 
     /// Whether a wait of `wait` starting now would reach the deadline. A wait that ends past
@@ -307,6 +334,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             if let Some(end) = self.admit(attempt, &progress)? {
                 return Ok(end);
             }
+            // The attempt is certain to start: the one before it was not the final one.
+            self.release_held_back(|attempt, end| OutputOf::EarlierAttempt { attempt, end })?;
             let report = self.attempt(attempt, &mut progress)?;
             let mut verdict = self.settings.judge.judge(report.end, report.matches);
             if verdict == Verdict::Retry
@@ -563,24 +592,29 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     ) -> Result<Next, Halt> {
         let attempt = count.attempt;
         let is_last = self.is_last(attempt, progress);
-        let final_attempt = is_last || self.wait_crosses_deadline(wait);
-        // Every success under --restart is the run's answer so far: its output is the one copy.
-        let output_of = match between {
-            Between::Restart => OutputOf::FinalAttempt,
-            _ => OutputOf::of(final_attempt, attempt, report.end),
-        };
-        self.release(output_of)?;
-        if let Between::Restart = between {
-            self.executor
-                .settle_failed_output(Settle::Succeeded, self.reporter)?;
-        }
+        let crosses_deadline = self.wait_crosses_deadline(wait);
+        // The fleet limits are asked first: an attempt after which they refuse is the final one.
         let refusal = if is_last {
             Some(GiveUp::Exhausted)
-        } else if final_attempt {
+        } else if crosses_deadline {
             Some(self.max_time_end(wait))
         } else {
             self.may_go_on()
         };
+        let final_attempt = refusal.is_some();
+        match between {
+            // Every success under --restart is the run's answer so far: its output is the one
+            // copy.
+            Between::Restart => {
+                self.release(OutputOf::FinalAttempt)?;
+                self.executor
+                    .settle_failed_output(Settle::Succeeded, self.reporter)?;
+            }
+            _ if !final_attempt && self.settings.failed_output != FailedOutput::Pass => {
+                self.held_back = Some((attempt, report.end));
+            }
+            _ => self.release(OutputOf::of(final_attempt, attempt, report.end))?,
+        }
         if let Some(reason) = refusal {
             if let Between::Restart = between {
                 self.reporter.emit(&Event::Success {
@@ -789,6 +823,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempts: u64,
         telling: Telling,
     ) -> Result<RunEnd, Halt> {
+        self.release_held_back(|_, _| OutputOf::FinalAttempt)?;
         self.executor
             .settle_failed_output(Settle::GaveUp, self.reporter)?;
         self.say_notices();
@@ -969,6 +1004,10 @@ mod tests {
         fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
             self.released.push(output_of == OutputOf::FinalAttempt);
             Ok(())
+        }
+
+        fn release_final_output_interrupted(&mut self, _: &mut Reporter) {
+            self.released.push(true);
         }
 
         fn settle_failed_output(&mut self, settle: Settle, _: &mut Reporter) -> Result<(), Halt> {
@@ -1901,6 +1940,40 @@ mod tests {
         );
         let out = run(&["--consecutive", "2", "-r", "3"], &[exited(0, 0)]);
         assert_eq!(out.released, [false, true]);
+    }
+
+    /// Under `--failed-output drop` (and `on-give-up`), the final attempt is the one after which
+    /// the run ends, whatever ends it: the budget that refuses the retry, the breaker found open
+    /// before the next attempt, a signal during the wait. An attempt's output is an earlier
+    /// one's only once the next attempt is certain to start.
+    #[test]
+    fn under_failed_output_the_attempt_the_run_ends_after_is_final_whatever_ends_it() {
+        for mode in ["drop", "on-give-up"] {
+            let args = ["--failed-output", mode, "-r", "5"];
+            let out = run(&args, &[exited(1, 0), exited(1, 0), exited(0, 0)]);
+            assert_eq!(out.released, [false, false, true], "{mode}");
+
+            let mut gate = ScriptedGate {
+                go_ons: vec![GoOn::Yes, GoOn::BudgetSpent],
+                ..ScriptedGate::default()
+            };
+            let out = run_gated(&args, &[exited(1, 0)], &mut gate);
+            assert_eq!(out.released, [false, true], "{mode}: the budget refused");
+
+            let mut gate = ScriptedGate {
+                admits: vec![Admit::Go, Admit::BreakerOpen { next_probe: OPEN }],
+                ..ScriptedGate::default()
+            };
+            let out = run_gated(&args, &[exited(1, 0)], &mut gate);
+            assert_eq!(out.released, [true], "{mode}: the breaker found open");
+
+            let out = run_with(&args, &[exited(1, 0)], Some(1));
+            assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+            assert_eq!(out.released, [false, true], "{mode}: a signal in the wait");
+        }
+        // --hold-stdout (under pass) tells an earlier attempt before the wait, as it always did.
+        let out = run_with(&["--hold-stdout", "-r", "5"], &[exited(1, 0)], Some(0));
+        assert_eq!(out.released, [false]);
     }
 
     #[test]

@@ -280,6 +280,10 @@ impl Execute for Runner<'_> {
         self.release_held(output_of, ReaderWait::Whole, reporter)
     }
 
+    fn release_final_output_interrupted(&mut self, reporter: &mut Reporter) {
+        let _ = self.release_held(OutputOf::FinalAttempt, ReaderWait::WhileFlowing, reporter);
+    }
+
     fn settle_failed_output(
         &mut self,
         settle: Settle,

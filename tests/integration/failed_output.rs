@@ -480,3 +480,84 @@ fn kept_output_without_a_temporary_file_is_said_once() {
         .collect();
     assert_eq!(events.len(), 1, "{events:?}");
 }
+
+/// The final attempt is the one after which the run ends, whatever ends it: its stdout goes to
+/// stdout and its stderr to stderr, byte for byte, under `drop` and `on-give-up` alike, when
+/// the budget refuses the retry.
+#[test]
+fn the_attempt_the_budget_ends_the_run_after_is_final() {
+    for mode in ["drop", "on-give-up"] {
+        let state = tempfile::tempdir().unwrap();
+        let output = retry()
+            .args([format!("--state={}", state.path().join("s").display())])
+            .args([
+                "--budget",
+                "b",
+                "--budget-floor",
+                "1/1m",
+                "--budget-ratio",
+                "0",
+            ])
+            .args(["--failed-output", mode, "--delays", "0", "--quiet"])
+            .args(noisy(0))
+            .command()
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{mode}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "out 2\n", "{mode}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with("err 2\n"), "{mode}: {stderr}");
+        if mode == "drop" {
+            assert_eq!(stderr, "err 2\n");
+        } else {
+            assert!(stderr.contains("out 1\nerr 1\n"), "kept: {stderr}");
+        }
+    }
+}
+
+/// ... when the breaker opens at that attempt's failure ...
+#[test]
+fn the_attempt_the_breaker_ends_the_run_after_is_final() {
+    let state = tempfile::tempdir().unwrap();
+    let output = retry()
+        .args([format!("--state={}", state.path().join("s").display())])
+        .args(["--breaker", "b", "--breaker-threshold", "1"])
+        .args(["--failed-output", "drop", "--delays", "0", "--quiet"])
+        .args(noisy(0))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out 1\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "err 1\n");
+}
+
+/// ... and when a signal to `retry` ends the wait after it.
+#[test]
+fn the_attempt_before_a_signal_in_the_wait_is_final() {
+    for mode in ["drop", "on-give-up"] {
+        let r = retry();
+        let said = r.path("said");
+        let r = r
+            .args(["--failed-output", mode, "--delays", "1h"])
+            .args(noisy(0));
+        let mut child = r.spawn_with(Stdio::piped(), fs::File::create(&said).unwrap());
+        eventually("the wait begins", || {
+            fs::read_to_string(&said).is_ok_and(|text| text.contains("next attempt in"))
+        });
+        let since = Instant::now();
+        send(&child, libc::SIGTERM);
+        assert_eq!(
+            status_within(&mut child, since, Duration::from_secs(5)),
+            143,
+            "{mode}"
+        );
+        assert_eq!(stdout_of(&mut child), "out 1\n", "{mode}");
+        let stderr = fs::read_to_string(&said).unwrap();
+        assert!(
+            stderr.contains("\nerr 1\nretry: stopped by SIGTERM"),
+            "{mode}: {stderr}"
+        );
+        assert!(!stderr.contains("output of attempt"), "{mode}: {stderr}");
+    }
+}
