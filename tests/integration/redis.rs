@@ -776,7 +776,11 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
     let (cert, key, ca) = (file("server.pem"), file("server.key"), file("ca.pem"));
     for tls_port in &tls_ports {
         let tls_port = tls_port.to_string();
+        // The bus port is the node's port + 10000 unless given, which nothing keeps another
+        // test's server from holding: a free one of its own instead.
+        let bus_port = free_port().to_string();
         let mut node_args = args.clone();
+        node_args.extend(["--cluster-port", &bus_port]);
         if tls {
             node_args.extend([
                 "--tls-port",
@@ -816,14 +820,17 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
     };
     let Ok(created) = create
         .args(["--cluster-replicas", "1", "--cluster-yes"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+        .output()
     else {
         missing("redis-cli", "a Redis Cluster");
         return None;
     };
-    assert!(created.success(), "redis-cli --cluster create");
+    assert!(
+        created.status.success(),
+        "redis-cli --cluster create: {}{}",
+        String::from_utf8_lossy(&created.stdout),
+        String::from_utf8_lossy(&created.stderr)
+    );
     // Up: every slot served, and every replica in sync with its master (a replica that never
     // synced cannot take over).
     let started = Instant::now();
