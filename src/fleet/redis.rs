@@ -72,8 +72,10 @@ impl RedisStore {
             Some(seeds) => {
                 let seeds = seeds?;
                 // The client tries the seeds one after another, each with a connect and two
-                // replies: their time-outs share what one server's get, so a cluster whose
-                // seeds are all silent costs a run no more.
+                // replies, each wait at least 50 ms: many silent seeds would add up past any
+                // bound. So the client connects on a thread of its own, and the run waits for
+                // it `CLUSTER_OPEN_WAIT` in all, whatever the number of seeds; past that it
+                // fails open, and the thread, left behind, ends with `retry`.
                 let wait = (CLUSTER_OPEN_WAIT / (3 * seeds.len().max(1) as u32))
                     .max(Duration::from_millis(50));
                 let client = redis::cluster::ClusterClient::builder(seeds)
@@ -85,7 +87,23 @@ impl RedisStore {
                     .retries(0)
                     .build()
                     .map_err(unreachable)?;
-                Link::Cluster(Box::new(client.get_connection().map_err(unreachable)?))
+                let (sender, connected) = std::sync::mpsc::channel();
+                std::thread::Builder::new()
+                    .name("cluster-open".into())
+                    .spawn(move || {
+                        let _ = sender.send(client.get_connection());
+                    })
+                    .map_err(|error| format!("Redis at {shown}: {error}"))?;
+                let connection = connected
+                    .recv_timeout(CLUSTER_OPEN_WAIT)
+                    .map_err(|_| {
+                        format!(
+                            "Redis at {shown}: no seed answered within {} ms",
+                            CLUSTER_OPEN_WAIT.as_millis()
+                        )
+                    })?
+                    .map_err(unreachable)?;
+                Link::Cluster(Box::new(connection))
             }
             None => {
                 let client = redis::Client::open(url).map_err(unreachable)?;

@@ -1095,6 +1095,28 @@ fn a_cluster_with_no_seed_answering_fails_open_within_a_second() {
     drop(done);
 }
 
+/// However many seeds a cluster URL names, seeds that accept and never answer delay the run by
+/// at most a second in all (once, each seed's wait of at least 50 ms added up: 100 seeds, 15 s).
+#[test]
+fn a_hundred_silent_seeds_delay_a_run_by_at_most_a_second() {
+    let listeners: Vec<TcpListener> = (0..100)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let seeds: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("127.0.0.1:{}", l.local_addr().unwrap().port()))
+        .collect();
+    // The listeners' backlogs accept the connections; nothing ever answers.
+    let started = Instant::now();
+    fails_open(
+        &format!("redis+cluster://{}", seeds.join(",")),
+        "echo ran; exit 1",
+    );
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    drop(listeners);
+}
+
 /// A cluster whose nodes ask for a password: the URL's password reaches every node, a wrong one
 /// fails open, and neither is ever shown.
 #[test]
