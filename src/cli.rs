@@ -514,10 +514,9 @@ pub enum StateLocation {
 /// separated by commas, after an optional `[user]:password@` that all of them share. A list
 /// with no host, or a host without a port, is misuse.
 pub fn cluster_nodes(rest: &str) -> Result<Vec<String>, String> {
-    let authority = rest.split('/').next().unwrap_or("");
-    let hosts = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, hosts)| hosts);
+    // The credentials end at the last `@`: a password may hold `@`, `/` or `,`; no host does.
+    let after_credentials = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
+    let hosts = after_credentials.split('/').next().unwrap_or("");
     if hosts.is_empty() {
         return Err(
             "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"

@@ -5,7 +5,8 @@
 //!
 //! One connection per run, made only when a budget or breaker is named, with short time-outs:
 //! a server that is down, silent or refuses us makes the run fail open, well within a second.
-//! The password in a URL is never said: `text::redact_urls` is how a URL is shown.
+//! The password in a URL is never said: `shown_url` rebuilds a URL from what the client reads
+//! of it, with `***` for the password.
 
 use std::time::Duration;
 
@@ -65,7 +66,7 @@ impl RedisStore {
     /// Connects to the server (or the cluster) at `url`; the reason, with the URL redacted,
     /// when it cannot.
     pub(crate) fn open(url: &str) -> Result<RedisStore, String> {
-        let shown = redact_urls(url);
+        let shown = shown_url(url);
         let unreachable =
             |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
         let connection = match cluster_seeds(url) {
@@ -130,8 +131,8 @@ impl RedisStore {
 fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
     let (scheme, rest) = url.split_once("://")?;
     let node_scheme = scheme.strip_suffix("+cluster")?;
-    let authority = rest.split('/').next().unwrap_or("");
-    let credentials = authority
+    // Credentials end at the last `@`: a password may hold `@`, `/` or `,`, and no host does.
+    let credentials = rest
         .rsplit_once('@')
         .map_or(String::new(), |(credentials, _)| format!("{credentials}@"));
     Some(crate::cli::cluster_nodes(rest).map(|nodes| {
@@ -142,18 +143,164 @@ fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
     }))
 }
 
-/// A Redis error in words, with the password of `url` taken out should it appear: in a URL,
-/// and as a word of its own, as given or percent-decoded. Only whole words are hidden, so a
-/// short password does not garble the words around it (`WRONGPASS` stays whole for `pass`).
+/// The URL as `retry` may show it, rebuilt from what the client reads of it (the scheme, the
+/// user, the host and port or the socket's path, the database), with `***` for a password,
+/// whatever its bytes and wherever it was given (in the authority, `?pass=`, `?password=`). A
+/// URL the client cannot read shows only its scheme: no piece of it is said.
+pub(crate) fn shown_url(url: &str) -> String {
+    use redis::{ConnectionAddr, IntoConnectionInfo};
+    let Some((scheme, _)) = url.split_once("://") else {
+        return "a Redis URL".into();
+    };
+    let unreadable = || format!("{scheme}://(a URL the Redis client cannot read)");
+    let credentials = |info: &redis::ConnectionInfo| {
+        let settings = info.redis_settings();
+        match (settings.username(), settings.password()) {
+            (Some(user), Some(_)) => format!("{user}:***@"),
+            (None, Some(_)) => ":***@".into(),
+            (Some(user), None) => format!("{user}@"),
+            (None, None) => String::new(),
+        }
+    };
+    let host = |host: &str, port: u16| {
+        if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        }
+    };
+    if let Some(seeds) = cluster_seeds(url) {
+        let Ok(seeds) = seeds else {
+            return unreadable();
+        };
+        let infos: Result<Vec<_>, _> = seeds
+            .iter()
+            .map(|seed| seed.as_str().into_connection_info())
+            .collect();
+        let Ok(infos) = infos else {
+            return unreadable();
+        };
+        let hosts: Vec<String> = infos
+            .iter()
+            .filter_map(|info| match info.addr() {
+                ConnectionAddr::Tcp(name, port)
+                | ConnectionAddr::TcpTls {
+                    host: name, port, ..
+                } => Some(host(name, *port)),
+                _ => None,
+            })
+            .collect();
+        let credentials = infos.first().map(credentials).unwrap_or_default();
+        return format!("{scheme}://{credentials}{}", hosts.join(","));
+    }
+    let Ok(info) = url.into_connection_info() else {
+        return unreadable();
+    };
+    let db = info.redis_settings().db();
+    match info.addr() {
+        ConnectionAddr::Tcp(name, port)
+        | ConnectionAddr::TcpTls {
+            host: name, port, ..
+        } => {
+            let path = if db == 0 {
+                String::new()
+            } else {
+                format!("/{db}")
+            };
+            format!(
+                "{scheme}://{}{}{path}",
+                credentials(&info),
+                host(name, *port)
+            )
+        }
+        ConnectionAddr::Unix(path) => {
+            let user = info
+                .redis_settings()
+                .username()
+                .map_or(String::new(), |user| format!("&user={user}"));
+            let password = if info.redis_settings().password().is_some() {
+                "&pass=***"
+            } else {
+                ""
+            };
+            let query = format!("db={db}{user}{password}");
+            format!("unix://{}?{query}", path.display())
+        }
+        _ => unreadable(),
+    }
+}
+
+/// A Redis error in words, with the password of `url` taken out should it appear: the one the
+/// client reads from the URL, and as the URL spells it. Only whole words are hidden, so a short
+/// password does not garble the words around it (`WRONGPASS` stays whole for `pass`).
 fn said(error: &redis::RedisError, url: &str) -> String {
     let mut text = redact_urls(&error.to_string());
-    if let Some(password) = password(url).filter(|password| !password.is_empty()) {
-        text = hide_word(&text, password);
-        text = hide_word(&text, &percent_decoded(password));
+    for secret in secrets(url) {
+        text = hide_word(&text, &secret);
     }
     text
 }
 
+/// The password of `url` in every spelling that may be quoted back: as the client reads it
+/// (of the first seed, for a cluster), and as written in the authority or a `pass`/`password`
+/// query, %-escaped or not.
+fn secrets(url: &str) -> Vec<String> {
+    use redis::IntoConnectionInfo;
+    let mut found = Vec::new();
+    let first = match cluster_seeds(url) {
+        Some(Ok(seeds)) => seeds.into_iter().next(),
+        Some(Err(_)) => None,
+        None => Some(url.to_string()),
+    };
+    if let Some(info) = first.and_then(|url| url.as_str().into_connection_info().ok())
+        && let Some(password) = info.redis_settings().password()
+    {
+        found.push(password.to_string());
+    }
+    if let Some(written) = password(url) {
+        found.push(written.to_string());
+        found.push(percent_decoded(written));
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        for pair in query.split('&') {
+            if let Some(("pass" | "password", value)) = pair.split_once('=') {
+                found.push(value.to_string());
+                found.push(percent_decoded(value));
+            }
+        }
+    }
+    // As a URL writer would spell each: every byte escaped but letters and digits, or only
+    // those the URL standard escapes in credentials.
+    let spelled: Vec<String> = found
+        .iter()
+        .flat_map(|secret| {
+            [
+                escaped(secret, |byte| byte.is_ascii_alphanumeric()),
+                escaped(secret, |byte| {
+                    byte.is_ascii_graphic() && !b"\"#<>?`{}/:;=@[\\]^|%".contains(&byte)
+                }),
+            ]
+        })
+        .collect();
+    found.extend(spelled);
+    found.retain(|secret| !secret.is_empty());
+    found.sort_unstable_by_key(|secret| std::cmp::Reverse(secret.len()));
+    found.dedup();
+    found
+}
+
+/// `text` with every byte that `keep` refuses written `%XX`.
+fn escaped(text: &str, keep: fn(u8) -> bool) -> String {
+    text.bytes()
+        .map(|byte| {
+            if keep(byte) {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
+}
 /// `text` with every occurrence of `word` that no letter or digit touches replaced by `***`.
 fn hide_word(text: &str, word: &str) -> String {
     if word.is_empty() {
@@ -200,10 +347,11 @@ fn percent_decoded(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The password as written in the URL's credentials: after the first `:` of what comes before
+/// the last `@` (a password may hold `@` and `/`; a host holds neither).
 fn password(url: &str) -> Option<&str> {
     let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let user_info = authority.rsplit_once('@')?.0;
+    let user_info = rest.rsplit_once('@')?.0;
     Some(
         user_info
             .split_once(':')
@@ -386,6 +534,81 @@ mod tests {
         assert_eq!(password("redis://:secret@host"), Some("secret"));
         assert_eq!(password("redis://user:pw@host/1"), Some("pw"));
         assert_eq!(password("redis://host"), None);
+    }
+
+    /// What a URL shows is rebuilt from what the client reads: every part but the password,
+    /// whatever bytes the password holds and wherever it is given.
+    #[test]
+    fn a_shown_url_holds_every_part_but_the_password() {
+        assert_eq!(shown_url("redis://:pw@host:1/2"), "redis://:***@host:1/2");
+        assert_eq!(shown_url("redis://u:pw@host"), "redis://u:***@host:6379");
+        assert_eq!(shown_url("rediss://host:7"), "rediss://host:7");
+        assert_eq!(shown_url("redis://[::1]:7/0"), "redis://[::1]:7");
+        assert_eq!(
+            shown_url("unix:///run/r.sock?pass=pw&db=3"),
+            "unix:///run/r.sock?db=3&pass=***"
+        );
+        assert_eq!(
+            shown_url("redis+cluster://:p%40w%2Fd@a:1,b:2"),
+            "redis+cluster://:***@a:1,b:2"
+        );
+        assert_eq!(
+            shown_url("redis+cluster://:p@w/d@a:1,b:2"),
+            "redis+cluster://(a URL the Redis client cannot read)"
+        );
+        assert_eq!(
+            shown_url("redis://:hunter2/xyz@host:1"),
+            "redis://(a URL the Redis client cannot read)"
+        );
+        let passwords = [
+            "my pass",
+            "hunter2/xyz",
+            "tok+en/x=",
+            "p@ss",
+            "100%sure",
+            "%41%2F",
+            ":c:",
+            "q'uote",
+            "d\"q",
+            "ünï",
+            ";s,c",
+            "#h",
+            "?x=1&y",
+            "b\\s",
+            " s@/x",
+        ];
+        for password in passwords {
+            let encoded: String = password
+                .bytes()
+                .map(|byte| match byte {
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (byte as char).to_string(),
+                    _ => format!("%{byte:02X}"),
+                })
+                .collect();
+            for url in [
+                format!("redis://:{password}@h:1/0"),
+                format!("redis://user:{encoded}@h:1/0"),
+                format!("rediss://:{encoded}@h:1"),
+                format!("unix:///s.sock?pass={encoded}&db=2"),
+                format!("unix:///s.sock?password={password}"),
+                format!("redis+cluster://:{encoded}@h:1"),
+                format!("redis+cluster://:{password}@h:1,g:2"),
+            ] {
+                let shown = shown_url(&url);
+                for piece in [password, encoded.as_str()] {
+                    let piece = piece.trim();
+                    assert!(!shown.contains(piece), "{url}: {shown}");
+                }
+                let error = redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "refused",
+                    format!("{url} said {password} and {encoded}"),
+                ));
+                let text = said(&error, &url);
+                assert!(!text.contains(password.trim()), "{url}: {text}");
+                assert!(!text.contains(&encoded), "{url}: {text}");
+            }
+        }
     }
 
     #[test]
