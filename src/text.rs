@@ -17,9 +17,18 @@ pub(crate) fn plain_error(error: &io::Error) -> String {
     }
 }
 
-/// `word` in single quotes, for a message.
+/// `word` quoted for a message, as a shell would read it back: in single quotes, or in
+/// `$'...'` with escapes when it holds control characters or bytes that are not UTF-8, so that
+/// no name a user or a neighbour chose can move the cursor or retitle the terminal.
 pub(crate) fn quote(word: &OsStr) -> String {
-    format!("'{}'", word.to_string_lossy())
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = word.as_bytes();
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.chars().any(char::is_control) => {
+            format!("'{}'", text.replace('\'', r"'\''"))
+        }
+        _ => ansi_c_quoted(bytes),
+    }
 }
 
 /// The command as a shell would take it back, word by word: bare where that is safe, else in

@@ -167,7 +167,7 @@ fn a_script_with_a_missing_interpreter_names_it() {
         .assert()
         .code(127)
         .stderr(predicate::str::contains(
-            "crlf.sh': its interpreter '/bin/sh\\r' was not found; the file has Windows line \
+            "crlf.sh': its interpreter $'/bin/sh\\r' was not found; the file has Windows line \
              endings (CRLF) (command not found)",
         ))
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
@@ -202,15 +202,15 @@ fn a_binary_with_a_missing_loader_names_it() {
         .stderr(expected);
 }
 
-/// A command name is quoted with its control characters escaped, so that the message stays one
-/// line and cannot drive the terminal.
+/// A command name is quoted with its control characters escaped as bash would read them back
+/// (`$'...'`), so that the message stays one line and cannot drive the terminal.
 #[test]
 fn a_command_name_with_control_characters_stays_on_one_line() {
     retry()
         .args(["no\x1b[31msuch\ncommand"])
         .assert()
         .code(127)
-        .stderr(predicate::str::contains("'no\\u{1b}[31msuch\\ncommand'"))
+        .stderr(predicate::str::contains("$'no\\x1b[31msuch\\ncommand'"))
         .stderr(predicate::function(|s: &str| {
             s.lines().count() == 1 && !s.contains('\x1b')
         }));

@@ -107,3 +107,58 @@ fn the_attempts_output_passes_through_untouched() {
         .stdout(predicate::eq(b"out\xff\n" as &[u8]))
         .stderr("err");
 }
+
+/// Control bytes in anything a message can name (a command, a file, a path, a name) are
+/// written escaped, as bash would read them back (in JSON, as JSON escapes them): no line
+/// `retry` prints, in a run or a dry run, can retitle or clear a terminal.
+#[test]
+fn no_message_writes_a_control_byte_it_was_given() {
+    use std::os::unix::fs::PermissionsExt;
+    let nasty = "x\u{1b}]0;OWNED\u{7}\u{1b}[2J\u{9b}2J";
+    let r = retry();
+    let script = r.path(&format!("not-executable-{nasty}"));
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let script = script.display().to_string();
+    let open_dir = r.path(&format!("open-{nasty}"));
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let taken = r.path(&format!("taken-{nasty}.prom"));
+    std::fs::create_dir(&taken).unwrap();
+    let missing = r.path(&format!("missing-{nasty}"));
+    let state = format!("--state={}", open_dir.display());
+    let runs: Vec<Vec<String>> = vec![
+        vec!["--dry-run".into(), "--".into(), nasty.into()],
+        vec!["--".into(), nasty.into()],
+        vec![
+            "--log-format".into(),
+            "json".into(),
+            "--".into(),
+            nasty.into(),
+        ],
+        vec!["-v".into(), "--".into(), nasty.into(), nasty.into()],
+        vec!["--dry-run".into(), "--".into(), script.clone()],
+        vec!["-r".into(), "0".into(), "--".into(), script],
+        vec![format!("--metrics-file={}", taken.display()), "true".into()],
+        vec![
+            format!("--metrics-file={}/m.prom", missing.display()),
+            "true".into(),
+        ],
+        vec![state, "--budget".into(), "api".into(), "true".into()],
+        vec!["--budget".into(), nasty.into(), "true".into()],
+        vec![format!("--config={}", missing.display()), "true".into()],
+    ];
+    for args in runs {
+        let output = retry().args(&args).command().output().unwrap();
+        let said = [output.stdout, output.stderr].concat();
+        let said = String::from_utf8_lossy(&said);
+        // A JSON string may hold U+0080..U+009F as they are (it escapes what it must: C0).
+        let json = args.iter().any(|arg| arg == "json");
+        assert!(
+            !said
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && !(json && c >= '\u{80}')),
+            "{args:?}: {said:?}"
+        );
+    }
+}
