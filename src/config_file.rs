@@ -79,9 +79,23 @@ const CONFIG_LIMIT: u64 = 1024 * 1024;
 
 /// Reads a config file, which may also be a pipe (`--config <(...)`), up to `CONFIG_LIMIT`,
 /// with what the open file is (owner, mode: of the file read, not of a path looked up again).
+/// The open does not block: a FIFO that no one writes (a path someone put there) reads as
+/// empty instead of holding `retry` in `open`; once open, reads wait for a writer's bytes.
 fn read_config(path: &std::path::Path) -> io::Result<(Vec<u8>, std::fs::Metadata)> {
     use std::io::Read;
-    let file = std::fs::File::open(path)?;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    // SAFETY: fcntl(2) on a descriptor this function owns, clearing one status flag.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
     let metadata = file.metadata()?;
     let mut bytes = Vec::new();
     file.take(CONFIG_LIMIT + 1).read_to_end(&mut bytes)?;

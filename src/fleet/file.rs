@@ -52,12 +52,44 @@ pub(crate) struct FileStore {
 
 /// How the state's files are opened: never through a symbolic link, so that a link planted
 /// where a record or lock file should be is a broken state (the run fails open), not a way to
-/// make `retry` write elsewhere. (std adds `O_CLOEXEC`: the command inherits none of them.)
-const NO_LINKS: libc::c_int = libc::O_NOFOLLOW;
+/// make `retry` write elsewhere; and never blocking, so that a FIFO planted there cannot hold
+/// the run in `open` beyond any signal (what was opened must then be a regular file, see
+/// `regular`). (std adds `O_CLOEXEC`: the command inherits none of them.)
+const NO_LINKS: libc::c_int = libc::O_NOFOLLOW | libc::O_NONBLOCK;
 
 /// Whether others (not the group) may write a file of this mode.
 fn others_can_write(mode: u32) -> bool {
     mode & 0o002 != 0
+}
+
+/// Whether a file owned by `uid` belongs to another user: not this process's, nor root's
+/// (root's own files are root's, and a root-owned state is not a neighbour's).
+fn owned_by_another(uid: u32) -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    uid != 0 && uid != unsafe { libc::geteuid() }
+}
+
+/// `file`, opened from `path`, if it is a regular file; a FIFO, a device or a socket where a
+/// state or lock file should be is a broken state.
+fn regular(file: File, path: &Path) -> Result<File, StoreError> {
+    let kind = file
+        .metadata()
+        .map_err(|error| {
+            StoreError(format!(
+                "cannot read {}: {}",
+                path.display(),
+                plain_error(&error)
+            ))
+        })?
+        .file_type();
+    if kind.is_file() {
+        Ok(file)
+    } else {
+        Err(StoreError(format!(
+            "{} is not a regular file",
+            path.display()
+        )))
+    }
 }
 
 impl FileStore {
@@ -80,6 +112,12 @@ impl FileStore {
                     meta.mode() & 0o7777
                 )));
             }
+            Ok(meta) if owned_by_another(meta.uid()) => {
+                return Err(OpenError::Unsafe(format!(
+                    "state directory {shown} belongs to another user (uid {}); use a directory of your own",
+                    meta.uid()
+                )));
+            }
             Ok(_) => {}
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 fs::DirBuilder::new()
@@ -93,14 +131,24 @@ impl FileStore {
         for name in names {
             for path in [state_path(dir, name), lock_path(dir, name)] {
                 // A link's own mode means nothing; it is never followed (see `load`, `lock`).
-                if let Ok(meta) = fs::symlink_metadata(&path)
-                    && !meta.file_type().is_symlink()
-                    && others_can_write(meta.mode())
-                {
+                let Ok(meta) = fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                if meta.file_type().is_symlink() {
+                    continue;
+                }
+                if others_can_write(meta.mode()) {
                     return Err(OpenError::Unsafe(format!(
                         "state file {} is writable by others (mode {:04o}); make it yours alone (chmod 600)",
                         path.display(),
                         meta.mode() & 0o7777
+                    )));
+                }
+                if owned_by_another(meta.uid()) {
+                    return Err(OpenError::Unsafe(format!(
+                        "state file {} belongs to another user (uid {}); remove it, or use a state directory of your own",
+                        path.display(),
+                        meta.uid()
                     )));
                 }
             }
@@ -133,6 +181,7 @@ impl FileStore {
                         plain_error(&error)
                     ))
                 })?;
+            let file = regular(file, &path)?;
             self.locks.insert(name.to_string(), file);
         }
         let file = &self.locks[name];
@@ -181,7 +230,7 @@ impl FileStore {
             .custom_flags(NO_LINKS)
             .open(&path)
         {
-            Ok(file) => file,
+            Ok(file) => regular(file, &path)?,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(unreadable(error)),
         };
@@ -211,23 +260,32 @@ impl FileStore {
     /// Replaces the record of `name` at once: a temporary file, renamed over the old one.
     fn save(&self, name: &str, record: &Record) -> Result<(), StoreError> {
         let path = state_path(&self.dir, name);
-        let temporary = self.dir.join(format!("{name}.{}.tmp", self.pid));
-        let written = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(NO_LINKS)
-            .open(&temporary)
-            .and_then(|mut file| file.write_all(record.render().as_bytes()))
-            .and_then(|()| fs::rename(&temporary, &path));
-        written.map_err(|error| {
-            let _ = fs::remove_file(&temporary);
+        let cannot_write = |error: io::Error| {
             StoreError(format!(
                 "cannot write {}: {}",
                 path.display(),
                 plain_error(&error)
             ))
+        };
+        // A name of its own, made new: only what this run made is ever removed.
+        let temporary = self.dir.join(format!(
+            "{name}.{}.{:08x}.tmp",
+            self.pid,
+            rand::random::<u32>()
+        ));
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(NO_LINKS)
+            .open(&temporary)
+            .map_err(cannot_write)?;
+        let written = file
+            .write_all(record.render().as_bytes())
+            .and_then(|()| fs::rename(&temporary, &path));
+        written.map_err(|error| {
+            let _ = fs::remove_file(&temporary);
+            cannot_write(error)
         })
     }
 }

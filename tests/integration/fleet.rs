@@ -1168,3 +1168,44 @@ fn the_state_key_of_the_config_file_and_a_file_others_can_write() {
         .code(125)
         .stderr(predicate::str::contains("api.state is writable by others"));
 }
+
+/// A state directory or file that belongs to another user (not root) is misuse, as one that
+/// others can write is: the run ends with 125, naming it, and the file is left as it was.
+/// (Needs root, to give a file away.)
+#[test]
+fn a_state_of_another_user_is_misuse() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a state that belongs to another user");
+        return;
+    }
+    let nobody = 65534;
+    let s = state();
+    std::fs::create_dir(&s.dir).unwrap();
+    std::fs::set_permissions(&s.dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&s.dir, Some(nobody), None).unwrap();
+    s.retry(&["--budget", "api", "true"])
+        .assert()
+        .code(125)
+        .stderr(
+            predicate::str::contains("belongs to another user")
+                .and(predicate::str::contains(s.dir.display().to_string())),
+        );
+    std::os::unix::fs::chown(&s.dir, Some(0), None).unwrap();
+    let file = s.dir.join("api.state");
+    std::fs::write(&file, "theirs").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&file, Some(nobody), None).unwrap();
+    for names in [["--budget", "api"], ["--breaker", "api"]] {
+        s.retry(&names)
+            .args(["true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains(format!(
+                "state file {} belongs to another user",
+                file.display()
+            )));
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "theirs");
+}

@@ -21,6 +21,7 @@ mod limits;
 mod messages;
 mod metrics;
 mod packaging;
+mod paths;
 mod processes;
 mod recipes;
 mod redis;

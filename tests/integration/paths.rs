@@ -1,0 +1,97 @@
+//! Every path `retry` opens (the config file, the state and lock files, the metrics file, the
+//! spools' directory) found to be something else: a FIFO, a device, a socket, a symlink to one
+//! of those. `retry` neither hangs on any of them nor writes through any of them.
+
+use std::process::{Command, Stdio};
+
+use crate::util::*;
+
+/// Lays out one of each kind of file in a tmpfs of a private mount namespace (a device may be
+/// made there, never in the real `/dev`), runs `retry` with each in each place, and prints one
+/// line per run (`ROLE KIND STATUS`; 137 is a run killed after 20 s: a hang) and one per file
+/// still of its kind at the end.
+const SCRIPT: &str = r#"
+set -u
+root=$1; retry=$2
+mount -t tmpfs tmpfs "$root" || exit 99
+cd "$root" || exit 99
+mkdir -m 700 kinds
+mkfifo kinds/fifo
+mknod kinds/null c 1 3 || exit 99
+mknod kinds/zero c 1 5 || exit 99
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' kinds/socket
+for kind in fifo null zero socket; do ln -s "$root/kinds/$kind" "kinds/link-to-$kind"; done
+run() {
+  role=$1; kind=$2; shift 2
+  timeout -s KILL 20 "$@" > "out-$role-$kind" 2>&1 < /dev/null
+  echo "$role $kind $?"
+}
+for kind in fifo null zero socket link-to-fifo link-to-null link-to-zero link-to-socket; do
+  run config "$kind" "$retry" --config "kinds/$kind" true
+  run metrics "$kind" "$retry" --metrics-file "kinds/$kind" true
+  for file in state lock; do
+    mkdir -m 700 "$file-$kind"
+    ln "kinds/$kind" "$file-$kind/b.$file" 2>/dev/null || cp -a "kinds/$kind" "$file-$kind/b.$file"
+    run "$file" "$kind" "$retry" --state "$file-$kind" --budget b --breaker b -r 0 -- echo RAN
+    grep -q '^RAN$' "out-$file-$kind" || echo "$file $kind did not run the command"
+  done
+  run spools "$kind" env TMPDIR="$root/kinds/$kind" "$retry" --hold-stdout -r 0 -- sh -c 'head -c 5000000 /dev/zero | wc -c'
+  grep -q '^5000000$' "out-spools-$kind" || echo "spools $kind lost output"
+done
+[ -p kinds/fifo ] && [ -c kinds/null ] && [ -c kinds/zero ] && [ -S kinds/socket ] && echo "kinds intact"
+for kind in fifo null zero socket; do [ -L "kinds/link-to-$kind" ] || echo "link-to-$kind replaced"; done
+for file in state lock; do
+  [ -p "$file-fifo/b.$file" ] && [ -c "$file-null/b.$file" ] && [ -S "$file-socket/b.$file" ] && echo "$file files intact"
+done
+exit 0
+"#;
+
+#[test]
+fn no_path_that_is_not_a_regular_file_hangs_retry_or_is_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new("unshare")
+        .args(["--mount", "sh", "-c", SCRIPT, "sh"])
+        .arg(dir.path())
+        .arg(BIN)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if output.status.code() != Some(0) {
+        missing(
+            "root in a mount namespace (unshare --mount, mknod)",
+            "paths that are not regular files",
+        );
+        return;
+    }
+    let said = String::from_utf8_lossy(&output.stdout);
+    let mut runs = 0;
+    for line in said.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        if let [role, kind, status] = words[..]
+            && let Ok(status) = status.parse::<i32>()
+        {
+            runs += 1;
+            assert_ne!(status, 137, "{role} as {kind} hung: {said}");
+            let expected: &[i32] = match role {
+                // A config file that is not one may be refused (a socket, a device past the
+                // bound), never waited on.
+                "config" => &[0, 125],
+                _ => &[0],
+            };
+            assert!(
+                expected.contains(&status),
+                "{role} as {kind}: {status}: {said}"
+            );
+        }
+    }
+    assert_eq!(runs, 8 * 5, "{said}");
+    for line in ["kinds intact", "state files intact", "lock files intact"] {
+        assert!(said.contains(line), "{said}");
+    }
+    assert!(
+        !said.contains("did not run")
+            && !said.contains("lost output")
+            && !said.contains("replaced"),
+        "{said}"
+    );
+}
