@@ -153,6 +153,16 @@ impl Replay {
                 while state.spool.len() >= state.furthest_fed.saturating_add(READ_AHEAD) {
                     state = capture.fed.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
+                if !state.spool.has_room(buffer.len()) {
+                    // Nothing read may be dropped, and nothing more kept: stdin is read no
+                    // more, and the producer waits as for a slow reader. The attempts get what
+                    // was kept, and then wait too, until they end or their time is up.
+                    drop(state);
+                    plumbing::announce_stall(crate::stdio::Stream::Stdin);
+                    loop {
+                        thread::park();
+                    }
+                }
                 drop(state);
                 let read = match source.read(&mut buffer) {
                     Ok(0) => break,

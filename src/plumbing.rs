@@ -12,7 +12,7 @@
 use std::fs::File;
 use std::io::{self, PipeReader, PipeWriter, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -84,6 +84,45 @@ pub(crate) fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
     }
 }
 
+/// The streams (`Stream::bit`) whose held or replayed bytes could take no more, and those of
+/// them said already: a copy or the replay's capture thread marks its stream, and wakes the
+/// loop that supervises the attempt (a SIGCHLD to `retry` itself), which says it at once.
+static STALLED: AtomicU8 = AtomicU8::new(0);
+static STALL_SAID: AtomicU8 = AtomicU8::new(0);
+
+/// Marks `stream` as read no more, because nothing more of it can be kept, and wakes the
+/// supervising loop to say so.
+pub(crate) fn announce_stall(stream: Stream) {
+    if STALLED.fetch_or(stream.bit(), Ordering::AcqRel) & stream.bit() == 0 {
+        // SAFETY: kill(2) of this process with a signal it handles (a spurious SIGCHLD finds
+        // no child ended, and is harmless).
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGCHLD);
+        }
+    }
+}
+
+/// The streams marked read no more since this was last asked: each is said once.
+pub(crate) fn new_stalls() -> Vec<Stream> {
+    let stalled = STALLED.load(Ordering::Acquire);
+    let new = stalled & !STALL_SAID.fetch_or(stalled, Ordering::AcqRel);
+    [Stream::Stdout, Stream::Stderr, Stream::Stdin]
+        .into_iter()
+        .filter(|stream| new & stream.bit() != 0)
+        .collect()
+}
+
+/// Waits until the copies are told to stop (`stop` readable), through any signal.
+fn wait_for_stop(stop: RawFd) {
+    let mut ready = libc::pollfd {
+        fd: stop,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout; `stop` is open for the whole run.
+    while unsafe { libc::poll(&mut ready, 1, -1) } <= 0 {}
+}
+
 /// Where a watched stream's bytes go.
 pub(crate) enum Sink {
     /// On at once to one of `retry`'s own streams.
@@ -96,6 +135,18 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
+    /// The stream that `more` bytes could not be written to without losing some, if so: held
+    /// output may fill the memory it may use when no file takes it.
+    fn full(&self, more: usize) -> Option<Stream> {
+        match self {
+            Sink::Hold(held, stream) => {
+                let held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                (!held.written_out && !held.has_room(more)).then_some(*stream)
+            }
+            Sink::Stream(_) | Sink::Discard => None,
+        }
+    }
+
     fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         match self {
             Sink::Stream(out) => out.write_all(bytes),
@@ -136,6 +187,11 @@ pub(crate) struct Held {
 const STRETCH: usize = 9;
 
 impl Held {
+    /// Whether `more` bytes may be held (see `Spool::has_room`).
+    fn has_room(&self, more: usize) -> bool {
+        self.spool.has_room(more) && self.stretches.has_room(STRETCH)
+    }
+
     fn append(&mut self, stream: Stream, bytes: &[u8]) {
         self.spool.append(bytes);
         let len = bytes.len() as u64;
@@ -393,6 +449,9 @@ struct Flow {
     /// Why writing failed, when it failed other than for a reader gone (a full disk): the
     /// copy then goes on matching what comes, and passes nothing on.
     write_error: OnceLock<String>,
+    /// The held output could take no more (no file, and the memory bound reached): the copy
+    /// read no more of its source, whose writer waits as for a slow reader.
+    stalled: AtomicBool,
 }
 
 /// What the copies of an ended attempt saw.
@@ -483,6 +542,15 @@ fn copy(
     let source_fd = source.as_raw_fd();
     let mut buffer = vec![0u8; CHUNK];
     while await_input(source_fd, stop) {
+        if let Some(stream) = sink.full(CHUNK) {
+            // Nothing may be dropped, and nothing more kept: the stream is read no more, and
+            // its writer waits as it would for a slow reader, until the attempt ends (or its
+            // time is up) and `retry` stops the copies.
+            flow.stalled.store(true, Ordering::Release);
+            announce_stall(stream);
+            wait_for_stop(stop);
+            break;
+        }
         let read = match source.read(&mut buffer) {
             Ok(0) => break,
             Ok(read) => read,
@@ -676,11 +744,14 @@ pub(crate) fn finish(
         if let Some(error) = watch.flow.write_error.get() {
             drained.write_errors.push((watch.stream, error.clone()));
         }
+        let stalled = watch.flow.stalled.load(Ordering::Acquire);
         match drain {
             Drain::Done => {}
             Drain::ReaderTooSlow => drained
                 .write_errors
                 .push((watch.stream, READER_TOO_SLOW.into())),
+            // What a stalled copy never read was never held: it is not passed on after the end.
+            Drain::Left if stalled => {}
             Drain::Left => drained.leftovers.push(Leftover {
                 source: watch.source,
                 done: watch.done,

@@ -169,6 +169,8 @@ enum Notice {
     TerminalStop(i32),
     /// This signal, sent to `retry`, was handed to it.
     Relayed(i32),
+    /// Nothing more of this stream can be kept: it is read no more.
+    HoldFull(Stream),
 }
 
 /// What a supervised child is, which says whether signals meant for the command reach it.
@@ -422,6 +424,9 @@ impl Runner<'_> {
             };
             match self.events.next(wake_at) {
                 Some(Event::Child) => {
+                    for stream in plumbing::new_stalls() {
+                        notify(Notice::HoldFull(stream));
+                    }
                     if let Some(status) = reap(child) {
                         break status;
                     }
@@ -625,6 +630,7 @@ impl Runner<'_> {
                 attempt: spec.number,
                 signal,
             }),
+            Notice::HoldFull(stream) => reporter.emit(&Report::HoldFull { stream }),
         };
         self.supervise(
             child,
@@ -673,6 +679,10 @@ impl Runner<'_> {
                 );
             }
         }
+        // A stall said while the attempt ran is not said again.
+        for stream in plumbing::new_stalls() {
+            reporter.emit(&Report::HoldFull { stream });
+        }
         drained
     }
 
@@ -680,6 +690,7 @@ impl Runner<'_> {
         if let Some(error) = self.input.read_error() {
             self.say_once(reporter, Report::ReadFailed { error: &error });
         }
+
         let held = self.held.as_ref().and_then(|held| {
             let held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             held.spill_error().map(str::to_string)

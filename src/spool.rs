@@ -11,11 +11,19 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::text::plain_error;
 
 /// Bytes kept in memory before spilling to a file.
 pub(crate) const MEMORY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// The most that all spools together keep in memory once no file takes their bytes: past it,
+/// a spool has no room (see `has_room`), and its owner stops reading what it would append.
+pub(crate) const MEMORY_BOUND: usize = 64 * 1024 * 1024;
+
+/// The bytes all spools of the process hold in memory.
+static IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
 
 #[derive(Debug, Default)]
 pub(crate) struct Spool {
@@ -37,13 +45,24 @@ impl Spool {
             return;
         }
         match spill(&self.memory) {
-            Ok(file) => {
-                self.in_file = self.memory.len() as u64;
-                self.memory = Vec::new();
-                self.file = Some(file);
-            }
+            Ok(file) => self.spilled_to(file),
             Err(error) => self.spill_error = Some(error),
         }
+    }
+
+    /// The bytes in memory are in `file` now.
+    fn spilled_to(&mut self, file: File) {
+        self.in_file = self.memory.len() as u64;
+        IN_MEMORY.fetch_sub(self.memory.len(), Ordering::Relaxed);
+        self.memory = Vec::new();
+        self.file = Some(file);
+    }
+
+    /// Whether `more` bytes may be appended: while a file takes them (or none has failed to
+    /// yet), and in memory while all spools together hold no more than `MEMORY_BOUND`.
+    pub(crate) fn has_room(&self, more: usize) -> bool {
+        self.spill_error.is_none()
+            || IN_MEMORY.load(Ordering::Relaxed).saturating_add(more) <= MEMORY_BOUND
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -56,11 +75,7 @@ impl Spool {
             && self.memory.len() + bytes.len() > MEMORY_LIMIT
         {
             match spill(&self.memory) {
-                Ok(file) => {
-                    self.in_file = self.memory.len() as u64;
-                    self.memory = Vec::new();
-                    self.file = Some(file);
-                }
+                Ok(file) => self.spilled_to(file),
                 Err(error) => self.spill_error = Some(error),
             }
         }
@@ -76,6 +91,7 @@ impl Spool {
             }
         }
         self.memory.extend_from_slice(bytes);
+        IN_MEMORY.fetch_add(bytes.len(), Ordering::Relaxed);
     }
 
     /// Copies bytes from `offset` into `buffer`; returns how many (0 at the end).
@@ -116,6 +132,12 @@ impl Spool {
     #[cfg(test)]
     fn spilled(&self) -> bool {
         self.file.is_some()
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        IN_MEMORY.fetch_sub(self.memory.len(), Ordering::Relaxed);
     }
 }
 
@@ -195,6 +217,34 @@ mod tests {
     }
 
     /// A file that stops taking bytes (a full disk) keeps what it took; the rest stays in
+    /// A spool that no file takes has room while all spools' memory stays within the bound,
+    /// and none past it; a spool whose file works always has room.
+    #[test]
+    fn memory_without_a_file_is_bounded_for_all_spools_together() {
+        let without_file = || {
+            let mut spool = Spool::default();
+            spool.spill_error = Some("no file".into());
+            spool
+        };
+        let mut spool = without_file();
+        assert!(Spool::default().has_room(MEMORY_BOUND * 2));
+        let piece = vec![7u8; 1024 * 1024];
+        let mut appended = 0;
+        while spool.has_room(piece.len()) {
+            spool.append(&piece);
+            appended += piece.len();
+            assert!(appended <= MEMORY_BOUND, "past the bound");
+        }
+        assert!(appended > 0);
+        let other = without_file();
+        assert!(!other.has_room(piece.len()), "the bound is for all spools");
+        drop(spool);
+        assert!(
+            other.has_room(piece.len()),
+            "a dropped spool's memory counts no more"
+        );
+    }
+
     /// memory, and everything reads back whole and in order.
     #[test]
     fn bytes_a_file_will_not_take_stay_in_memory() {

@@ -12,6 +12,15 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// A bit of its own, for sets of streams.
+    pub fn bit(self) -> u8 {
+        match self {
+            Stream::Stdin => 1,
+            Stream::Stdout => 2,
+            Stream::Stderr => 4,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Stream::Stdin => "stdin",

@@ -394,6 +394,13 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
                 error,
             }),
         )],
+        Event::HoldFull { stream } => vec![(
+            "hold-full",
+            Fields::Stream(StreamFailure {
+                stream: stream.name(),
+                error: HOLD_FULL,
+            }),
+        )],
         Event::ReadFailed { error } => vec![(
             "read-failed",
             Fields::Stream(StreamFailure {
@@ -618,6 +625,10 @@ pub(super) fn reset(budget: Option<&str>, breaker: Option<&str>) -> String {
 /// What a corrupt record's replacement is said as.
 pub(super) const REPLACED: &str = "the state did not parse; replaced by a fresh one";
 
+/// Why a held or replayed stream is read no more.
+pub(super) const HOLD_FULL: &str =
+    "no temporary file takes it and 64 MiB are held in memory already: it is read no more";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -839,6 +850,9 @@ mod tests {
             Event::SpillFailed {
                 stream: Stream::Stdout,
                 error: "full",
+            },
+            Event::HoldFull {
+                stream: Stream::Stderr,
             },
             Event::ReadFailed { error: "EIO" },
             Event::WriteFailed {

@@ -179,6 +179,11 @@ pub enum Event<'a> {
         stream: Stream,
         error: &'a str,
     },
+    /// Held output (`"stdout"`, `"stderr"`) or replayed stdin (`"stdin"`) that no file takes
+    /// has filled the memory it may use: `retry` reads that stream no more. Said once for each.
+    HoldFull {
+        stream: Stream,
+    },
     /// Under `--failed-output on-give-up`, the kept output of an earlier attempt follows.
     FailedOutput {
         attempt: u64,
@@ -370,6 +375,7 @@ fn color_of(event: &Event<'_>) -> &'static str {
         | Event::HookFailed { .. }
         | Event::StdinShared
         | Event::SpillFailed { .. }
+        | Event::HoldFull { .. }
         | Event::MetricsUnwritten { .. }
         | Event::WriteFailed { .. }
         | Event::ReadFailed { .. }

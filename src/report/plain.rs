@@ -129,6 +129,18 @@ pub(super) fn line(event: &Event<'_>) -> String {
             };
             format!("{error}; keeping {what} in memory instead")
         }
+        Event::HoldFull { stream } => {
+            let what = match stream {
+                Stream::Stdin => "replayed stdin",
+                Stream::Stdout => "held stdout",
+                Stream::Stderr => "held stderr",
+            };
+            format!(
+                "cannot keep more of the {what}: {}; the command waits for it until it ends or \
+                 its time is up",
+                super::json::HOLD_FULL
+            )
+        }
         Event::WriteFailed { stream, error } => {
             format!("cannot write to {stream}: {error}; the command's output to it is lost")
         }

@@ -799,7 +799,7 @@ fn an_unreadable_record_or_a_linked_lock_fails_open() {
         (
             "a directory as the record",
             |dir| std::fs::create_dir(dir.join("api.state")).unwrap(),
-            "cannot read",
+            "is not a regular file",
         ),
         (
             "a link that loops as the record",

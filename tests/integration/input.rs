@@ -415,3 +415,62 @@ fn replay_never_gives_an_attempt_less_than_the_whole_input() {
         assert_eq!(output.stdout, b"");
     }
 }
+
+/// Held stdout and replayed stdin that no temporary file can take (no TMPDIR) stay in memory up
+/// to 64 MiB in all, said once; past that `retry` reads them no more, and the writer waits as
+/// for a slow reader (here until SIGTERM), said once too: memory stays bounded however much
+/// comes, and nothing read is lost.
+#[test]
+fn what_no_file_takes_is_held_in_bounded_memory() {
+    for replay in [false, true] {
+        let r = retry();
+        let said = r.path("said");
+        let out = r.path("out");
+        let mut command = std::process::Command::new(BIN);
+        if replay {
+            command
+                .args(["--stdin", "replay", "-r", "0", "--"])
+                .args(sh("head -c 300000000 > /dev/null"));
+        } else {
+            command
+                .args(["--hold-stdout", "-r", "0", "--"])
+                .args(sh("head -c 300000000 /dev/zero"));
+        }
+        let mut producer = std::process::Command::new("yes")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut child = command
+            .current_dir(r.dir.path())
+            .env("TMPDIR", r.path("nonexistent"))
+            .stdin(producer.stdout.take().unwrap())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&said).unwrap())
+            .spawn()
+            .unwrap();
+        let stream = if replay {
+            "replayed stdin"
+        } else {
+            "held stdout"
+        };
+        eventually("retry says it reads no more", || {
+            std::fs::read_to_string(&said)
+                .is_ok_and(|text| text.contains(&format!("cannot keep more of the {stream}")))
+        });
+        let peak = peak_rss_kib(child.id());
+        send(&child, libc::SIGTERM);
+        assert_eq!(shell_status(wait_bounded(&mut child)), 143, "{stream}");
+        let _ = producer.kill();
+        let _ = producer.wait();
+        // Under --hold-stdout, a run a signal ended writes what it held to stderr too.
+        let said = std::fs::read(&said).unwrap();
+        let lines: Vec<String> = String::from_utf8_lossy(&said)
+            .lines()
+            .filter_map(|line| line.find("retry: ").map(|at| line[at..].to_string()))
+            .collect();
+        let count = |text: &str| lines.iter().filter(|line| line.contains(text)).count();
+        assert_eq!(count("cannot keep more"), 1, "{lines:?}");
+        assert_eq!(count("in memory instead"), 1, "{lines:?}");
+        assert!(peak < 128 * 1024, "{stream}: peak RSS {peak} KiB");
+    }
+}

@@ -788,3 +788,13 @@ pub fn under_pty(argv: &[&str], steps: &[(&str, &str)], env: &[(&str, &str)]) ->
     let output = command.output().expect("python3");
     Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
+
+/// The peak resident memory of a running process so far (VmHWM), in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
