@@ -360,6 +360,17 @@ fn under_terminal(args: &str, env: &[(&str, &str)]) -> String {
 
 const LONG_WAIT: &str = "-r 1 --base 2100ms --jitter none --stdin null false";
 
+/// The countdown's updates on a screen, each the time left as it was drawn (`2s`, `1s`, or
+/// `900ms` when a loaded machine woke the countdown late).
+fn countdown(screen: &str) -> Vec<&str> {
+    screen
+        .split("\rretry: next attempt in ")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("...").map(|(left, _)| left))
+        .filter(|left| left.len() <= 8 && left.ends_with('s'))
+        .collect()
+}
+
 #[test]
 fn a_terminal_gets_colour_and_a_countdown_that_is_erased() {
     let screen = under_terminal(LONG_WAIT, &[]);
@@ -367,14 +378,9 @@ fn a_terminal_gets_colour_and_a_countdown_that_is_erased() {
         screen.contains("\u{1b}[1;33mretry:\u{1b}[0m attempt 1/2 failed"),
         "{screen:?}"
     );
-    assert!(
-        screen.contains("\rretry: next attempt in 2s..."),
-        "{screen:?}"
-    );
-    assert!(
-        screen.contains("\rretry: next attempt in 1s..."),
-        "{screen:?}"
-    );
+    // Drawn at the start, and again at least once as the wait goes by.
+    let drawn = countdown(&screen);
+    assert!(drawn.len() >= 2 && drawn[0].starts_with('2'), "{screen:?}");
     let erased = screen.find("...\r   ").expect("the countdown is erased");
     let next = screen.find("attempt 2/2 failed").unwrap();
     assert!(erased < next, "erased before the next attempt's line");
@@ -390,18 +396,15 @@ fn no_countdown_in_ci_and_no_escapes_with_no_color() {
     ]
     .map(|env| std::thread::spawn(move || under_terminal(LONG_WAIT, env)))
     .map(|screen| screen.join().unwrap());
-    assert!(!in_ci.contains("next attempt in 2s..."), "{in_ci:?}");
+    assert!(countdown(&in_ci).is_empty(), "{in_ci:?}");
     assert!(!no_color.contains('\u{1b}'), "{no_color:?}");
     assert!(
-        no_color.contains("next attempt in 1s..."),
+        countdown(&no_color).len() >= 2,
         "the countdown stays: {no_color:?}"
     );
     // NO_COLOR counts when set at all; CI only when set and not empty.
     assert!(!both_empty.contains('\u{1b}'), "{both_empty:?}");
-    assert!(
-        both_empty.contains("next attempt in 1s..."),
-        "{both_empty:?}"
-    );
+    assert!(countdown(&both_empty).len() >= 2, "{both_empty:?}");
 }
 
 /// A command that reads the terminal from its own process group is stopped by the kernel

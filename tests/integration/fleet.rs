@@ -312,13 +312,27 @@ on_every_store! {
         let said = format!("{spent} paid retries, {refused} refused, {failed_open} runs failed open");
         let shown = s.show(&budget);
         let first_attempts = shown["budget"]["first_attempts"].as_u64().unwrap();
-        assert_eq!(first_attempts, 100 - uncounted_first, "no first attempt lost; {said}");
-        assert_eq!(shown["budget"]["retries"], spent, "no retry lost; {said}");
+        let retries = shown["budget"]["retries"].as_u64().unwrap();
+        // A run that stopped waiting for a reply went on without the state, yet the store may
+        // have made its decision: the counts lie between what the runs that used the state
+        // were told and that plus what the others asked.
         assert!(
-            spent as f64 <= 20.0 + 0.1 * first_attempts as f64,
-            "more than 20 + 0.1 x {first_attempts}: {said}"
+            (100 - uncounted_first..=100).contains(&first_attempts),
+            "no first attempt lost: {first_attempts}; {said}"
         );
-        assert!(refused > 0 && spent >= 20, "the floor alone pays for 20: {said}");
+        assert!(
+            (spent..=spent + failed_open).contains(&(retries as usize)),
+            "no retry lost: {retries}; {said}"
+        );
+        // What the store counted, it granted: within the floor and the ratio.
+        assert!(
+            retries as f64 <= 20.0 + 0.1 * first_attempts as f64,
+            "{retries} retries, more than 20 + 0.1 x {first_attempts}: {said}"
+        );
+        assert!(failed_open < 100, "no run used the state: {said}");
+        if failed_open <= 50 {
+            assert!(refused > 0 && spent >= 20, "the floor alone pays for 20: {said}");
+        }
     }
 }
 
@@ -334,10 +348,11 @@ on_every_store! {
         assert!(runs.iter().all(|run| run.status == 1));
         let failed_open = runs.iter().filter(|run| run.failed_open()).count();
         assert!(failed_open < 100, "no run used the state");
-        assert_eq!(
-            s.show(&names)["breaker"]["failures"],
-            100 - failed_open,
-            "{failed_open} runs failed open"
+        // A run that stopped waiting for a reply may yet have been counted.
+        let failures = s.show(&names)["breaker"]["failures"].as_u64().unwrap() as usize;
+        assert!(
+            (100 - failed_open..=100).contains(&failures),
+            "{failures} failures counted, {failed_open} runs failed open"
         );
     }
 }

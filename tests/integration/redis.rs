@@ -80,6 +80,13 @@ pub fn server(args: &[&str], socket: bool) -> Option<Server> {
         assert!(started.elapsed() < BOUND, "redis-server did not start");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // The unix socket is made after the port listens: wait for it to accept too.
+    if let Some(socket) = &server.socket {
+        while std::os::unix::net::UnixStream::connect(socket).is_err() {
+            assert!(started.elapsed() < BOUND, "redis-server made no socket");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
     Some(server)
 }
 

@@ -736,7 +736,7 @@ pub fn set_non_blocking(fd: &impl std::os::fd::AsRawFd) {
 /// Drives a program under a pseudo-terminal: for each step, waits until the screen shows its
 /// text (or the program ends), then types its keys; then reads until the program ends.
 const PTY_DRIVER: &str = r#"
-import json, os, pty, select, sys, time
+import json, os, pty, select, signal, sys, time
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(sys.argv[2], sys.argv[2:])
@@ -749,14 +749,24 @@ def read_until(text, seconds):
             try:
                 data = os.read(fd, 65536)
             except OSError:
-                return
+                return True
             if not data:
-                return
+                return True
             screen += data
+    return text is not None and text in screen
+def give_up(why):
+    # Said on the screen, so that a test that fails says which step never came.
+    global screen
+    screen += ("\n[pty driver: %s]\n" % why).encode()
+    os.kill(pid, signal.SIGKILL)
 for wait_for, keys in json.loads(sys.argv[1]):
-    read_until(wait_for.encode(), 10)
+    if not read_until(wait_for.encode(), 20):
+        give_up("never saw %r" % wait_for)
+        break
     os.write(fd, keys.encode())
-read_until(None, 10)
+else:
+    if not read_until(None, 20):
+        give_up("the program did not end within 20 s")
 _, status = os.waitpid(pid, 0)
 sys.stdout.buffer.write(screen)
 print("\nstatus", os.waitstatus_to_exitcode(status))
@@ -779,9 +789,13 @@ pub fn under_pty(argv: &[&str], steps: &[(&str, &str)], env: &[(&str, &str)]) ->
     command
         .args(["-c", PTY_DRIVER, &steps])
         .args(argv)
-        .env_remove("CI")
-        .env_remove("NO_COLOR")
-        .timeout(BOUND);
+        .timeout(BOUND + BOUND);
+    // The environment of the builder's: none of the developer's RETRY_* or config.
+    for (key, _) in std::env::vars_os() {
+        if is_ours(&key) {
+            command.env_remove(&key);
+        }
+    }
     for (key, value) in env {
         command.env(key, value);
     }
