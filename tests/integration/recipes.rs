@@ -50,9 +50,13 @@ fn stand_in(r: &Retry, name: &str, fail_times: u32, code: u8) {
     );
 }
 
+/// How many times the stand-in `name` ran. Read while it may be writing its count (`echo $n >
+/// FILE` empties the file before it writes), an empty file counts as none yet.
 fn runs(r: &Retry, name: &str) -> u32 {
     std::fs::read_to_string(r.path(&format!("{name}.runs")))
-        .map_or(0, |s| s.trim().parse().unwrap())
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn run(r: &Retry, words: &[String], env: &[(&str, String)]) -> std::process::Output {
