@@ -176,7 +176,7 @@ fn write_metrics(
             Exit::Signal(signal) => RunEnd::Interrupted(signal).exit_status(None),
         },
     };
-    if let Err(error) = metrics::write(&target.path, &target.job, &figures) {
+    if let Err(error) = metrics::write(&target.path, &target.job, &figures, process::entropy()) {
         reporter.emit(&report::Event::MetricsUnwritten {
             path: &target.path,
             error: &text::plain_error(&error),

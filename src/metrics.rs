@@ -103,12 +103,12 @@ const EARLIER_MAX: u64 = 64 * 1024;
 /// goes to a new file beside it, which then replaces it. Only a regular file is replaced (or
 /// made), never what else may be at PATH: a device, a FIFO, a socket or a directory is a file
 /// that cannot be written. A symlink to a regular file is followed, and the file it names is
-/// replaced.
-pub(crate) fn write(path: &Path, job: &str, figures: &Figures) -> io::Result<()> {
+/// replaced. `nonce` (random bits from the caller) makes the temporary file's name.
+pub(crate) fn write(path: &Path, job: &str, figures: &Figures, nonce: u64) -> io::Result<()> {
     let target = replaceable(path)?;
     let earlier = read_earlier(&target).and_then(|previous| last_success(&previous, job));
     let text = render(job, figures, earlier);
-    let (temporary, mut file) = create_temporary_beside(&target)?;
+    let (temporary, mut file) = create_temporary_beside(&target, nonce)?;
     let written = file
         .write_all(text.as_bytes())
         .and_then(|()| fs::rename(&temporary, &target));
@@ -177,14 +177,14 @@ fn read_earlier(target: &Path) -> Option<String> {
 /// A new file `.NAME.RANDOM.tmp` in the directory of `target`: hidden, and without the
 /// `.prom` ending, so the textfile collector never reads it half written; its name cannot be
 /// foreseen, so no one can have made it first.
-fn create_temporary_beside(target: &Path) -> io::Result<(PathBuf, fs::File)> {
+fn create_temporary_beside(target: &Path, nonce: u64) -> io::Result<(PathBuf, fs::File)> {
     let name = target
         .file_name()
         .map_or_else(|| "metrics".into(), |name| name.to_string_lossy());
-    let mut tries = 0;
+    let mut tries = 0u32;
     loop {
-        let temporary =
-            target.with_file_name(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
+        let bits = nonce.rotate_left(17 * tries) ^ u64::from(tries);
+        let temporary = target.with_file_name(format!(".{name}.{bits:016x}.tmp"));
         match OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -302,8 +302,8 @@ mod tests {
     fn the_file_is_replaced_whole_and_keeps_the_last_success() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.prom");
-        write(&path, "job", &figures(true)).unwrap();
-        write(&path, "job", &figures(false)).unwrap();
+        write(&path, "job", &figures(true), 1).unwrap();
+        write(&path, "job", &figures(false), 2).unwrap();
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.contains("retry_last_run_success{job=\"job\"} 0\n"));
         assert_eq!(last_success(&text, "job"), Some(1_700_000_003.75));
@@ -313,6 +313,6 @@ mod tests {
             .collect();
         assert_eq!(names, ["job.prom"], "no temporary file is left");
         let missing = dir.path().join("no/such/dir/job.prom");
-        assert!(write(&missing, "job", &figures(true)).is_err());
+        assert!(write(&missing, "job", &figures(true), 3).is_err());
     }
 }

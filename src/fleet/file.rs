@@ -267,12 +267,14 @@ impl FileStore {
                 plain_error(&error)
             ))
         };
-        // A name of its own, made new: only what this run made is ever removed.
-        let temporary = self.dir.join(format!(
-            "{name}.{}.{:08x}.tmp",
-            self.pid,
-            rand::random::<u32>()
-        ));
+        // A name of its own, made new: only what this run made is ever removed. (The directory
+        // is this user's alone, so the name need not be unforeseeable, only unused.)
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.subsec_nanos());
+        let temporary = self
+            .dir
+            .join(format!("{name}.{}.{nanos:08x}.tmp", self.pid));
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
