@@ -604,7 +604,7 @@ mod tests {
         };
         let breaker = BreakerPolicy {
             threshold: 2,
-            cooldown: Duration::from_millis(300),
+            cooldown: Duration::from_millis(150),
         };
         let failure = |id| Op::Record {
             id,
@@ -684,7 +684,7 @@ mod tests {
             kind(apply("b", admit(3))) == "open",
             "no attempt while open",
         );
-        std::thread::sleep(Duration::from_millis(320));
+        std::thread::sleep(Duration::from_millis(160));
         check(
             kind(apply("b", admit(4))) == "probe",
             "the first to ask probes",
@@ -707,7 +707,7 @@ mod tests {
             "a failed probe reopens",
         );
         check(kind(apply("b", admit(6))) == "open", "open again");
-        std::thread::sleep(Duration::from_millis(620));
+        std::thread::sleep(Duration::from_millis(310));
         check(
             kind(apply("b", admit(6))) == "probe",
             "after twice the cooldown",
@@ -730,7 +730,7 @@ mod tests {
         let short = BudgetPolicy {
             ratio: 0.0,
             floor: 1,
-            window: Duration::from_millis(600),
+            window: Duration::from_millis(300),
         };
         check(
             paid(apply("window", Op::Retry(short))),
@@ -740,7 +740,7 @@ mod tests {
             !paid(apply("window", Op::Retry(short))),
             "spent within the window",
         );
-        std::thread::sleep(Duration::from_millis(670));
+        std::thread::sleep(Duration::from_millis(335));
         check(
             paid(apply("window", Op::Retry(short))),
             "whole once the window passed",
@@ -748,10 +748,10 @@ mod tests {
         // A probe whose run died holds the breaker only for its lease.
         apply("lease", failure(1));
         apply("lease", failure(1));
-        std::thread::sleep(Duration::from_millis(320));
+        std::thread::sleep(Duration::from_millis(160));
         let lease = |id| Op::Admit {
             id,
-            lease: 300,
+            lease: 150,
             earn: None,
         };
         check(
@@ -762,7 +762,7 @@ mod tests {
             kind(apply("lease", lease(8))) == "open",
             "held while its lease runs",
         );
-        std::thread::sleep(Duration::from_millis(320));
+        std::thread::sleep(Duration::from_millis(160));
         check(
             kind(apply("lease", lease(8))) == "probe",
             "forgotten after its lease",
