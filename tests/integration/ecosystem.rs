@@ -344,7 +344,7 @@ fn quiet_json_says_nothing() {
 fn no_escape_bytes_when_stderr_is_not_a_terminal() {
     retry()
         .args([
-            "-r", "1", "--base", "2100ms", "--jitter", "none", "--stdin", "null", "false",
+            "-r", "1", "--base", "1100ms", "--jitter", "none", "--stdin", "null", "false",
         ])
         .assert()
         .code(1)

@@ -293,45 +293,58 @@ fn hold_stdout_of_a_large_output_is_byte_exact() {
 
 #[test]
 fn no_temporary_file_is_left_behind() {
-    for signal in [None, Some(libc::SIGTERM), Some(libc::SIGKILL)] {
-        let r = retry();
-        let tmp = r.path("tmp");
-        std::fs::create_dir_all(&tmp).unwrap();
-        let data = r.write("data.bin", "");
-        std::fs::write(&data, payload(8 * 1024 * 1024)).unwrap();
-        let script = format!("cat '{}'; sleep 30", data.display());
-        let mut child = std::process::Command::new(BIN)
-            .env("TMPDIR", &tmp)
-            .args([
-                "--hold-stdout",
-                "-r",
-                "0",
-                "--timeout",
-                "1s",
-                "sh",
-                "-c",
-                &script,
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(
-            std::fs::read_dir(&tmp).unwrap().count(),
-            0,
-            "nothing visible mid-run"
-        );
-        if let Some(signal) = signal {
-            send(&child, signal);
-        }
-        wait_bounded(&mut child);
-        assert_eq!(
-            std::fs::read_dir(&tmp).unwrap().count(),
-            0,
-            "after {signal:?}"
-        );
+    // The three endings side by side.
+    let cases = [None, Some(libc::SIGTERM), Some(libc::SIGKILL)].map(|signal| {
+        std::thread::spawn(move || {
+            let r = retry();
+            let tmp = r.path("tmp");
+            std::fs::create_dir_all(&tmp).unwrap();
+            let data = r.write("data.bin", "");
+            std::fs::write(&data, payload(8 * 1024 * 1024)).unwrap();
+            let script = format!("cat '{}'; sleep 30", data.display());
+            let mut child = std::process::Command::new(BIN)
+                .env("TMPDIR", &tmp)
+                .args([
+                    "--hold-stdout",
+                    "-r",
+                    "0",
+                    "--timeout",
+                    "1s",
+                    "sh",
+                    "-c",
+                    &script,
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            eventually("the held output spills to a file in TMPDIR", || {
+                std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                    fds.flatten().any(|fd| {
+                        std::fs::read_link(fd.path()).is_ok_and(|to| to.starts_with(&tmp))
+                    })
+                })
+            });
+            assert_eq!(
+                std::fs::read_dir(&tmp).unwrap().count(),
+                0,
+                "nothing visible mid-run"
+            );
+            if let Some(signal) = signal {
+                send(&child, signal);
+            }
+            wait_bounded(&mut child);
+            assert_eq!(
+                std::fs::read_dir(&tmp).unwrap().count(),
+                0,
+                "after {signal:?}"
+            );
+        })
+    });
+    for case in cases {
+        case.join().unwrap();
     }
 }
 
