@@ -803,11 +803,31 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
         let copying = started
             .elapsed()
             .saturating_sub(Duration::from_nanos(writing));
-        if now == seen || copying >= DRAIN_MAX {
+        // Quiet is a stream that nothing comes from while a writer still holds it open. Bytes
+        // waiting in the pipe, or a pipe whose writers have all gone, mean only that the copy
+        // has not had its turn yet (a loaded machine): its end is near, and what it has still
+        // to read is this attempt's.
+        let quiet = now == seen && (flow.stalled.load(Ordering::Acquire) || !more_to_come(watch));
+        if quiet || copying >= DRAIN_MAX {
             return Ok(Drain::Left);
         }
         seen = now;
     }
+}
+
+/// Whether the copy of `watch` has bytes waiting to be read, or an end to reach (no writer
+/// left). Asked only while the copy runs (`done` not hung up), so its source is still open.
+fn more_to_come(watch: &Watch) -> bool {
+    if hung_up(watch.done.as_fd()) {
+        return true;
+    }
+    let mut poll = libc::pollfd {
+        fd: watch.source,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait; the descriptor is the copy's, open while it runs.
+    unsafe { libc::poll(&mut poll, 1, 0) == 1 }
 }
 
 /// Waits for a copy to end (`done` hangs up: `true`) as long as it moves: returns `false` once
