@@ -61,6 +61,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]')
             [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'What each attempt reads on stdin [default: auto]')
             [CompletionResult]::new('--failed-output', '--failed-output', [CompletionResultType]::ParameterName, 'What becomes of the output of failed attempts that another follows [default: pass]')
+            [CompletionResult]::new('--keep-max', '--keep-max', [CompletionResultType]::ParameterName, 'Under --failed-output on-give-up, the most kept of each earlier attempt''s output [default: 1M]')
             [CompletionResult]::new('--metrics-file', '--metrics-file', [CompletionResultType]::ParameterName, 'When the run ends, write its figures to PATH in the Prometheus text format')
             [CompletionResult]::new('--metrics-job', '--metrics-job', [CompletionResultType]::ParameterName, 'The job label of the metrics [default: the command''s file name]')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]')

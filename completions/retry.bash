@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-r -a -m -t -b -q -v -h -V --retries --attempts --forever --max-time --timeout --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --failed-output --metrics-file --metrics-job --foreground --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --help --version"
+            opts="-r -a -m -t -b -q -v -h -V --retries --attempts --forever --max-time --timeout --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --failed-output --keep-max --metrics-file --metrics-job --foreground --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -302,6 +302,13 @@ _retry() {
                     COMPREPLY=($(compgen -W "pass drop on-give-up" -- "${cur}"))
                     return 0
                     ;;
+                --keep-max)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --metrics-file)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
@@ -408,7 +415,7 @@ _retry_command() {
                 ((i++))
                 break
                 ;;
-            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--failed-output|--metrics-file|--metrics-job|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state)
+            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--failed-output|--keep-max|--metrics-file|--metrics-job|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state)
                 # Its value follows, after an `=` that bash splits off as a word of its own.
                 [[ "${COMP_WORDS[i + 1]}" == = ]] && ((i++))
                 ((i++))

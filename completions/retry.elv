@@ -58,6 +58,7 @@ var retry-options~ = {|@words|
             cand --profile 'Apply [profile.NAME] of the config file over its [defaults] [env: RETRY_PROFILE]'
             cand --stdin 'What each attempt reads on stdin [default: auto]'
             cand --failed-output 'What becomes of the output of failed attempts that another follows [default: pass]'
+            cand --keep-max 'Under --failed-output on-give-up, the most kept of each earlier attempt''s output [default: 1M]'
             cand --metrics-file 'When the run ends, write its figures to PATH in the Prometheus text format'
             cand --metrics-job 'The job label of the metrics [default: the command''s file name]'
             cand --log-format 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]'
@@ -96,7 +97,7 @@ use re
 # COMMAND and its arguments complete as that command would: after `--`, or from the first word
 # that is not an option or an option's value.
 set edit:completion:arg-completer[retry] = {|@words|
-    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--reset-after' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--failed-output' '--metrics-file' '--metrics-job' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
+    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--reset-after' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--failed-output' '--keep-max' '--metrics-file' '--metrics-job' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
     var i = 1
     var last = (- (count $words) 1)
     while (< $i $last) {

@@ -51,6 +51,7 @@ null\t'Every attempt reads /dev/null'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l failed-output -d 'What becomes of the output of failed attempts that another follows [default: pass]' -r -f -a "pass\t'Let it through as it comes'
 drop\t'Hold each attempt\'s output; keep only the final attempt\'s'
 on-give-up\t'Hold it; write it to stderr after the final attempt\'s if the run gives up, drop it if the run succeeds'"
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l keep-max -d 'Under --failed-output on-give-up, the most kept of each earlier attempt\'s output [default: 1M]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l metrics-file -d 'When the run ends, write its figures to PATH in the Prometheus text format' -r -F
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l metrics-job -d 'The job label of the metrics [default: the command\'s file name]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l log-format -d 'Format of retry\'s own messages: text, or json (one object per line per event) [default: text]' -r -f -a "text\t'Lines for people, prefixed `retry:`'
@@ -91,7 +92,7 @@ function __fish_retry_command
             case --
                 set -e words[1]
                 break
-            case -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --metrics-file --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
+            case -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
                 set -e words[1..2]
                 continue
             case '-*'
@@ -107,7 +108,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --metrics-file --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
+        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
             return 1
         end
     end

@@ -379,6 +379,15 @@ pub struct Cli {
     #[arg(long, value_name = "MODE", help_heading = "Reports for cron and CI")]
     pub failed_output: Option<FailedOutput>,
 
+    /// Under --failed-output on-give-up, the most kept of each earlier attempt's output
+    /// [default: 1M]
+    ///
+    /// Its first and last SIZE/2 bytes, with one line between them saying how many were left
+    /// out (retry: [51234567 bytes of attempt 2 left out]); 0 keeps it whole. SIZE is bytes, or
+    /// a number with K, M or G (powers of 1024).
+    #[arg(long, value_name = "SIZE", value_hint = ValueHint::Other, value_parser = parse::size, help_heading = "Reports for cron and CI")]
+    pub keep_max: Option<u64>,
+
     /// When the run ends, write its figures to PATH in the Prometheus text format
     ///
     /// For node_exporter's textfile collector: the start and end, the duration, success, the

@@ -240,6 +240,30 @@ pub fn count(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{text}' is too large; the most is {}", u64::MAX))
 }
 
+/// A size in bytes (`--keep-max`): a whole number, or one followed by `K`, `M` or `G` (powers
+/// of 1024, `KiB`/`MiB`/`GiB` and lower case too).
+pub fn size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let digits = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits);
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => {
+            return Err(format!(
+                "'{text}' is not a size; write bytes, or a number with K, M or G (1M, 512K)"
+            ));
+        }
+    };
+    count(number)?
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("'{text}' is too large; the most is {} bytes", u64::MAX))
+}
+
 /// A count of at least 1 (`--attempts`, `--consecutive`).
 pub fn positive_count(text: &str) -> Result<u64, String> {
     match count(text)? {
@@ -523,6 +547,21 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_bytes_or_powers_of_1024() {
+        assert_eq!(size("0"), Ok(0));
+        assert_eq!(size("512"), Ok(512));
+        assert_eq!(size("1K"), Ok(1024));
+        assert_eq!(size("1M"), Ok(1 << 20));
+        assert_eq!(size("2g"), Ok(2 << 30));
+        assert_eq!(size("3MiB"), Ok(3 << 20));
+        for bad in ["", "M", "1.5M", "1T", "-1", "1 M x"] {
+            assert!(size(bad).is_err(), "{bad}");
+        }
+        assert!(size("99999999999999999999G").is_err());
+        assert!(size("17179869184G").is_err(), "overflow");
+    }
 
     #[test]
     fn counts_are_whole_numbers() {

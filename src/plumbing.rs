@@ -315,24 +315,44 @@ pub(crate) struct KeptAttempt {
     pub(crate) attempt: u64,
     pub(crate) end: AttemptEnd,
     len: u64,
+    /// Under `--keep-max`: the length of the head kept, and how many bytes after it were
+    /// left out before the tail.
+    cut: Option<(u64, u64)>,
 }
 
 impl Kept {
-    /// Keeps an attempt's held output, its streams in the order they came.
+    /// Keeps an attempt's held output, its streams in the order they came: all of it, or,
+    /// past `most` bytes (0: no bound), its first and last `most / 2`.
     pub(crate) fn keep(
         &mut self,
         attempt: u64,
         end: AttemptEnd,
         held: &Mutex<Held>,
+        most: u64,
     ) -> io::Result<()> {
-        let len = held
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .move_to(&mut self.spool)?;
+        let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let whole = held.spool.len();
+        let (len, cut) = if most == 0 || whole <= most {
+            (held.move_to(&mut self.spool)?, None)
+        } else {
+            let head = most / 2;
+            let tail = most - head;
+            let mut out = SpoolWriter(&mut self.spool);
+            copy_range(&held.spool, 0..head, &mut out)?;
+            copy_range(&held.spool, whole - tail..whole, &mut out)?;
+            held.discard();
+            (most, Some((head, whole - most)))
+        };
+        drop(held);
         // What is kept waits for the end of the run, while later attempts fill spools of their
         // own: it goes to the file now, so memory holds one attempt's output at most.
         self.spool.spill_now();
-        self.attempts.push(KeptAttempt { attempt, end, len });
+        self.attempts.push(KeptAttempt {
+            attempt,
+            end,
+            len,
+            cut,
+        });
         Ok(())
     }
 
@@ -353,6 +373,8 @@ impl Kept {
                     spool: Arc::clone(&spool),
                     from,
                     len: attempt.len,
+                    attempt: attempt.attempt,
+                    cut: attempt.cut,
                 };
                 from += attempt.len;
                 (attempt, output)
@@ -373,23 +395,59 @@ pub(crate) struct KeptOutput {
     spool: Arc<Spool>,
     from: u64,
     len: u64,
+    attempt: u64,
+    cut: Option<(u64, u64)>,
 }
 
 impl KeptOutput {
+    /// Writes the kept output; where `--keep-max` cut it, one line between its head and its
+    /// tail says how much was left out.
     pub(crate) fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
-        let mut buffer = vec![0u8; 128 * 1024];
-        let (mut offset, end) = (self.from, self.from + self.len);
-        while offset < end {
-            let wanted = buffer.len().min((end - offset) as usize);
-            let read = self.spool.read_at(offset, &mut buffer[..wanted])?;
-            if read == 0 {
-                break;
+        let end = self.from + self.len;
+        match self.cut {
+            None => copy_range(&self.spool, self.from..end, out)?,
+            Some((head, left_out)) => {
+                copy_range(&self.spool, self.from..self.from + head, out)?;
+                // The line stands on its own, whatever the head ended with.
+                let apart = if head > 0 && !self.ends_a_line(self.from + head) {
+                    "\n"
+                } else {
+                    ""
+                };
+                writeln!(
+                    out,
+                    "{apart}retry: [{left_out} bytes of attempt {} left out]",
+                    self.attempt
+                )?;
+                copy_range(&self.spool, self.from + head..end, out)?;
             }
-            out.write_all(&buffer[..read])?;
-            offset += read as u64;
         }
         out.flush()
     }
+
+    /// Whether the byte before `offset` ends a line.
+    fn ends_a_line(&self, offset: u64) -> bool {
+        let mut last = [0u8; 1];
+        self.spool
+            .read_at(offset - 1, &mut last)
+            .is_ok_and(|read| read == 1 && last[0] == b'\n')
+    }
+}
+
+/// Copies `range` of `spool` to `out`.
+fn copy_range(spool: &Spool, range: std::ops::Range<u64>, out: &mut impl Write) -> io::Result<()> {
+    let mut buffer = vec![0u8; 128 * 1024];
+    let mut offset = range.start;
+    while offset < range.end {
+        let wanted = buffer.len().min((range.end - offset) as usize);
+        let read = spool.read_at(offset, &mut buffer[..wanted])?;
+        if read == 0 {
+            break;
+        }
+        out.write_all(&buffer[..read])?;
+        offset += read as u64;
+    }
+    Ok(())
 }
 
 /// The pipe on which `hand_over` tells every copy to stop: one byte written makes its read end
@@ -1145,11 +1203,13 @@ mod tests {
             1,
             AttemptEnd::Exited(1),
             &held(&[(O, b"out 1\n"), (E, b"err 1\n"), (O, b"out 1 again\n")]),
+            0,
         )
         .unwrap();
-        kept.keep(2, AttemptEnd::Exited(2), &held(&[(E, &big)]))
+        kept.keep(2, AttemptEnd::Exited(2), &held(&[(E, &big)]), 200_000)
             .unwrap();
-        kept.keep(3, AttemptEnd::Signaled(9), &held(&[])).unwrap();
+        kept.keep(3, AttemptEnd::Signaled(9), &held(&[]), 1)
+            .unwrap();
         let taken = kept.take();
         assert!(kept.take().is_empty(), "nothing is kept twice");
         let written: Vec<(u64, AttemptEnd, Vec<u8>)> = taken
@@ -1170,6 +1230,39 @@ mod tests {
                 ),
                 (2, AttemptEnd::Exited(2), big),
                 (3, AttemptEnd::Signaled(9), Vec::new()),
+            ]
+        );
+    }
+
+    /// Past `--keep-max`, an attempt's first and last halves are kept, and the line between
+    /// them, on a line of its own, says how much was left out; a later attempt's output
+    /// follows whole.
+    #[test]
+    fn kept_output_past_the_bound_keeps_both_ends() {
+        let mut kept = Kept::default();
+        kept.keep(
+            4,
+            AttemptEnd::Exited(1),
+            &held(&[(O, b"abcdef"), (E, b"ghij\n")]),
+            4,
+        )
+        .unwrap();
+        kept.keep(5, AttemptEnd::Exited(1), &held(&[(O, b"whole\n")]), 100)
+            .unwrap();
+        let written: Vec<Vec<u8>> = kept
+            .take()
+            .iter()
+            .map(|(_, output)| {
+                let mut bytes = Vec::new();
+                output.write_to(&mut bytes).unwrap();
+                bytes
+            })
+            .collect();
+        assert_eq!(
+            written,
+            [
+                b"ab\nretry: [7 bytes of attempt 4 left out]\nj\n".to_vec(),
+                b"whole\n".to_vec()
             ]
         );
     }

@@ -44,6 +44,8 @@ pub(crate) struct Runner<'a> {
     held: Option<Arc<Mutex<Held>>>,
     /// Earlier attempts' output under `--failed-output on-give-up`, until the run ends.
     kept: Kept,
+    /// The most kept of each earlier attempt's output (`--keep-max`; 0: no bound).
+    keep_max: u64,
     foreground: bool,
     kill_signal: i32,
     kill_after: Duration,
@@ -67,6 +69,7 @@ impl<'a> Runner<'a> {
             failed_output: settings.failed_output,
             held: None,
             kept: Kept::default(),
+            keep_max: settings.keep_max,
             foreground: settings.foreground,
             kill_signal: settings.kill_signal,
             kill_after: settings.kill_after,
@@ -746,7 +749,7 @@ impl Runner<'_> {
                 return Ok(());
             }
             (FailedOutput::OnGiveUp, OutputOf::EarlierAttempt { attempt, end }) => {
-                let failed = match self.kept.keep(attempt, end, &held) {
+                let failed = match self.kept.keep(attempt, end, &held, self.keep_max) {
                     Err(error) => Some(crate::text::plain_error(&error)),
                     // Kept in memory, when no temporary file could take it: said as for the
                     // other spools.

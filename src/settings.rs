@@ -26,6 +26,9 @@ pub const DEFAULT_BUDGET_FLOOR: (u64, Duration) = (10, Duration::from_secs(60));
 pub const DEFAULT_BREAKER_THRESHOLD: u64 = 5;
 pub const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(60);
 
+/// What `--keep-max` is unless given: 1 MiB of each earlier attempt's output.
+const KEEP_MAX: u64 = 1024 * 1024;
+
 /// Ordered: each level says everything the one before it says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verbosity {
@@ -138,6 +141,8 @@ pub struct Settings {
     pub hold_stdout: bool,
     /// What becomes of failed attempts' output.
     pub failed_output: FailedOutput,
+    /// `--keep-max`: the most kept of each earlier attempt's output; 0 keeps it whole.
+    pub keep_max: u64,
     /// `--metrics-file` and the job it labels.
     pub metrics: Option<MetricsTarget>,
     pub hooks: Hooks,
@@ -226,6 +231,7 @@ impl Settings {
             stdin: cli.stdin.unwrap_or(StdinMode::Auto),
             hold_stdout: cli.hold_stdout,
             failed_output,
+            keep_max: cli.keep_max.unwrap_or(KEEP_MAX),
             metrics,
             hooks: Hooks {
                 on_retry: cli.on_retry,

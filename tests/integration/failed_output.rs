@@ -252,6 +252,8 @@ fn two_hundred_mib_of_failed_output_is_held_in_bounded_memory() {
         .args([
             "--failed-output",
             "on-give-up",
+            "--keep-max",
+            "0",
             "--quiet",
             "--base",
             "0",
@@ -560,4 +562,53 @@ fn the_attempt_before_a_signal_in_the_wait_is_final() {
         );
         assert!(!stderr.contains("output of attempt"), "{mode}: {stderr}");
     }
+}
+
+/// `--keep-max SIZE` bounds each earlier attempt's kept output: its first and last SIZE/2
+/// bytes, with one line between them saying how many were left out; 0 keeps it whole, and the
+/// final attempt's output is never cut. The default is 1 MiB.
+#[test]
+fn keep_max_keeps_the_first_and_last_halves_of_each_earlier_attempt() {
+    let script =
+        sh("head -c 3000000 /dev/zero | tr '\\0' x; echo; echo \"end $RETRY_ATTEMPT\"; exit 1");
+    let run = |keep_max: Option<&str>| {
+        let mut r = retry().args(["--failed-output", "on-give-up", "--quiet", "-r", "1"]);
+        r = r.args(["--delays", "0"]);
+        if let Some(size) = keep_max {
+            r = r.args(["--keep-max", size]);
+        }
+        r.args(&script).command().output().unwrap()
+    };
+    let whole = 3_000_000 + 1 + "end 1\n".len();
+    let output = run(Some("1K"));
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let left_out = whole - 1024;
+    let expected = format!(
+        "{}\nretry: [{left_out} bytes of attempt 1 left out]\n{}\nend 1\n",
+        "x".repeat(512),
+        "x".repeat(512 - "\nend 1\n".len())
+    );
+    assert_eq!(stderr, expected);
+    assert_eq!(
+        output.stdout.len(),
+        whole - 1 + 1,
+        "the final attempt whole"
+    );
+    let output = run(Some("0"));
+    assert_eq!(output.stderr.len(), whole, "0 keeps it whole");
+    let output = run(None);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "retry: [{} bytes of attempt 1 left out]",
+            whole - (1 << 20)
+        )),
+        "1M by default"
+    );
+    retry()
+        .args(["--keep-max", "1.5M", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("--keep-max"));
 }
