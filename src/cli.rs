@@ -525,7 +525,8 @@ pub enum StateLocation {
 pub fn cluster_nodes(rest: &str) -> Result<Vec<String>, String> {
     // The credentials end at the last `@`: a password may hold `@`, `/` or `,`; no host does.
     let after_credentials = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
-    let hosts = after_credentials.split('/').next().unwrap_or("");
+    // The hosts end where a path or a query begins (`?password=` may follow them).
+    let hosts = after_credentials.split(['/', '?']).next().unwrap_or("");
     if hosts.is_empty() {
         return Err(
             "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -129,6 +129,11 @@ fn replaceable(path: &Path) -> io::Result<PathBuf> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(path.to_path_buf()),
         Err(error) => Err(error),
         Ok(found) if found.is_file() => Ok(path.to_path_buf()),
+        // Followed only if it is this user's (or root's): one that a neighbour put in a shared
+        // directory must not turn the write on a file of theirs choosing.
+        Ok(found) if found.file_type().is_symlink() && owned_by_another(found.uid()) => Err(
+            io::Error::other("it is a symlink of another user, not a regular file"),
+        ),
         Ok(found) if found.file_type().is_symlink() => match fs::metadata(path) {
             Ok(named) if named.is_file() => fs::canonicalize(path),
             Ok(named) => Err(not_regular(named.file_type())),
@@ -139,6 +144,12 @@ fn replaceable(path: &Path) -> io::Result<PathBuf> {
         },
         Ok(found) => Err(not_regular(found.file_type())),
     }
+}
+
+/// Whether a file owned by `uid` belongs to another user: not this process's, nor root's.
+fn owned_by_another(uid: u32) -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    uid != 0 && uid != unsafe { libc::geteuid() }
 }
 
 fn file_kind(kind: fs::FileType) -> &'static str {

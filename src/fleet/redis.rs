@@ -39,6 +39,8 @@ const CONNECT_WAIT: Duration = Duration::from_millis(400);
 const REPLY_WAIT: Duration = Duration::from_millis(400);
 /// What opening a cluster may take in all, whatever the number of seeds.
 const CLUSTER_OPEN_WAIT: Duration = Duration::from_millis(800);
+/// What opening one server may take in all, the handshake's replies included.
+const OPEN_WAIT: Duration = Duration::from_millis(600);
 
 pub(crate) struct RedisStore {
     connection: Link,
@@ -108,8 +110,24 @@ impl RedisStore {
             }
             None => {
                 let client = redis::Client::open(url).map_err(unreachable)?;
-                let connection = client
-                    .get_connection_with_timeout(CONNECT_WAIT)
+                // Connecting is a connect and then a reply for each step of the handshake
+                // (HELLO, AUTH, SELECT), each with its own wait: it runs on a thread of its
+                // own, waited for `OPEN_WAIT` in all, past which the run fails open.
+                let (sender, connected) = std::sync::mpsc::channel();
+                std::thread::Builder::new()
+                    .name("redis-open".into())
+                    .spawn(move || {
+                        let _ = sender.send(client.get_connection_with_timeout(CONNECT_WAIT));
+                    })
+                    .map_err(|error| format!("Redis at {shown}: {error}"))?;
+                let connection = connected
+                    .recv_timeout(OPEN_WAIT)
+                    .map_err(|_| {
+                        format!(
+                            "Redis at {shown}: no answer within {} ms",
+                            OPEN_WAIT.as_millis()
+                        )
+                    })?
                     .map_err(unreachable)?;
                 connection
                     .set_read_timeout(Some(REPLY_WAIT))
@@ -235,8 +253,20 @@ pub(crate) fn shown_url(url: &str) -> String {
 /// password does not garble the words around it (`WRONGPASS` stays whole for `pass`).
 fn said(error: &redis::RedisError, url: &str) -> String {
     let mut text = redact_urls(&error.to_string());
+    // A server that refuses a command quotes the start of its arguments (`with args beginning
+    // with: '3' 'AUTH' 'user' 'pass...`), cut short where no whole word can be matched.
+    if let Some(at) = text.find("with args beginning with:") {
+        text.truncate(at);
+        text.push_str("with arguments not shown");
+    }
     for secret in secrets(url) {
+        // As the server may quote it, its control bytes turned into spaces.
+        let spaced: String = secret
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
         text = hide_word(&text, &secret);
+        text = hide_word(&text, &spaced);
     }
     text
 }

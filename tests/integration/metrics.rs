@@ -588,3 +588,23 @@ fn a_file_at_the_temporary_name_is_left_alone() {
         Some(1.0)
     );
 }
+
+/// A symlink that another user put at PATH (in a shared directory) is not followed: the file
+/// it names is not theirs to choose. (Needs root, to make a symlink another user's.)
+#[test]
+fn a_symlink_of_another_user_is_not_followed() {
+    use std::os::unix::fs::symlink;
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a symlink of another user");
+        return;
+    }
+    let r = retry();
+    let victim = r.path("victim");
+    fs::write(&victim, "mine").unwrap();
+    let link = r.path("job.prom");
+    symlink(&victim, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+    refused(&link);
+    assert_eq!(read(&victim), "mine");
+}

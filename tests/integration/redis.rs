@@ -1292,6 +1292,8 @@ fn no_password_is_ever_said_whatever_its_bytes() {
                 format!("redis+cluster://:{password}@127.0.0.1:{closed},127.0.0.1:{closed}"),
                 format!("http://:{password}@127.0.0.1:{closed}"),
                 format!("redis+cluster://:{password}@node-without-port"),
+                format!("redis+cluster://127.0.0.1:{closed}?password={password}"),
+                format!("redis+cluster://node-without-port?password={password}"),
             ];
             let nothing_said = |url: &str, args: &[&str], output: std::process::Output| {
                 let said = [output.stdout, output.stderr].concat();
@@ -1357,4 +1359,56 @@ fn toml_string(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// A server that refuses a command quotes the start of its arguments back (here HELLO, which
+/// carries the password, on a server that has it renamed away), cut where no whole word of the
+/// password can be found; and it turns a newline in one into a space. Neither shows a piece of
+/// the password.
+#[test]
+fn a_password_the_server_quotes_back_is_not_shown() {
+    let Some(server) = server(&["--rename-command", "HELLO", "\"\""], false) else {
+        return;
+    };
+    let long = "Qz9Wk".to_string() + &"A".repeat(200);
+    for (password, piece) in [(long.as_str(), "AAAAAAAAAA"), ("Qz9Wk%0Asecret", "secret")] {
+        let url = format!(
+            "redis://bob:{password}@127.0.0.1:{}/0?protocol=resp3",
+            server.port
+        );
+        for args in [
+            &["--budget", "b", "-r", "0", "true"][..],
+            &["--show-state", "--log-format", "json", "--budget", "b"],
+        ] {
+            let output = retry()
+                .args([format!("--state={url}")])
+                .args(args)
+                .command()
+                .output()
+                .unwrap();
+            let said =
+                String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into_owned();
+            assert!(
+                said.contains("state unavailable") || said.contains("error"),
+                "{said}"
+            );
+            assert!(!said.contains(piece) && !said.contains("Qz9Wk"), "{said}");
+        }
+    }
+}
+
+/// A server that accepts and never answers delays a run by at most a second in all, however
+/// many steps its handshake has (HELLO, AUTH, SELECT each wait for a reply).
+#[test]
+fn a_silent_server_delays_a_run_by_at_most_a_second() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let started = Instant::now();
+    fails_open(
+        &format!("redis://u:pw@127.0.0.1:{port}/3?protocol=resp3"),
+        "echo ran; exit 1",
+    );
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    drop(listener);
 }
