@@ -658,11 +658,13 @@ fn held_output_does_not_hold_the_run_past_max_time_for_a_stalled_reader() {
         status_within(&mut child, started, Duration::from_secs(5)),
         0
     );
-    assert!(started.elapsed() >= Duration::from_millis(400));
+    let took = started.elapsed();
+    let said = stderr_of(&mut child);
+    // (Seen once in ten runs under load: an end before 400 ms; the line says what retry did.)
+    assert!(took >= Duration::from_millis(400), "{took:?}: {said}");
     assert!(
-        stderr_of(&mut child)
-            .contains("cannot write to stdout: the reader downstream did not take it in time"),
-        "the loss is not said, or not of stdout"
+        said.contains("cannot write to stdout: the reader downstream did not take it in time"),
+        "the loss is not said, or not of stdout: {said}"
     );
 }
 
