@@ -76,9 +76,7 @@ impl RedisStore {
                 let seeds = seeds?;
                 // The client tries the seeds one after another, each with a connect and two
                 // replies, each wait at least 50 ms: many silent seeds would add up past any
-                // bound. So the client connects on a thread of its own, and the run waits for
-                // it `CLUSTER_OPEN_WAIT` in all, whatever the number of seeds; past that it
-                // fails open, and the thread, left behind, ends with `retry`.
+                // bound: `CLUSTER_OPEN_WAIT` bounds them all, whatever the number of seeds.
                 let wait = (CLUSTER_OPEN_WAIT / (3 * seeds.len().max(1) as u32))
                     .max(Duration::from_millis(50));
                 let client = redis::cluster::ClusterClient::builder(seeds)
@@ -90,45 +88,19 @@ impl RedisStore {
                     .retries(0)
                     .build()
                     .map_err(unreachable)?;
-                let (sender, connected) = std::sync::mpsc::channel();
-                std::thread::Builder::new()
-                    .name("cluster-open".into())
-                    .spawn(move || {
-                        let _ = sender.send(client.get_connection());
-                    })
-                    .map_err(|error| format!("Redis at {shown}: {error}"))?;
-                let connection = connected
-                    .recv_timeout(CLUSTER_OPEN_WAIT)
-                    .map_err(|_| {
-                        format!(
-                            "Redis at {shown}: no seed answered within {} ms",
-                            CLUSTER_OPEN_WAIT.as_millis()
-                        )
-                    })?
-                    .map_err(unreachable)?;
+                let connection =
+                    within(CLUSTER_OPEN_WAIT, &shown, move || client.get_connection())?
+                        .map_err(unreachable)?;
                 Link::Cluster(Box::new(connection))
             }
             None => {
                 let client = redis::Client::open(url).map_err(unreachable)?;
                 // Connecting is a connect and then a reply for each step of the handshake
-                // (HELLO, AUTH, SELECT), each with its own wait: it runs on a thread of its
-                // own, waited for `OPEN_WAIT` in all, past which the run fails open.
-                let (sender, connected) = std::sync::mpsc::channel();
-                std::thread::Builder::new()
-                    .name("redis-open".into())
-                    .spawn(move || {
-                        let _ = sender.send(client.get_connection_with_timeout(CONNECT_WAIT));
-                    })
-                    .map_err(|error| format!("Redis at {shown}: {error}"))?;
-                let connection = connected
-                    .recv_timeout(OPEN_WAIT)
-                    .map_err(|_| {
-                        format!(
-                            "Redis at {shown}: no answer within {} ms",
-                            OPEN_WAIT.as_millis()
-                        )
-                    })?
-                    .map_err(unreachable)?;
+                // (HELLO, AUTH, SELECT), each with its own wait: `OPEN_WAIT` bounds them all.
+                let connection = within(OPEN_WAIT, &shown, move || {
+                    client.get_connection_with_timeout(CONNECT_WAIT)
+                })?
+                .map_err(unreachable)?;
                 connection
                     .set_read_timeout(Some(REPLY_WAIT))
                     .and_then(|()| connection.set_write_timeout(Some(REPLY_WAIT)))
@@ -142,6 +114,25 @@ impl RedisStore {
             shown,
         })
     }
+}
+
+/// Runs `connect` on a thread of its own and waits for it `wait` in all: past that, the run
+/// fails open (the reason names `shown`), and the thread, left behind, ends with `retry`.
+fn within<T: Send + 'static>(
+    wait: Duration,
+    shown: &str,
+    connect: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (sender, connected) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("redis-open".into())
+        .spawn(move || {
+            let _ = sender.send(connect());
+        })
+        .map_err(|error| format!("Redis at {shown}: {error}"))?;
+    connected
+        .recv_timeout(wait)
+        .map_err(|_| format!("Redis at {shown}: no answer within {} ms", wait.as_millis()))
 }
 
 /// For a `redis+cluster://` or `rediss+cluster://` URL, the URL of each seed node, with the
