@@ -509,12 +509,14 @@ pub fn clap_reason(error: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
     let mut rendered = error.render().to_string();
     // A value or flag with a line break would break the message too: escape it where it is
-    // quoted, before the message is cut to its first line.
+    // quoted, before the message is cut to its first line. The rendering took out what looked
+    // like terminal escapes; the escaped word has them all back.
     for kind in [ContextKind::InvalidValue, ContextKind::InvalidArg] {
         if let Some(ContextValue::String(word)) = error.get(kind)
             && word.chars().any(char::is_control)
         {
-            rendered = rendered.replace(word.as_str(), &crate::text::one_line(word));
+            let as_rendered = clap::builder::StyledStr::from(word.clone()).to_string();
+            rendered = rendered.replace(&as_rendered, &crate::text::one_line(word));
         }
     }
     // A state that does not parse is never echoed: a password may be anywhere in it.

@@ -35,14 +35,14 @@ pub(crate) fn with_config_file(
         if let Some(profile) = profile {
             bail!(
                 "profile '{profile}' requested but no config file found (--config, $RETRY_CONFIG, {})",
-                default_config_path().map_or("$XDG_CONFIG_HOME/retry/config.toml".into(), |p| p
-                    .display()
-                    .to_string())
+                default_config_path().map_or("$XDG_CONFIG_HOME/retry/config.toml".into(), |p| {
+                    text::path(&p)
+                })
             );
         }
         return Ok(cli);
     };
-    let name = path.display().to_string();
+    let name = text::path(&path);
     let (bytes, metadata) = read_config(&path).map_err(|error| {
         anyhow!(
             "cannot read config file {name}: {}",

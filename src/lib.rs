@@ -20,6 +20,7 @@ pub mod interpreter;
 mod lines;
 mod metrics;
 mod outcome;
+mod ownership;
 pub mod parse;
 mod plumbing;
 mod predicate;

@@ -12,6 +12,8 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::ownership::owned_by_another;
+
 /// What a run's figures are made of.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Figures {
@@ -144,12 +146,6 @@ fn replaceable(path: &Path) -> io::Result<PathBuf> {
         },
         Ok(found) => Err(not_regular(found.file_type())),
     }
-}
-
-/// Whether a file owned by `uid` belongs to another user: not this process's, nor root's.
-fn owned_by_another(uid: u32) -> bool {
-    // SAFETY: geteuid(2) cannot fail.
-    uid != 0 && uid != unsafe { libc::geteuid() }
 }
 
 fn file_kind(kind: fs::FileType) -> &'static str {

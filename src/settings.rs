@@ -14,6 +14,7 @@ use crate::http::HttpLines;
 use crate::lines::Pattern;
 use crate::parse::{CodeLimit, DelayList};
 use crate::predicate::Judge;
+use crate::text;
 
 pub const DEFAULT_RETRIES: u64 = 5;
 pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
@@ -270,8 +271,8 @@ fn metrics_target(cli: &Cli) -> Result<Option<MetricsTarget>> {
     if !directory.is_dir() {
         bail!(
             "--metrics-file {}: there is no directory {}",
-            path.display(),
-            directory.display()
+            text::path(&path),
+            text::path(&directory)
         );
     }
     let job = cli.metrics_job.clone().unwrap_or_else(|| {

@@ -147,7 +147,7 @@ fn spill(bytes: &[u8]) -> Result<File, String> {
     let file = tempfile::tempfile_in(&dir).map_err(|error| {
         format!(
             "cannot create a temporary file in {}: {}",
-            dir.display(),
+            crate::text::path(&dir),
             plain_error(&error)
         )
     })?;

@@ -31,6 +31,14 @@ pub(crate) fn quote(word: &OsStr) -> String {
     }
 }
 
+/// A file's name for a message, as coreutils shows one: bare when that is safe, else in single
+/// quotes, or in `$'...'` when it holds control characters or bytes that are not UTF-8, so a
+/// name a neighbour chose cannot move the cursor or retitle the terminal.
+pub(crate) fn path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    shell_word(path.as_os_str().as_bytes())
+}
+
 /// The command as a shell would take it back, word by word: bare where that is safe, else in
 /// single quotes, or in `$'...'` with escapes when it holds control characters (so it stays on
 /// one line) or bytes that are not UTF-8 (`\xff`, as bash writes them).
@@ -62,19 +70,11 @@ fn ansi_c_quoted(word: &[u8]) -> String {
     let mut quoted = String::from("$'");
     for chunk in word.utf8_chunks() {
         for c in chunk.valid().chars() {
-            match c {
-                '\'' | '\\' => {
-                    quoted.push('\\');
-                    quoted.push(c);
-                }
-                '\n' => quoted.push_str(r"\n"),
-                '\t' => quoted.push_str(r"\t"),
-                '\r' => quoted.push_str(r"\r"),
-                c if c.is_control() && u32::from(c) < 0x80 => {
-                    quoted.push_str(&format!(r"\x{:02x}", u32::from(c)));
-                }
-                c if c.is_control() => quoted.push_str(&format!(r"\u{:04x}", u32::from(c))),
-                c => quoted.push(c),
+            if c == '\'' || c == '\\' {
+                quoted.push('\\');
+                quoted.push(c);
+            } else {
+                push_escaped(&mut quoted, c);
             }
         }
         for byte in chunk.invalid() {
@@ -85,22 +85,32 @@ fn ansi_c_quoted(word: &[u8]) -> String {
     quoted
 }
 
-/// `text` with its control characters escaped (`\n`, `\r`, `\u{1b}`): every message `retry`
-/// writes passes through here, so that a name or value it quotes can neither break the
-/// message's one line nor drive the terminal.
+/// `c`, or its escape as bash's `$'...'` writes it when it is a control character.
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str(r"\n"),
+        '\t' => out.push_str(r"\t"),
+        '\r' => out.push_str(r"\r"),
+        c if c.is_control() && u32::from(c) < 0x80 => {
+            out.push_str(&format!(r"\x{:02x}", u32::from(c)));
+        }
+        c if c.is_control() => out.push_str(&format!(r"\u{:04x}", u32::from(c))),
+        c => out.push(c),
+    }
+}
+
+/// `text` with its control characters escaped as `$'...'` would write them (`\n`, `\r`,
+/// `\x1b`): every message `retry` writes passes through here, so that a name or value it
+/// quotes can neither break the message's one line nor drive the terminal.
 pub(crate) fn one_line(text: &str) -> String {
     if !text.chars().any(char::is_control) {
         return text.to_string();
     }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    let mut line = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        push_escaped(&mut line, c);
+    }
+    line
 }
 
 /// A short human form: `0s`, `40ns`, `850µs`, `250ms`, `1.5s`, `1m30s`, `2h`, `3d4h`.
@@ -264,9 +274,25 @@ mod tests {
     }
 
     #[test]
+    fn a_path_is_bare_when_safe_and_quoted_as_bash_reads_it_back_otherwise() {
+        use std::os::unix::ffi::OsStrExt;
+        let shown = |bytes: &[u8]| path(std::path::Path::new(OsStr::from_bytes(bytes)));
+        assert_eq!(
+            shown(b"/var/lib/retry/api.state"),
+            "/var/lib/retry/api.state"
+        );
+        assert_eq!(shown(b"/tmp/my dir/x"), "'/tmp/my dir/x'");
+        assert_eq!(shown(b"it's"), r"'it'\''s'");
+        assert_eq!(shown(b"a\nb\x1b]0;T\x07"), r"$'a\nb\x1b]0;T\x07'");
+        assert_eq!(shown(b"caf\xe9"), r"$'caf\xe9'");
+        assert_eq!(shown(b""), "''");
+    }
+
+    #[test]
     fn control_characters_are_escaped_to_keep_one_line() {
         assert_eq!(one_line("curl"), "curl");
-        assert_eq!(one_line("a\rb\n\x1b[0m\tc"), "a\\rb\\n\\u{1b}[0m\\tc");
+        assert_eq!(one_line("a\rb\n\x1b[0m\tc"), "a\\rb\\n\\x1b[0m\\tc");
+        assert_eq!(one_line("\u{9b}2J\u{7f}"), "\\u009b2J\\x7f");
         assert_eq!(one_line("naïve ✓"), "naïve ✓");
     }
 

@@ -19,7 +19,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
 use super::{Applied, Op, Store, StoreError};
-use crate::text::plain_error;
+use crate::ownership::owned_by_another;
+use crate::text::{self, plain_error};
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
 /// it fails open: far more than a transaction takes (a fraction of a millisecond), yet under
@@ -62,13 +63,6 @@ fn others_can_write(mode: u32) -> bool {
     mode & 0o002 != 0
 }
 
-/// Whether a file owned by `uid` belongs to another user: not this process's, nor root's
-/// (root's own files are root's, and a root-owned state is not a neighbour's).
-fn owned_by_another(uid: u32) -> bool {
-    // SAFETY: geteuid(2) cannot fail.
-    uid != 0 && uid != unsafe { libc::geteuid() }
-}
-
 /// `file`, opened from `path`, if it is a regular file; a FIFO, a device or a socket where a
 /// state or lock file should be is a broken state.
 fn regular(file: File, path: &Path) -> Result<File, StoreError> {
@@ -77,7 +71,7 @@ fn regular(file: File, path: &Path) -> Result<File, StoreError> {
         .map_err(|error| {
             StoreError(format!(
                 "cannot read {}: {}",
-                path.display(),
+                text::path(path),
                 plain_error(&error)
             ))
         })?
@@ -87,7 +81,7 @@ fn regular(file: File, path: &Path) -> Result<File, StoreError> {
     } else {
         Err(StoreError(format!(
             "{} is not a regular file",
-            path.display()
+            text::path(path)
         )))
     }
 }
@@ -96,7 +90,7 @@ impl FileStore {
     /// Opens the state directory `dir` for the records of `names`, making it (0700) if it is
     /// not there.
     pub(crate) fn open(dir: &Path, names: &[&str]) -> Result<FileStore, OpenError> {
-        let shown = dir.display();
+        let shown = text::path(dir);
         let unavailable = |what: &str, error: &io::Error| {
             OpenError::Unavailable(format!("{what} {shown}: {}", plain_error(error)))
         };
@@ -140,14 +134,14 @@ impl FileStore {
                 if others_can_write(meta.mode()) {
                     return Err(OpenError::Unsafe(format!(
                         "state file {} is writable by others (mode {:04o}); make it yours alone (chmod 600)",
-                        path.display(),
+                        text::path(&path),
                         meta.mode() & 0o7777
                     )));
                 }
                 if owned_by_another(meta.uid()) {
                     return Err(OpenError::Unsafe(format!(
                         "state file {} belongs to another user (uid {}); remove it, or use a state directory of your own",
-                        path.display(),
+                        text::path(&path),
                         meta.uid()
                     )));
                 }
@@ -177,7 +171,7 @@ impl FileStore {
                 .map_err(|error| {
                     StoreError(format!(
                         "cannot open {}: {}",
-                        path.display(),
+                        text::path(&path),
                         plain_error(&error)
                     ))
                 })?;
@@ -188,7 +182,7 @@ impl FileStore {
         let failed = |error: io::Error| {
             StoreError(format!(
                 "cannot lock {}: {}",
-                lock_path(&self.dir, name).display(),
+                text::path(&lock_path(&self.dir, name)),
                 plain_error(&error)
             ))
         };
@@ -207,7 +201,7 @@ impl FileStore {
             Ok(true) => Ok(file),
             Ok(false) => Err(StoreError(format!(
                 "{} is held by other processes for more than {}ms",
-                lock_path(&self.dir, name).display(),
+                text::path(&lock_path(&self.dir, name)),
                 LOCK_WAIT.as_millis()
             ))),
             Err(error) => Err(failed(error)),
@@ -221,7 +215,7 @@ impl FileStore {
         let unreadable = |error: io::Error| {
             StoreError(format!(
                 "cannot read {}: {}",
-                path.display(),
+                text::path(&path),
                 plain_error(&error)
             ))
         };
@@ -263,7 +257,7 @@ impl FileStore {
         let cannot_write = |error: io::Error| {
             StoreError(format!(
                 "cannot write {}: {}",
-                path.display(),
+                text::path(&path),
                 plain_error(&error)
             ))
         };

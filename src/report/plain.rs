@@ -120,7 +120,7 @@ pub(super) fn line(event: &Event<'_>) -> String {
         Event::FailedOutput { attempt, end } => format!("output of attempt {attempt} ({end}):"),
         Event::MetricsUnwritten { path, error } => format!(
             "cannot write the metrics file {}: {error}; the run's status stands",
-            crate::text::quote(path.as_os_str())
+            crate::text::path(path)
         ),
         Event::SpillFailed { stream, error } => {
             let what = match stream {

@@ -122,7 +122,7 @@ fn a_line_break_in_bad_input_stays_on_the_line() {
     misuse(&["--ba\nse", "1"], "'--ba\\nse'");
     misuse(
         &["--config", "no\nsuch.toml"],
-        "cannot read config file no\\nsuch.toml",
+        "cannot read config file $'no\\nsuch.toml'",
     );
 }
 

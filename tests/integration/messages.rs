@@ -160,5 +160,13 @@ fn no_message_writes_a_control_byte_it_was_given() {
                 .any(|c| c.is_control() && c != '\n' && !(json && c >= '\u{80}')),
             "{args:?}: {said:?}"
         );
+        // Each names the nasty word, escaped as bash's `$'...'` writes it, so it can be read
+        // back (JSON escapes as JSON does).
+        let escaped = if json {
+            r"x\u001b]0;OWNED\u0007\u001b[2J"
+        } else {
+            r"x\x1b]0;OWNED\x07\x1b[2J\u009b2J"
+        };
+        assert!(said.contains(escaped), "{args:?}: {said:?}");
     }
 }
