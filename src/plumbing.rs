@@ -6,12 +6,14 @@
 //! If `retry`'s own stream is closed (the reader downstream has gone), copying stops and the pipe
 //! is closed, so the attempt gets SIGPIPE like any writer to a closed pipe. If it fails
 //! otherwise (a full disk), the copy goes on matching and passes nothing on, and the runner
-//! says so. A copy that a background process keeps going after its attempt has ended is handed
-//! to a process of its own when `retry` ends (`hand_over`).
+//! says so. A copy that a background process keeps going after its attempt has ended gives its
+//! pipe to a process of its own (`Leftover::hand_over`) once the next attempt has ended, or when
+//! `retry` ends, so that `retry` holds the descriptors of two attempts' copies at most.
 
 use std::fs::File;
-use std::io::{self, PipeReader, PipeWriter, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -112,14 +114,15 @@ pub(crate) fn new_stalls() -> Vec<Stream> {
         .collect()
 }
 
-/// Waits until the copies are told to stop (`stop` readable), through any signal.
+/// Waits until the copy is told to stop (its `link` shut: see `Watch::link`), through any
+/// signal.
 fn wait_for_stop(stop: RawFd) {
     let mut ready = libc::pollfd {
         fd: stop,
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one valid pollfd, no timeout; `stop` is open for the whole run.
+    // SAFETY: one valid pollfd, no timeout; the copy holds its link open until it returns.
     while unsafe { libc::poll(&mut ready, 1, -1) } <= 0 {}
 }
 
@@ -450,19 +453,8 @@ fn copy_range(spool: &Spool, range: std::ops::Range<u64>, out: &mut impl Write) 
     Ok(())
 }
 
-/// The pipe on which `hand_over` tells every copy to stop: one byte written makes its read end
-/// readable for good, to all of them at once.
-fn stop_pipe() -> io::Result<&'static (PipeReader, PipeWriter)> {
-    static STOP: OnceLock<(PipeReader, PipeWriter)> = OnceLock::new();
-    if let Some(pipe) = STOP.get() {
-        return Ok(pipe);
-    }
-    let pipe = io::pipe()?;
-    Ok(STOP.get_or_init(|| pipe))
-}
-
 /// Waits until `source` has input, or has ended or failed (for the read to tell); `false` once
-/// the copies are to stop (see `hand_over`), whatever is waiting in `source`.
+/// the copy is to stop (its link shut: see `Watch::link`), whatever is waiting in `source`.
 fn await_input(source: RawFd, stop: RawFd) -> bool {
     let mut ready = [source, stop].map(|fd| libc::pollfd {
         fd,
@@ -486,11 +478,12 @@ pub(crate) struct Watch {
     stream: Stream,
     /// The pipe's read end, as the copy holds it (see `Leftover`).
     source: RawFd,
-    /// Where the copy's bytes go once `retry` has ended (see `hand_over`).
-    after_end: Option<RawFd>,
-    /// Hangs up when the copy has ended: a descriptor, so that the wait for it is also a wait
-    /// for signals.
-    done: PipeReader,
+    /// This end of a socket pair whose other end the copy holds, both ways at once: it reads
+    /// at its end once the copy has ended (a descriptor, so that the wait for it is also a
+    /// wait for signals), and shut or dropped here, it tells the copy to stop once it has
+    /// passed on what it read (the copy of an ended attempt that nothing is to take over, see
+    /// `finish`, or one handed over).
+    link: UnixStream,
     flow: Arc<Flow>,
     findings: Arc<Findings>,
 }
@@ -526,20 +519,34 @@ pub(crate) struct Drained {
 }
 
 /// A copy that outlived its attempt, because a background process of the attempt (a server
-/// started with `&`) still holds the pipe open. It goes on passing output on, unjudged, and
-/// when `retry` ends, `hand_over` gives it to a process of its own.
+/// started with `&`) still holds the pipe open. It goes on passing output on, unjudged, until
+/// `hand_over` gives it to a process of its own.
 #[derive(Debug)]
 pub(crate) struct Leftover {
-    source: RawFd,
-    done: PipeReader,
-    after_end: Option<RawFd>,
+    link: UnixStream,
+    /// `hand_over` has asked it.
+    asked: bool,
 }
 
 impl Leftover {
-    /// Whether the copy has ended (its background writers have all gone): nothing of it is
-    /// left to hand over, and dropping it closes the last descriptor it held.
+    /// Asks the copy to give its pipe to a process of its own once it has passed on what it
+    /// read, so that no byte is lost, nor passed on out of order; the copy then ends. A
+    /// background process of an attempt (a server started with `&`) may write on to a pipe
+    /// that a copy reads: were the copy to end without a helper, that write would meet a
+    /// closed pipe and SIGPIPE would kill the process, which without a pattern would have
+    /// written on; were the copy to stay in `retry`, a supervisor's descriptors would grow with
+    /// every restart. Asked again, it does nothing.
+    pub(crate) fn hand_over(&mut self) {
+        if !self.asked {
+            self.asked = true;
+            let _ = (&self.link).write_all(&[HAND_OVER]);
+        }
+    }
+
+    /// Whether the copy has ended (its background writers have all gone, or it has handed its
+    /// pipe over): dropping it then closes the last descriptor it held.
     pub(crate) fn finished(&self) -> bool {
-        hung_up(self.done.as_fd())
+        hung_up(self.link.as_fd())
     }
 }
 
@@ -551,8 +558,7 @@ pub(crate) fn watch(
     stream: Stream,
     rules: &OutputRules,
 ) -> io::Result<Watch> {
-    let (done, finished) = io::pipe()?;
-    let stop = stop_pipe()?.0.as_raw_fd();
+    let (link, copy_link) = UnixStream::pair()?;
     let source_fd = source.as_raw_fd();
     // A copy that outlives `retry` passes on to the same stream; held output, which has no
     // attempt of its own by then, to stderr, so that stdout still carries one attempt's output.
@@ -572,38 +578,57 @@ pub(crate) fn watch(
     thread::Builder::new()
         .name("output".into())
         .spawn(move || {
-            copy(&mut source, sink, scan, &thread_flow, stop);
-            // In this order, so that `done` not yet hung up means `source` is still open (see
-            // `hand_over`).
-            drop(finished);
+            let told = copy(&mut source, sink, scan, &thread_flow, copy_link.as_raw_fd());
+            if told == Told::HandOver {
+                pass_on_in_a_process_of_its_own(source.as_raw_fd(), after_end);
+            }
+            // In this order, so that a link not yet ended means `source` is still open (see
+            // `more_to_come`), and the helper holds its own.
+            drop(copy_link);
             drop(source);
         })?;
     Ok(Watch {
         stream,
         source: source_fd,
-        after_end,
-        done,
+        link,
         flow,
         findings,
     })
 }
 
+/// What a copy was told when it stopped.
+#[derive(PartialEq)]
+enum Told {
+    /// Nothing: its source ended or broke, or it was told to stop.
+    Nothing,
+    /// To give its source to a process of its own (see `Leftover::hand_over`).
+    HandOver,
+}
+
+/// The byte on a copy's link that asks it to hand its source over before it stops.
+const HAND_OVER: u8 = b'h';
+
 /// The copy: passes what `source` gives on to `sink` as it comes, and judges it, until the
-/// source ends or the copies are told to stop (`stop` readable).
+/// source ends or the copy is told to stop (`stop`, its link, readable).
 fn copy(
     source: &mut (impl Read + AsRawFd),
     mut sink: Sink,
     mut scan: Scan,
     flow: &Flow,
     stop: RawFd,
-) {
+) -> Told {
     let source_fd = source.as_raw_fd();
     let mut buffer = vec![0u8; CHUNK];
-    while await_input(source_fd, stop) {
+    let mut told = Told::Nothing;
+    loop {
+        if !await_input(source_fd, stop) {
+            told = told_on(stop);
+            break;
+        }
         if let Some(stream) = sink.full(CHUNK) {
             // Nothing may be dropped, and nothing more kept: the stream is read no more, and
             // its writer waits as it would for a slow reader, until the attempt ends (or its
-            // time is up) and `retry` stops the copies.
+            // time is up) and `retry` stops the copy.
             flow.stalled.store(true, Ordering::Release);
             announce_stall(stream);
             wait_for_stop(stop);
@@ -636,6 +661,21 @@ fn copy(
         }
     }
     scan.finish();
+    told
+}
+
+/// What the link `stop`, readable, tells the copy: to hand its source over, or (at its end)
+/// only to stop.
+fn told_on(stop: RawFd) -> Told {
+    let mut byte = 0u8;
+    // SAFETY: read(2) of one byte into a valid buffer; the link is readable, so it returns at
+    // once.
+    let read = unsafe { libc::read(stop, (&raw mut byte).cast(), 1) };
+    if read == 1 && byte == HAND_OVER {
+        Told::HandOver
+    } else {
+        Told::Nothing
+    }
 }
 
 /// What a copy has found so far, shared with the wait for it.
@@ -788,7 +828,7 @@ pub(crate) fn finish(
     for watch in watches {
         let drain = if reader_wait == ReaderWait::WhileFlowing {
             let give_up = Some(Instant::now() + DRAIN_MAX);
-            wait_while_flowing(events, watch.done.as_fd(), &watch.flow.written, give_up)?;
+            wait_while_flowing(events, watch.link.as_fd(), &watch.flow.written, give_up)?;
             // An interrupted run leaves nothing behind to be handed over.
             Drain::Done
         } else {
@@ -808,12 +848,12 @@ pub(crate) fn finish(
             Drain::ReaderTooSlow => drained
                 .write_errors
                 .push((watch.stream, READER_TOO_SLOW.into())),
-            // What a stalled copy never read was never held: it is not passed on after the end.
+            // What a stalled copy never read was never held: it is not passed on after the end,
+            // and the copy stops as `watch` is dropped.
             Drain::Left if stalled => {}
             Drain::Left => drained.leftovers.push(Leftover {
-                source: watch.source,
-                done: watch.done,
-                after_end: watch.after_end,
+                link: watch.link,
+                asked: false,
             }),
         }
     }
@@ -843,7 +883,7 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
     loop {
         let idle_until = Instant::now() + DRAIN_IDLE;
         let wake = until.map_or(idle_until, |until| until.min(idle_until));
-        if events.wait_readable(watch.done.as_fd(), Some(wake))? {
+        if events.wait_readable(watch.link.as_fd(), Some(wake))? {
             return Ok(Drain::Done);
         }
         if until.is_some_and(|until| Instant::now() >= until) {
@@ -874,9 +914,9 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
 }
 
 /// Whether the copy of `watch` has bytes waiting to be read, or an end to reach (no writer
-/// left). Asked only while the copy runs (`done` not hung up), so its source is still open.
+/// left). Asked only while the copy runs (its link not ended), so its source is still open.
 fn more_to_come(watch: &Watch) -> bool {
-    if hung_up(watch.done.as_fd()) {
+    if hung_up(watch.link.as_fd()) {
         return true;
     }
     let mut poll = libc::pollfd {
@@ -914,73 +954,21 @@ pub(crate) fn wait_while_flowing(
     }
 }
 
-/// Once `retry` has its answer, gives the copies still running to a process of their own. A
-/// background process of an attempt (a server started with `&`) may write on to a pipe that a
-/// copy reads: were the copy to end with `retry`, that write would meet a closed pipe and
-/// SIGPIPE would kill the process, which without a pattern would have written on. The helper
-/// passes the bytes on, unjudged, until the last writer closes the pipe, holding nothing else
-/// open; should its own stream have closed, it closes the pipes that fed it, and the writers
-/// get SIGPIPE as they would have.
-///
-/// The copies stop first, each once it has passed on what it read, so the helper takes over
-/// where they ended: no byte is lost with `retry`'s exit, nor passed on out of order. As after
-/// an attempt, a reader downstream that takes its time is waited for, up to the run's limit
-/// (`events.readers_until()`), past which the rest of what a copy was writing is lost. A
-/// shutdown signal meanwhile is returned, and nothing is handed over.
-pub(crate) fn hand_over(leftovers: Vec<Leftover>, events: &Events) -> Result<(), i32> {
-    let mut sources = Vec::new();
-    let mut targets = Vec::new();
-    let mut copies = Vec::new();
-    for leftover in leftovers {
-        // SAFETY: fcntl(2) duplicating the descriptor the copy holds, then, should the copy
-        // have ended meanwhile (it may have closed that descriptor, and another may have taken
-        // its number), closing the duplicate unused: the copy closes its source only after
-        // `done` hangs up.
-        let source = unsafe {
-            let fd = libc::fcntl(leftover.source, libc::F_DUPFD_CLOEXEC, 3);
-            if fd < 0 {
-                continue;
-            }
-            OwnedFd::from_raw_fd(fd)
-        };
-        if hung_up(leftover.done.as_fd()) {
-            continue;
-        }
-        copies.push((source, leftover));
+/// When `retry` has its answer: asks every copy still running to hand its pipe over (see
+/// `Leftover::hand_over`), and waits until each has. As after an attempt, a reader downstream
+/// that takes its time is waited for, up to the run's limit (`events.readers_until()`), past
+/// which the rest of what a copy was writing is lost. A shutdown signal meanwhile is returned.
+pub(crate) fn hand_over(mut leftovers: Vec<Leftover>, events: &Events) -> Result<(), i32> {
+    for leftover in &mut leftovers {
+        leftover.hand_over();
     }
-    if copies.is_empty() {
-        return Ok(());
-    }
-    if let Ok((_, stop)) = stop_pipe() {
-        let _ = (&*stop).write_all(&[0]);
-    }
-    for (source, leftover) in copies {
-        events.wait_readable(leftover.done.as_fd(), events.readers_until())?;
-        sources.push(libc::pollfd {
-            fd: source.into_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        targets.push(leftover.after_end);
-    }
-    // Every descriptor the helper keeps, sorted, to close all others.
-    let mut keep: Vec<libc::c_uint> = sources
-        .iter()
-        .map(|source| source.fd as libc::c_uint)
-        .collect();
-    keep.extend(targets.iter().flatten().map(|&fd| fd as libc::c_uint));
-    keep.sort_unstable();
-    keep.dedup();
-    // SAFETY: fork(2) in a process with other threads: the child runs `copy_to_the_end`, which
-    // calls only async-signal-safe functions and allocates nothing (its buffers were made
-    // above), and ends with _exit(2).
-    if unsafe { libc::fork() } == 0 {
-        copy_to_the_end(&mut sources, &mut targets, &keep);
+    for leftover in &leftovers {
+        events.wait_readable(leftover.link.as_fd(), events.readers_until())?;
     }
     Ok(())
 }
 
-/// Whether the other end of `fd`, a pipe, has closed.
+/// Whether the other end of `fd`, a pipe or a socket, has closed (or shut).
 fn hung_up(fd: BorrowedFd<'_>) -> bool {
     let mut poll = libc::pollfd {
         fd: fd.as_raw_fd(),
@@ -991,14 +979,26 @@ fn hung_up(fd: BorrowedFd<'_>) -> bool {
     unsafe { libc::poll(&mut poll, 1, 0) == 1 }
 }
 
-/// The helper of `hand_over`: copies each source to its target until every source has ended.
-fn copy_to_the_end(
-    sources: &mut [libc::pollfd],
-    targets: &mut [Option<RawFd>],
-    keep: &[libc::c_uint],
-) -> ! {
-    // SAFETY: prctl(2), sigaction(2), close_range(2), poll(2), read(2), write(2), close(2) and
-    // _exit(2) on this process's own descriptors and signals; all async-signal-safe.
+/// Gives `source` to a process of its own, which passes what comes on to `target` (or
+/// nowhere), unjudged, until the last writer closes the pipe, holding nothing else open;
+/// should `target` have closed, it closes `source`, and the writers get SIGPIPE as they would
+/// have. `retry` collects it when it ends (see `runner::reap_orphans`). Without a process to
+/// spare, the writers learn from SIGPIPE that no one reads.
+fn pass_on_in_a_process_of_its_own(source: RawFd, target: Option<RawFd>) {
+    // Every descriptor the helper keeps, sorted, to close all others.
+    let mut keep = [source, target.unwrap_or(source)].map(|fd| fd as libc::c_uint);
+    keep.sort_unstable();
+    // SAFETY: fork(2) in a process with other threads: the child runs `copy_to_the_end`, which
+    // calls only async-signal-safe functions and allocates nothing, and ends with _exit(2).
+    if unsafe { libc::fork() } == 0 {
+        copy_to_the_end(source, target, &keep);
+    }
+}
+
+/// The helper of `pass_on_in_a_process_of_its_own`.
+fn copy_to_the_end(source: RawFd, target: Option<RawFd>, keep: &[libc::c_uint; 2]) -> ! {
+    // SAFETY: prctl(2), sigaction(2), close_range(2), read(2), write(2) and _exit(2) on this
+    // process's own descriptors and signals; all async-signal-safe.
     unsafe {
         // Named apart from `retry` in ps(1) and pgrep(1).
         libc::prctl(libc::PR_SET_NAME, c"retry-output".as_ptr());
@@ -1020,36 +1020,18 @@ fn copy_to_the_end(
             from = fd.saturating_add(1);
         }
         let mut buffer = [0u8; 64 * 1024];
-        while sources.iter().any(|source| source.fd >= 0) {
-            if libc::poll(sources.as_mut_ptr(), sources.len() as libc::nfds_t, -1) < 0 {
+        loop {
+            let read = libc::read(source, buffer.as_mut_ptr().cast(), buffer.len());
+            if read < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
-            for index in 0..sources.len() {
-                if sources[index].fd < 0 || sources[index].revents == 0 {
-                    continue;
-                }
-                let read = libc::read(sources[index].fd, buffer.as_mut_ptr().cast(), buffer.len());
-                if read < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                if read <= 0 {
-                    libc::close(sources[index].fd);
-                    sources[index].fd = -1;
-                    continue;
-                }
-                let Some(target) = targets[index] else {
-                    continue;
-                };
-                if !write_all(target, &buffer[..read as usize]) {
-                    // The reader is gone (or the stream broken): close every pipe feeding this
-                    // stream, so that its writers learn it as they would have.
-                    for (source, to) in sources.iter_mut().zip(targets.iter_mut()) {
-                        if *to == Some(target) && source.fd >= 0 {
-                            libc::close(source.fd);
-                            source.fd = -1;
-                        }
-                    }
-                }
+            if read <= 0 {
+                break;
+            }
+            if let Some(target) = target
+                && !write_all(target, &buffer[..read as usize])
+            {
+                break;
             }
         }
         libc::_exit(0)
@@ -1057,7 +1039,7 @@ fn copy_to_the_end(
 }
 
 /// Writes all of `bytes` to `fd`, waiting while it is full; `false` when it fails. Only
-/// async-signal-safe calls, for the helper of `hand_over`.
+/// async-signal-safe calls, for the helper of `pass_on_in_a_process_of_its_own`.
 fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
     while !bytes.is_empty() {
         // SAFETY: write(2) with a valid buffer.

@@ -51,7 +51,7 @@ pub(crate) struct Runner<'a> {
     kill_after: Duration,
     /// The warnings said already (see `say_once`): what failed, and for which stream.
     warned: Vec<(&'static str, Stream)>,
-    /// Copies of earlier attempts' output still running (see `plumbing::hand_over`).
+    /// Copies of earlier attempts' output still running (see `plumbing::Leftover`).
     leftovers: Vec<Leftover>,
 }
 
@@ -259,8 +259,12 @@ impl Execute for Runner<'_> {
                 return Err(Interrupted(signal));
             }
         };
-        // A supervisor runs for ever: the copies that have ended since are forgotten, so that
-        // the descriptors held stay as many as the background writers still running.
+        // A supervisor runs for ever: the copies that earlier attempts left go to processes of
+        // their own, and those that have ended are forgotten, so that `retry` holds the copies
+        // of two attempts at most.
+        for leftover in &mut self.leftovers {
+            leftover.hand_over();
+        }
         self.leftovers.retain(|leftover| !leftover.finished());
         self.leftovers.extend(drained.leftovers);
         let heard = drained.heard;

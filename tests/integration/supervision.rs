@@ -338,3 +338,49 @@ fn restarts_that_leave_background_writers_hold_a_flat_number_of_descriptors() {
     let late = counts[ATTEMPTS - 4..].iter().max().unwrap();
     assert!(late <= &(early + 4), "{counts:?}");
 }
+
+/// The same, with background writers that live as long as the run: each attempt leaves one
+/// that writes only once the last attempt has begun (or `retry` has gone, should the test
+/// fail). Their copies go to processes of their
+/// own, so `retry`'s count stays flat under a limit of 24 descriptors, and every line they
+/// write at the end still comes through, once.
+#[test]
+fn restarts_that_leave_long_lived_background_writers_hold_a_flat_number_of_descriptors() {
+    const ATTEMPTS: usize = 14;
+    for failed_output in ["pass", "drop"] {
+        let r = retry();
+        let (counts, last) = (r.path("counts"), r.path("last"));
+        let script = format!(
+            "if [ $RETRY_ATTEMPT -gt {ATTEMPTS} ]; then touch '{last}'; exit 3; fi
+             ls /proc/$PPID/fd | wc -l >> '{counts}'
+             (while [ ! -e '{last}' ] && kill -0 $PPID 2>/dev/null; do sleep 0.02; done; echo late $RETRY_ATTEMPT) &
+             echo tick",
+            counts = counts.display(),
+            last = last.display(),
+        );
+        let r = r
+            .args(["--restart", "--retries", "0", "--delays", "0"])
+            .args(["--failed-output", failed_output])
+            .args(sh(&script));
+        let output = r.command_with_open_files(24).output().unwrap();
+        assert_eq!(output.status.code(), Some(3), "{failed_output}: {output:?}");
+        let counts: Vec<usize> = lines(&r, "counts")
+            .iter()
+            .map(|count| count.trim().parse().unwrap())
+            .collect();
+        assert_eq!(counts.len(), ATTEMPTS, "{failed_output}: {output:?}");
+        let early = counts[2..6].iter().max().unwrap();
+        let late = counts[ATTEMPTS - 4..].iter().max().unwrap();
+        assert!(late <= &(early + 4), "{failed_output}: {counts:?}");
+        // Held output that no attempt owns any more goes to stderr.
+        let said = String::from_utf8_lossy(match failed_output {
+            "pass" => &output.stdout,
+            _ => &output.stderr,
+        })
+        .into_owned();
+        for attempt in 1..=ATTEMPTS {
+            let line = format!("late {attempt}\n");
+            assert_eq!(said.matches(&line).count(), 1, "{failed_output}: {said}");
+        }
+    }
+}
