@@ -612,11 +612,9 @@ impl Runner<'_> {
         command
     }
 
-    /// Says that stdin could not be read for the replay, or that held or replayed data
-    /// outgrew memory and stays there for want of a temporary file.
     /// Waits for the attempt to end, under its limits, saying what befalls it meanwhile.
     fn supervise_attempt(
-        &self,
+        &mut self,
         child: &mut Child,
         spec: &AttemptSpec,
         started: Instant,
@@ -624,6 +622,9 @@ impl Runner<'_> {
     ) -> Supervised {
         let target = self.target(child);
         let mut stopped_said = false;
+        let mut warned_now = Vec::new();
+        let spill_failures = || self.spill_failures();
+        let warned = &self.warned;
         let mut notify = |notice| match notice {
             Notice::TerminalStop(signal) => {
                 if !std::mem::replace(&mut stopped_said, true) {
@@ -637,16 +638,31 @@ impl Runner<'_> {
                 attempt: spec.number,
                 signal,
             }),
-            Notice::HoldFull(stream) => reporter.emit(&Report::HoldFull { stream }),
+            Notice::HoldFull(stream) => {
+                // A stream is read no more because no file could take it: that comes first.
+                for (stream, error) in spill_failures() {
+                    let key = ("spill", stream);
+                    if !warned.contains(&key) && !warned_now.contains(&key) {
+                        warned_now.push(key);
+                        reporter.emit(&Report::SpillFailed {
+                            stream,
+                            error: &error,
+                        });
+                    }
+                }
+                reporter.emit(&Report::HoldFull { stream });
+            }
         };
-        self.supervise(
+        let supervised = self.supervise(
             child,
             target,
             spec.deadline,
             started,
             &mut notify,
             Supervisee::Attempt,
-        )
+        );
+        self.warned.extend(warned_now);
+        supervised
     }
 
     /// Waits for the ended attempt's output to go by, and says what could not be read, held
@@ -693,29 +709,37 @@ impl Runner<'_> {
         drained
     }
 
+    /// Says that stdin could not be read for the replay, or that held or replayed data
+    /// outgrew memory and stays there for want of a temporary file.
     fn say_stream_failures(&mut self, reporter: &mut Reporter) {
         if let Some(error) = self.input.read_error() {
             self.say_once(reporter, Report::ReadFailed { error: &error });
         }
+        for (stream, error) in self.spill_failures() {
+            self.say_once(
+                reporter,
+                Report::SpillFailed {
+                    stream,
+                    error: &error,
+                },
+            );
+        }
+    }
 
+    /// The spools that could not spill, and why: held output (said as stdout's) and
+    /// replayed stdin.
+    fn spill_failures(&self) -> Vec<(Stream, String)> {
         let held = self.held.as_ref().and_then(|held| {
             let held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             held.spill_error().map(str::to_string)
         });
-        for (stream, error) in [
+        [
             (Stream::Stdout, held),
             (Stream::Stdin, self.input.spill_error()),
-        ] {
-            if let Some(error) = error {
-                self.say_once(
-                    reporter,
-                    Report::SpillFailed {
-                        stream,
-                        error: &error,
-                    },
-                );
-            }
-        }
+        ]
+        .into_iter()
+        .filter_map(|(stream, error)| Some((stream, error?)))
+        .collect()
     }
 
     /// Emits a warning about a stream the first time only: it holds for the rest of the run.

@@ -484,6 +484,12 @@ fn what_no_file_takes_is_held_in_bounded_memory() {
         let count = |text: &str| lines.iter().filter(|line| line.contains(text)).count();
         assert_eq!(count("cannot keep more"), 1, "{lines:?}");
         assert_eq!(count("in memory instead"), 1, "{lines:?}");
+        // Why no file takes it comes before what follows from that.
+        let at = |text: &str| lines.iter().position(|line| line.contains(text));
+        assert!(
+            at("in memory instead") < at("cannot keep more"),
+            "{lines:?}"
+        );
         assert!(peak < 128 * 1024, "{stream}: peak RSS {peak} KiB");
     }
 }
