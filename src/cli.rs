@@ -524,30 +524,40 @@ pub enum StateLocation {
 /// with no host, or a host without a port, is misuse.
 pub fn cluster_nodes(rest: &str) -> Result<Vec<String>, String> {
     // The credentials end at the last `@`: a password may hold `@`, `/` or `,`; no host does.
-    let after_credentials = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
-    // The hosts end where a path or a query begins (`?password=` may follow them).
-    let hosts = after_credentials.split(['/', '?']).next().unwrap_or("");
-    if hosts.is_empty() {
-        return Err(
-            "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"
-                .into(),
-        );
-    }
-    hosts
-        .split(',')
-        .map(|node| match node.rsplit_once(':') {
-            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
-                Ok(node.to_string())
-            }
-            _ if node.is_empty() => Err(
-                "a Redis Cluster URL has an empty host in its list; expected host:port[,host:port...]"
-                    .to_string(),
-            ),
-            _ => Err(format!(
-                "the Redis Cluster node '{node}' has no port; each node is host:port"
-            )),
-        })
-        .collect()
+    // Unless that `@` is in a query (`?password=a@b`): then at the last one before it, if any.
+    let query = rest.find('?').unwrap_or(rest.len());
+    let readings = [
+        rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts),
+        rest[..query].rfind('@').map_or(rest, |at| &rest[at + 1..]),
+    ];
+    let nodes = |after_credentials: &str| -> Result<Vec<String>, String> {
+        // The hosts end where a path or a query begins (`?password=` may follow them).
+        let hosts = after_credentials.split(['/', '?']).next().unwrap_or("");
+        if hosts.is_empty() {
+            return Err(
+                "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"
+                    .into(),
+            );
+        }
+        hosts
+            .split(',')
+            .map(|node| match node.rsplit_once(':') {
+                Some((host, port))
+                    if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) =>
+                {
+                    Ok(node.to_string())
+                }
+                _ if node.is_empty() => Err(
+                    "a Redis Cluster URL has an empty host in its list; expected host:port[,host:port...]"
+                        .to_string(),
+                ),
+                _ => Err(format!(
+                    "the Redis Cluster node '{node}' has no port; each node is host:port"
+                )),
+            })
+            .collect()
+    };
+    nodes(readings[0]).or_else(|error| nodes(readings[1]).map_err(|_| error))
 }
 
 /// What `--state` may be, for the messages that refuse it.
@@ -651,6 +661,22 @@ mod tests {
     #[test]
     fn definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cluster_credentials_end_at_the_last_at_sign_outside_a_query() {
+        let nodes = |rest: &str| cluster_nodes(rest);
+        assert_eq!(
+            nodes("u:p@ss/x@a:1,b:2"),
+            Ok(vec!["a:1".into(), "b:2".into()])
+        );
+        assert_eq!(
+            nodes("a:1,b:2/?password=Tr0ub4dor@horse-battery"),
+            Ok(vec!["a:1".into(), "b:2".into()])
+        );
+        assert_eq!(nodes("u:pw@a:1?password=x@y"), Ok(vec!["a:1".into()]));
+        assert!(nodes("u:pw@a").is_err());
+        assert!(nodes("").is_err());
     }
 
     #[test]

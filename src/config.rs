@@ -381,7 +381,10 @@ fn entry_args(
         };
     }
     let text = match value {
-        DeValue::String(text) => text.to_string(),
+        DeValue::String(text) => {
+            crate::text::note_secrets(text);
+            text.to_string()
+        }
         // A pattern or a command is text: a number there is a slip, not a pattern.
         _ if kind == ValueKind::Text => return Err(wrong_type("a string")),
         DeValue::Integer(number) => number.to_string(),
@@ -506,26 +509,52 @@ fn check_values(
 /// A clap error in one line: its first line, plus the possible values when clap lists them
 /// on a line of their own, and the flag or value clap suggests, if any.
 pub fn clap_reason(error: &clap::Error) -> String {
-    use clap::error::{ContextKind, ContextValue};
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let context = |kind| match error.get(kind) {
+        Some(ContextValue::String(text)) => Some(text.as_str()),
+        _ => None,
+    };
+    // A value a parser refused: said from its parts, not from clap's rendering, which drops
+    // what looks like a terminal escape and whose line a line break in the value would cut.
+    // A state that does not parse is never echoed: a password may be anywhere in it.
+    if error.kind() == ErrorKind::ValueValidation
+        && let (Some(arg), Some(value)) = (
+            context(ContextKind::InvalidArg),
+            context(ContextKind::InvalidValue),
+        )
+    {
+        let why = std::error::Error::source(error).map_or_else(String::new, |why| why.to_string());
+        return if arg.starts_with("--state") {
+            format!("invalid value for '{arg}': {why}")
+        } else {
+            format!("invalid value '{value}' for '{arg}': {why}")
+        };
+    }
     let mut rendered = error.render().to_string();
-    // A value or flag with a line break would break the message too: escape it where it is
-    // quoted, before the message is cut to its first line. The rendering took out what looked
-    // like terminal escapes; the escaped word has them all back.
+    // A value or flag with a control character is escaped where it is quoted, before the
+    // message is cut to its first line; the rendering took out what looked like a terminal
+    // escape, and the escaped word has it back.
     for kind in [ContextKind::InvalidValue, ContextKind::InvalidArg] {
-        if let Some(ContextValue::String(word)) = error.get(kind)
+        if let Some(word) = context(kind)
             && word.chars().any(char::is_control)
         {
-            let as_rendered = clap::builder::StyledStr::from(word.clone()).to_string();
-            rendered = rendered.replace(&as_rendered, &crate::text::one_line(word));
+            let as_rendered = clap::builder::StyledStr::from(word.to_string()).to_string();
+            rendered = rendered.replace(
+                &format!("'{as_rendered}'"),
+                &format!("'{}'", crate::text::one_line(word)),
+            );
         }
     }
-    // A state that does not parse is never echoed: a password may be anywhere in it.
-    if let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) = (
-        error.get(ContextKind::InvalidArg),
-        error.get(ContextKind::InvalidValue),
+    if let (Some(arg), Some(value)) = (
+        context(ContextKind::InvalidArg),
+        context(ContextKind::InvalidValue),
     ) && arg.starts_with("--state")
     {
-        rendered = rendered.replace(&format!("invalid value '{value}' for"), "invalid value for");
+        let as_rendered = clap::builder::StyledStr::from(value.to_string()).to_string();
+        for shown in [value.to_string(), as_rendered, crate::text::one_line(value)] {
+            rendered =
+                rendered.replace(&format!("invalid value '{shown}' for"), "invalid value for");
+        }
     }
     let first = rendered.lines().next().unwrap_or("invalid value");
     let mut reason = first.strip_prefix("error: ").unwrap_or(first).to_string();

@@ -80,6 +80,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     #[cfg(debug_assertions)]
     process::inject_panic();
     let args: Vec<OsString> = args.into_iter().collect();
+    // Before anything can be refused: a password given in any shape is never echoed.
+    for word in args.iter().chain(std::env::var_os("RETRY_STATE").as_ref()) {
+        text::note_secrets(&word.to_string_lossy());
+    }
     // One parse of the command line serves the settings and, with a config file, which keys
     // the command line sets.
     let parsed = Cli::command()
@@ -228,12 +232,12 @@ fn act_on_state(settings: &Settings, store: Option<StateStore>, action: StateAct
             .map(|()| report::fleet_reset(settings.log_format, &settings.fleet)),
     };
     match result {
-        Ok(text) => print_stdout(&text),
+        Ok(text) => print_stdout(&text::without_secrets(&text)),
         Err(fleet::StoreError(reason)) => {
             let _ = writeln!(
                 io::stderr(),
                 "retry: state unavailable ({})",
-                text::one_line(&reason)
+                text::one_line(&text::without_secrets(&reason))
             );
             Exit::Status(1)
         }
@@ -264,6 +268,7 @@ fn clap_exit(error: &clap::Error, args: &[OsString]) -> Exit {
 
 fn misuse(message: &str) -> Exit {
     let message = text::redact_urls(message);
+    let message = text::without_secrets(&message);
     let _ = writeln!(io::stderr(), "retry: {}", text::one_line(&message));
     Exit::Status(MISUSE)
 }

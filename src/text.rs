@@ -185,6 +185,158 @@ pub(crate) fn redact_urls(text: &str) -> String {
     out
 }
 
+/// The passwords of the Redis URLs this run was given, anywhere: its arguments,
+/// `RETRY_STATE`, its config file (see `note_secrets`). A parser, a server or a library may
+/// echo a URL in any shape; whatever the shape, no line `retry` writes shows them
+/// (`without_secrets`).
+static SECRETS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Remembers the passwords `word` may hold (see `secrets_in`), for `without_secrets`.
+pub(crate) fn note_secrets(word: &str) {
+    let found = secrets_in(word);
+    if found.is_empty() {
+        return;
+    }
+    let mut secrets = SECRETS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    secrets.extend(found);
+    // The longest first, so that a piece never hides part of a longer secret.
+    secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    secrets.dedup();
+}
+
+/// The passwords a word that is a URL may hold, read as leniently as any parser might read
+/// it: what lies between the scheme and the last `@` (after a `user:`), each `pass=` or
+/// `password=` value of its query, each as written and %-decoded, and the pieces of each that
+/// a parser could take apart (at `/ ? # @ : &`), so that a piece shown as a host or a port is
+/// hidden too. A word that is an option with its value (`--state=URL`) is read for its value.
+/// A URL is `scheme://...`, or a Redis scheme without its `//` (`redis:host`, which `--state`
+/// refuses, but whose password is no less a password).
+pub(crate) fn secrets_in(word: &str) -> Vec<String> {
+    let value = match word.strip_prefix("--") {
+        Some(option) => option.split_once('=').map_or("", |(_, value)| value),
+        None => word,
+    };
+    let Some((scheme, rest)) = value.split_once(':') else {
+        return Vec::new();
+    };
+    let redis = matches!(
+        scheme.to_ascii_lowercase().as_str(),
+        "redis" | "rediss" | "unix" | "redis+cluster" | "rediss+cluster"
+    );
+    let url = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        && rest.starts_with("//");
+    if !redis && !url {
+        return Vec::new();
+    }
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let mut whole = Vec::new();
+    if let Some((user_info, _)) = rest.rsplit_once('@') {
+        whole.push(
+            user_info
+                .split_once(':')
+                .map_or(user_info, |(_, password)| password),
+        );
+    }
+    let query = rest.split_once('?').map_or("", |(_, query)| query);
+    for part in query.split('&') {
+        if let Some((key, password)) = part.split_once('=')
+            && (key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password"))
+        {
+            whole.push(password);
+        }
+    }
+    let mut found = Vec::new();
+    for password in whole.into_iter().filter(|password| !password.is_empty()) {
+        found.push(password.to_string());
+        found.push(percent_decoded(password));
+        found.extend(
+            password
+                .split(['/', '?', '#', '@', ':', '&'])
+                .filter(|piece| piece.chars().count() >= 3)
+                .map(str::to_string),
+        );
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// `text` with each `%XX` read as the byte it stands for (lossily, should those not be UTF-8).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes.get(at + 1..at + 3).and_then(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+        });
+        match (bytes[at], hex) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                at += 3;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
+/// `text` with every password `note_secrets` has seen replaced by `***`: as written, escaped
+/// as `one_line` escapes it, and as JSON escapes it. One of fewer than three characters is
+/// hidden only where it stands alone (not inside a longer word), so that it cannot garble the
+/// words around it.
+pub(crate) fn without_secrets(text: &str) -> std::borrow::Cow<'_, str> {
+    let secrets = SECRETS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if secrets.is_empty() {
+        return text.into();
+    }
+    let mut out = text.to_string();
+    for secret in secrets.iter() {
+        let json = serde_json::to_string(secret).unwrap_or_default();
+        let json = json.trim_matches('"').to_string();
+        for shown in [secret.clone(), one_line(secret), json] {
+            out = if shown.chars().count() >= 3 {
+                out.replace(&shown, "***")
+            } else {
+                replace_standing_alone(&out, &shown)
+            };
+        }
+    }
+    out.into()
+}
+
+/// `text` with each occurrence of `word` that no letter or digit touches replaced by `***`.
+fn replace_standing_alone(text: &str, word: &str) -> String {
+    if word.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        let alone =
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric);
+        out.push_str(&rest[..at]);
+        out.push_str(if alone { "***" } else { word });
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +423,43 @@ mod tests {
                 proptest::prop_assert_eq!(line, text);
             }
         }
+    }
+
+    #[test]
+    fn the_secrets_of_a_word_are_its_passwords_and_their_pieces() {
+        let has = |word: &str, secret: &str| secrets_in(word).iter().any(|s| s == secret);
+        assert!(has("redis://default:hunter2@10.0.0.5", "hunter2"));
+        assert!(has("--state=redis://:my secret@h", "my secret"));
+        assert!(has("redis:default:hunter2\t@10.0.0.5:6379", "hunter2\t"));
+        assert!(has(
+            "redis://admin:4711?Geheim@10.0.0.5:6379",
+            "4711?Geheim"
+        ));
+        assert!(has("redis://admin:4711?Geheim@10.0.0.5:6379", "4711"));
+        assert!(has(
+            "redis+cluster://h:1/?password=Tr0ub4dor@horse-battery",
+            "horse-battery"
+        ));
+        assert!(has("unix:///run/redis.sock?db=1&pass=tok%2Ben", "tok+en"));
+        assert!(has("REDIS://u:p%40ss@h", "p@ss"));
+        assert!(has("https://user:pw@example.com", "pw"));
+        assert!(has("unix:///s?password=00042?Qz#x", "00042?Qz#x"));
+        assert!(secrets_in("user:pw@example.com").is_empty());
+        assert!(secrets_in("--budget=api").is_empty());
+        assert!(secrets_in("redis://10.0.0.5:6379/0").is_empty());
+    }
+
+    #[test]
+    fn a_secret_is_hidden_as_written_escaped_or_in_json_and_a_short_one_only_alone() {
+        note_secrets("redis://u:qu\"o\\te\u{1b}x@h");
+        note_secrets("redis://u:zq@h");
+        assert_eq!(without_secrets("at qu\"o\\te\u{1b}x!"), "at ***!");
+        assert_eq!(without_secrets(r#"at qu"o\te\x1bx!"#), "at ***!");
+        assert_eq!(
+            without_secrets(r#"{"at":"qu\"o\\te\u001bx"}"#),
+            r#"{"at":"***"}"#
+        );
+        assert_eq!(without_secrets("zq, zqa, azq zq"), "***, zqa, azq ***");
     }
 
     #[test]

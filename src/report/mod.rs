@@ -19,7 +19,7 @@ use crate::outcome::AttemptEnd;
 use crate::predicate::Permanent;
 use crate::settings::{HookKind, Verbosity};
 use crate::stdio::Stream;
-use crate::text::{human, one_line, quote};
+use crate::text::{human, one_line, quote, without_secrets};
 
 /// Why an attempt failed, beyond how it ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -322,9 +322,10 @@ impl Reporter {
                 } else {
                     "retry: ".to_string()
                 };
-                format!("{prefix}{}\n", one_line(&plain::line(event)))
+                let line = plain::line(event);
+                format!("{prefix}{}\n", one_line(&without_secrets(&line)))
             }
-            LogFormat::Json => json::lines(event),
+            LogFormat::Json => without_secrets(&json::lines(event)).into_owned(),
         };
         self.write(&lines);
     }

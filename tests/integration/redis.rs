@@ -1239,6 +1239,9 @@ const NASTY_PASSWORDS: &[&str] = &[
     "Qz9Wk?x=1&y",
     "Qz9Wk\\bs",
     "Qz9Wk sp@/x",
+    "Qz9Wk\tctl",
+    "Qz9Wk\u{1b}]0;T\u{7}",
+    "00042?Qz9Wk#x",
 ];
 
 /// `text` with every byte that a URL's userinfo or query may not hold as it is %-escaped.
@@ -1294,6 +1297,8 @@ fn no_password_is_ever_said_whatever_its_bytes() {
                 format!("redis+cluster://:{password}@node-without-port"),
                 format!("redis+cluster://127.0.0.1:{closed}?password={password}"),
                 format!("redis+cluster://node-without-port?password={password}"),
+                format!("redis:user:{password}@127.0.0.1:{closed}\r"),
+                format!("redis://user:{password}\t@127.0.0.1:{closed}"),
             ];
             let nothing_said = |url: &str, args: &[&str], output: std::process::Output| {
                 let said = [output.stdout, output.stderr].concat();
@@ -1301,7 +1306,8 @@ fn no_password_is_ever_said_whatever_its_bytes() {
                 assert!(
                     !said.contains("Qz9Wk")
                         && !said.contains(&password[5..])
-                        && !said.contains(&encoded[5..]),
+                        && !said.contains(&encoded[5..])
+                        && !said.contains("00042"),
                     "{url} {args:?}: {said}"
                 );
             };
@@ -1320,6 +1326,19 @@ fn no_password_is_ever_said_whatever_its_bytes() {
             let url = &urls[index % urls.len()];
             for args in &runs[1..] {
                 by_flag(url, args);
+            }
+            // The URL given to a flag that takes no URL.
+            let misplaced: [Vec<String>; 2] = [
+                vec!["--budget".into(), url.clone(), "true".into()],
+                vec![
+                    format!("--show-state={url}"),
+                    "--budget".into(),
+                    "api".into(),
+                ],
+            ];
+            for args in misplaced {
+                let output = retry().args(&args).command().output().unwrap();
+                nothing_said(url, &[], output);
             }
             let output = retry()
                 .args(runs[0])
@@ -1354,6 +1373,7 @@ fn toml_string(text: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
             c => out.push(c),
         }
     }
