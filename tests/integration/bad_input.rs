@@ -120,6 +120,19 @@ fn a_line_break_in_bad_input_stays_on_the_line() {
     misuse(&["--until-stdout", "(\n"], "--until-stdout");
     misuse(&["--stdin", "a\nb"], "'a\\nb' for '--stdin <MODE>'");
     misuse(&["--ba\nse", "1"], "'--ba\\nse'");
+    // Said whole and escaped, never cut at the break nor stripped of what looks like an escape.
+    misuse(
+        &["--retry-on-exit", "1,a\nb"],
+        "'1,a\\nb' for '--retry-on-exit <CODES>': invalid exit code 'a\\nb'",
+    );
+    misuse(
+        &["--kill-signal", "\x1bx"],
+        "invalid value '\\x1bx' for '--kill-signal <SIG>': unknown signal '\\x1bx';",
+    );
+    misuse(
+        &["--until-stdout", "x\x1b]0;T\x07("],
+        "'x\\x1b]0;T\\x07(' for '--until-stdout <REGEX>'",
+    );
     misuse(
         &["--config", "no\nsuch.toml"],
         "cannot read config file $'no\\nsuch.toml'",
