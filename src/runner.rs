@@ -959,13 +959,14 @@ fn copy_held(held: &Mutex<Held>, route: Route, progress: &Progress) -> Result<()
     let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut stdout: Option<OwnStream> = None;
     let mut stderr: Option<OwnStream> = None;
-    let mut stderr_failed = None;
+    let mut failed: [Option<io::Error>; 2] = [None, None];
     let written = held.write_out(|stream, bytes| {
         let target = match route {
             Route::Own => stream,
             Route::Stderr => Stream::Stderr,
         };
-        if target == Stream::Stderr && stderr_failed.is_some() {
+        let index = usize::from(target == Stream::Stderr);
+        if failed[index].is_some() {
             return Ok(());
         }
         progress
@@ -988,23 +989,28 @@ fn copy_held(held: &Mutex<Held>, route: Route, progress: &Progress) -> Result<()
             .write_all(bytes)
         });
         match written {
-            Err(error) if target == Stream::Stderr => {
-                stderr_failed = Some(error);
+            // The run ends as a filter's does: quietly, with 141.
+            Err(error) if target == Stream::Stdout && error.kind() == io::ErrorKind::BrokenPipe => {
+                Err(error)
+            }
+            Err(error) => {
+                failed[index] = Some(error);
                 Ok(())
             }
-            written => written,
+            Ok(()) => Ok(()),
         }
     });
-    match (written, stderr_failed) {
-        (Err(error), _) => Err(CopyFailed {
+    let [stdout_failed, stderr_failed] = failed;
+    match (written, stdout_failed, stderr_failed) {
+        (Err(error), _, _) | (Ok(()), Some(error), _) => Err(CopyFailed {
             stream: Stream::Stdout,
             error,
         }),
-        (Ok(()), Some(error)) => Err(CopyFailed {
+        (Ok(()), None, Some(error)) => Err(CopyFailed {
             stream: Stream::Stderr,
             error,
         }),
-        (Ok(()), None) => Ok(()),
+        (Ok(()), None, None) => Ok(()),
     }
 }
 

@@ -724,7 +724,8 @@ fn with_stdout_on_a_full_disk(args: &[&str]) -> (i32, String) {
         .write(true)
         .open("/dev/full")
         .expect("/dev/full");
-    let mut child = retry().args(args).spawn_with(full, Stdio::piped());
+    let r = retry().args(args);
+    let mut child = r.spawn_with(full, Stdio::piped());
     let status = shell_status(wait_bounded(&mut child));
     (status, stderr_of(&mut child))
 }
@@ -781,6 +782,25 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
         (3, 1),
         "{stderr}"
     );
+}
+
+/// When the final attempt's held stdout cannot be written (a full disk), its held stderr still
+/// goes out whole, in its order, under each mode that holds both.
+#[test]
+fn the_final_attempts_stderr_goes_out_when_its_stdout_cannot() {
+    let script = "echo first >&2; head -c 300000 /dev/zero; echo 'final stderr line' >&2; exit 1";
+    for mode in ["drop", "on-give-up"] {
+        let (status, stderr) =
+            with_stdout_on_a_full_disk(&["--failed-output", mode, "-r", "0", "sh", "-c", script]);
+        assert_eq!(status, 1, "{mode}: {stderr}");
+        let first = stderr.find("first\n");
+        let last = stderr.find("final stderr line\n");
+        assert!(first.is_some() && first < last, "{mode}: {stderr}");
+        assert!(
+            stderr.contains("cannot write to stdout: No space left on device"),
+            "{mode}: {stderr}"
+        );
+    }
 }
 
 /// `retry`'s own output (`--dry-run`, `--help`) that cannot be written is an error of its
