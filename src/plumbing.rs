@@ -596,6 +596,16 @@ pub(crate) fn watch(
     })
 }
 
+/// How many bytes wait in the pipe `fd` (0 when it cannot tell).
+fn bytes_waiting(fd: RawFd) -> usize {
+    let mut waiting: libc::c_int = 0;
+    // SAFETY: FIONREAD stores an int through a valid pointer.
+    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut waiting) } < 0 {
+        return 0;
+    }
+    usize::try_from(waiting).unwrap_or(0)
+}
+
 /// What a copy was told when it stopped.
 #[derive(PartialEq)]
 enum Told {
@@ -625,7 +635,11 @@ fn copy(
             told = told_on(stop);
             break;
         }
-        if let Some(stream) = sink.full(CHUNK) {
+        // Only bytes that wait can fill what is held: at the source's end the read says so.
+        let waiting = bytes_waiting(source_fd).min(CHUNK);
+        if waiting > 0
+            && let Some(stream) = sink.full(waiting)
+        {
             // Nothing may be dropped, and nothing more kept: the stream is read no more, and
             // its writer waits as it would for a slow reader, until the attempt ends (or its
             // time is up) and `retry` stops the copy.

@@ -502,6 +502,8 @@ impl Runner<'_> {
     /// does, and with it env(1) and timeout(1); a binary for another machine stays an error,
     /// as in bash.
     fn spawn_attempt(&mut self, spec: &AttemptSpec) -> io::Result<Spawned> {
+        // The copies handed over since the last attempt ended hold nothing the attempt needs.
+        self.leftovers.retain(|leftover| !leftover.finished());
         match self.spawn_with_stdin(spec, None) {
             Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => {
                 match start::locate(&self.command[0]).filter(|file| start::reads_as_text(file)) {

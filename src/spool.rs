@@ -41,7 +41,7 @@ impl Spool {
     /// Moves what is in memory to the file now, and all that comes later: for bytes that wait
     /// long, beside other spools that fill. Should no file be had, they stay in memory.
     pub(crate) fn spill_now(&mut self) {
-        if self.file.is_some() || self.spill_error.is_some() {
+        if self.file.is_some() || self.spill_error.is_some() || self.memory.is_empty() {
             return;
         }
         match spill(&self.memory) {
@@ -58,11 +58,14 @@ impl Spool {
         self.file = Some(file);
     }
 
-    /// Whether `more` bytes may be appended: while a file takes them (or none has failed to
-    /// yet), and in memory while all spools together hold no more than `MEMORY_BOUND`.
+    /// Whether `more` bytes may be appended: while a file takes them (or none has been tried
+    /// yet: the append tries one before memory would pass the bound), and in memory while all
+    /// spools together hold no more than `MEMORY_BOUND`.
     pub(crate) fn has_room(&self, more: usize) -> bool {
-        self.spill_error.is_none()
-            || IN_MEMORY.load(Ordering::Relaxed).saturating_add(more) <= MEMORY_BOUND
+        let untried = self.file.is_none() && self.spill_error.is_none();
+        (self.file.is_some() && self.spill_error.is_none())
+            || untried
+            || in_memory_after(more) <= MEMORY_BOUND
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -72,7 +75,8 @@ impl Spool {
     pub(crate) fn append(&mut self, bytes: &[u8]) {
         if self.spill_error.is_none()
             && self.file.is_none()
-            && self.memory.len() + bytes.len() > MEMORY_LIMIT
+            && (self.memory.len() + bytes.len() > MEMORY_LIMIT
+                || in_memory_after(bytes.len()) > MEMORY_BOUND)
         {
             match spill(&self.memory) {
                 Ok(file) => self.spilled_to(file),
@@ -139,6 +143,11 @@ impl Drop for Spool {
     fn drop(&mut self) {
         IN_MEMORY.fetch_sub(self.memory.len(), Ordering::Relaxed);
     }
+}
+
+/// What all spools together would hold in memory with `more` bytes.
+fn in_memory_after(more: usize) -> usize {
+    IN_MEMORY.load(Ordering::Relaxed).saturating_add(more)
 }
 
 /// A private temporary file holding `bytes`.
@@ -216,11 +225,11 @@ mod tests {
         assert_eq!(spool.spill_error(), None);
     }
 
-    /// A file that stops taking bytes (a full disk) keeps what it took; the rest stays in
     /// A spool that no file takes has room while all spools' memory stays within the bound,
     /// and none past it; a spool whose file works always has room.
     #[test]
     fn memory_without_a_file_is_bounded_for_all_spools_together() {
+        let _alone = one_bound_test_at_a_time();
         let without_file = || {
             let mut spool = Spool::default();
             spool.spill_error = Some("no file".into());
@@ -245,6 +254,35 @@ mod tests {
         );
     }
 
+    /// The bound is the process's: two tests that fill it may not run side by side.
+    fn one_bound_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        ALONE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Memory a spool holds before it has tried a file counts toward the bound too: an append
+    /// that would pass it tries the file first.
+    #[test]
+    fn an_append_that_would_pass_the_bound_tries_a_file_first() {
+        let _alone = one_bound_test_at_a_time();
+        let mut full = Spool::default();
+        full.spill_error = Some("no file".into());
+        let piece = vec![7u8; 1024 * 1024];
+        while full.has_room(piece.len()) {
+            full.append(&piece);
+        }
+        let mut fresh = Spool::default();
+        assert!(fresh.has_room(piece.len()), "a file may yet take it");
+        fresh.append(&piece);
+        assert!(
+            fresh.spilled(),
+            "the bytes went to a file, not past the bound"
+        );
+    }
+
+    /// A file that stops taking bytes (a full disk) keeps what it took; the rest stays in
     /// memory, and everything reads back whole and in order.
     #[test]
     fn bytes_a_file_will_not_take_stay_in_memory() {

@@ -483,6 +483,58 @@ fn kept_output_without_a_temporary_file_is_said_once() {
     assert_eq!(events.len(), 1, "{events:?}");
 }
 
+/// Kept output that no temporary file can take counts toward the 64 MiB that all spools may
+/// hold in memory: 45 attempts of 3 MB each, kept whole, stay within it (the attempts past it
+/// wait, as for a slow reader, until their --timeout), where they once took 140 MB. Nothing
+/// was said of a spill for a run that had nothing to keep.
+#[test]
+fn kept_output_without_a_temporary_file_stays_within_the_memory_bound() {
+    let child = std::process::Command::new(BIN)
+        .args(["--failed-output", "on-give-up", "--keep-max", "0"])
+        .args(["-r", "45", "--delays", "0", "--timeout", "100ms"])
+        .args(sh("head -c 3000000 /dev/zero; exit 1"))
+        .env("TMPDIR", "/nonexistent/retry-test")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value; wait4(2) on this test's own child, which
+    // `child` is then never asked to wait for.
+    let (waited, usage) = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let waited = libc::wait4(child.id() as i32, &mut status, 0, &mut usage);
+        (waited, usage)
+    };
+    assert_eq!(waited, child.id() as i32);
+    drop(child);
+    assert!(
+        usage.ru_maxrss < 110 * 1024,
+        "peak RSS {} KiB",
+        usage.ru_maxrss
+    );
+    let quiet = retry()
+        .args([
+            "--failed-output",
+            "on-give-up",
+            "-r",
+            "1",
+            "--delays",
+            "0",
+            "false",
+        ])
+        .command()
+        .env("TMPDIR", "/nonexistent/retry-test")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&quiet.stderr)
+            .matches("temporary file")
+            .count(),
+        0
+    );
+}
+
 /// The final attempt is the one after which the run ends, whatever ends it: its stdout goes to
 /// stdout and its stderr to stderr, byte for byte, under `drop` and `on-give-up` alike, when
 /// the budget refuses the retry.
