@@ -12,7 +12,8 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -199,13 +200,28 @@ impl Replay {
 pub(crate) struct Feeder {
     replay: Arc<Replay>,
     stop: Arc<AtomicBool>,
+    /// Dropped, wakes the feeder from a wait on a full pipe: a background process of the
+    /// attempt may hold its stdin open and never read it.
+    link: UnixStream,
 }
 
 impl Feeder {
     /// Fails when no thread can be had: the attempt would read nothing.
-    fn start(replay: Arc<Replay>, mut writer: io::PipeWriter) -> io::Result<Feeder> {
+    fn start(replay: Arc<Replay>, writer: io::PipeWriter) -> io::Result<Feeder> {
         let stop = Arc::new(AtomicBool::new(false));
         let (source, stopped) = (Arc::clone(&replay), Arc::clone(&stop));
+        let (link, woken) = UnixStream::pair()?;
+        // Writes that never block, so that a full pipe is a wait the feeder can be woken from.
+        // The flag is the write end's alone: the attempt holds the other.
+        // SAFETY: fcntl(2) F_GETFL/F_SETFL on a descriptor this function owns.
+        unsafe {
+            let fd = writer.as_raw_fd();
+            libc::fcntl(
+                fd,
+                libc::F_SETFL,
+                libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+            );
+        }
         thread::Builder::new()
             .name("feeder".into())
             .spawn(move || {
@@ -227,8 +243,9 @@ impl Feeder {
                         }
                     };
                     drop(state);
-                    // The attempt stopped reading (or ended): nothing more to give it.
-                    if writer.write_all(&buffer[..read]).is_err() {
+                    // The attempt stopped reading (or ended), or the feeder was stopped:
+                    // nothing more to give it.
+                    if !feed(&writer, &buffer[..read], woken.as_raw_fd()) {
                         return;
                     }
                     offset += read as u64;
@@ -240,7 +257,7 @@ impl Feeder {
                     }
                 }
             })?;
-        Ok(Feeder { replay, stop })
+        Ok(Feeder { replay, stop, link })
     }
 
     /// Stops feeding once the attempt has ended; the pipe closes with the thread.
@@ -249,5 +266,32 @@ impl Feeder {
         // Take the lock so the feeder is either before its check or already waiting.
         drop(self.replay.lock());
         self.replay.grew.notify_all();
+        drop(self.link);
     }
+}
+
+/// Writes all of `bytes` to `writer` (non-blocking), waiting while the pipe is full; `false`
+/// when it cannot, or once `stop` is readable (its other end closed).
+fn feed(mut writer: &io::PipeWriter, mut bytes: &[u8], stop: RawFd) -> bool {
+    while !bytes.is_empty() {
+        match writer.write(bytes) {
+            Ok(written) => bytes = &bytes[written..],
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                let mut ready = [(writer.as_raw_fd(), libc::POLLOUT), (stop, libc::POLLIN)].map(
+                    |(fd, events)| libc::pollfd {
+                        fd,
+                        events,
+                        revents: 0,
+                    },
+                );
+                // SAFETY: two valid pollfds, no timeout.
+                if unsafe { libc::poll(ready.as_mut_ptr(), 2, -1) } > 0 && ready[1].revents != 0 {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    true
 }

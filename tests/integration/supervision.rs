@@ -385,3 +385,50 @@ fn restarts_that_leave_long_lived_background_writers_hold_a_flat_number_of_descr
         }
     }
 }
+
+/// Under `--stdin replay`, an attempt that leaves a background process holding its stdin
+/// unread leaves no feeder behind: the feeder waiting on that full pipe is woken and ends when
+/// the attempt does, so `retry`'s descriptors stay flat over the restarts (under a limit of
+/// 32, one held for ever per attempt would stop the run by the 20th).
+#[test]
+fn replayed_stdin_held_unread_by_background_processes_holds_a_flat_number_of_descriptors() {
+    const ATTEMPTS: usize = 24;
+    let r = retry();
+    let (counts, last) = (r.path("counts"), r.path("last"));
+    let input = r.write("input", &"x".repeat(1024 * 1024));
+    let script = format!(
+        "if [ $RETRY_ATTEMPT -gt {ATTEMPTS} ]; then touch '{last}'; exit 3; fi
+         ls /proc/$PPID/fd | wc -l >> '{counts}'
+         exec 3<&0
+         (while [ ! -e '{last}' ] && kill -0 $PPID 2>/dev/null; do sleep 0.02; done) <&3 >/dev/null 2>&1 &
+         exit 0",
+        counts = counts.display(),
+        last = last.display(),
+    );
+    let r = r
+        .args([
+            "--stdin",
+            "replay",
+            "--restart",
+            "--retries",
+            "0",
+            "--delays",
+            "0",
+        ])
+        .args(sh(&script));
+    let output = r
+        .command_with_open_files(32)
+        .pipe_stdin(&input)
+        .unwrap()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let counts: Vec<usize> = lines(&r, "counts")
+        .iter()
+        .map(|count| count.trim().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), ATTEMPTS, "{output:?}");
+    let early = counts[2..6].iter().max().unwrap();
+    let late = counts[ATTEMPTS - 4..].iter().max().unwrap();
+    assert!(late <= &(early + 4), "{counts:?}");
+}
