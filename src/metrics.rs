@@ -121,31 +121,61 @@ pub(crate) fn write(path: &Path, job: &str, figures: &Figures, nonce: u64) -> io
     written
 }
 
-/// Where the figures go: `path` when nothing or a regular file is there, the file a symlink
-/// names when that is a regular file; anything else cannot be replaced.
+/// Where the figures go: `path` when nothing or a regular file is there, the regular file a
+/// chain of symlinks ends at; anything else cannot be replaced. What another user put there (a
+/// regular file, or any symlink of the chain) is neither read nor replaced: in a directory
+/// shared with a neighbour, it would turn the write on a file of their choosing, or feed the
+/// run a last success of their making. Root's own are root's.
 fn replaceable(path: &Path) -> io::Result<PathBuf> {
     let not_regular = |kind: fs::FileType| {
         io::Error::other(format!("it is {}, not a regular file", file_kind(kind)))
     };
-    match fs::symlink_metadata(path) {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(path.to_path_buf()),
-        Err(error) => Err(error),
-        Ok(found) if found.is_file() => Ok(path.to_path_buf()),
-        // Followed only if it is this user's (or root's): one that a neighbour put in a shared
-        // directory must not turn the write on a file of theirs choosing.
-        Ok(found) if found.file_type().is_symlink() && owned_by_another(found.uid()) => Err(
-            io::Error::other("it is a symlink of another user, not a regular file"),
-        ),
-        Ok(found) if found.file_type().is_symlink() => match fs::metadata(path) {
-            Ok(named) if named.is_file() => fs::canonicalize(path),
-            Ok(named) => Err(not_regular(named.file_type())),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Err(io::Error::other(
-                "it is a symlink to nothing, not a regular file",
-            )),
-            Err(error) => Err(error),
-        },
-        Ok(found) => Err(not_regular(found.file_type())),
+    let mut at = path.to_path_buf();
+    // As many links as the kernel follows (MAXSYMLINKS).
+    for _ in 0..40 {
+        let found = match fs::symlink_metadata(&at) {
+            Err(error) if error.kind() == io::ErrorKind::NotFound && at == path => {
+                return Ok(at);
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(io::Error::other(
+                    "it is a symlink to nothing, not a regular file",
+                ));
+            }
+            Err(error) => return Err(error),
+            Ok(found) => found,
+        };
+        let kind = found.file_type();
+        if (kind.is_file() || kind.is_symlink()) && owned_by_another(found.uid()) {
+            let what = if kind.is_file() {
+                "a file"
+            } else {
+                "a symlink"
+            };
+            return Err(io::Error::other(format!(
+                "it is {what} of another user (uid {}), not a regular file of this user's",
+                found.uid()
+            )));
+        }
+        if kind.is_file() {
+            return if at == path {
+                Ok(at)
+            } else {
+                fs::canonicalize(&at)
+            };
+        }
+        if !kind.is_symlink() {
+            return Err(not_regular(kind));
+        }
+        let target = fs::read_link(&at)?;
+        at = match at.parent() {
+            Some(parent) => parent.join(target),
+            None => target,
+        };
     }
+    Err(io::Error::other(
+        "it is a loop of symlinks, not a regular file",
+    ))
 }
 
 fn file_kind(kind: fs::FileType) -> &'static str {

@@ -589,8 +589,10 @@ fn a_file_at_the_temporary_name_is_left_alone() {
     );
 }
 
-/// A symlink that another user put at PATH (in a shared directory) is not followed: the file
-/// it names is not theirs to choose. (Needs root, to make a symlink another user's.)
+/// A symlink that another user put at PATH (in a shared directory), or anywhere along a chain
+/// of symlinks from it, is not followed: the file it names is not theirs to choose. Nor is a
+/// regular file of theirs read (for a last success of their making) or replaced. (Needs root,
+/// to make a file another user's.)
 #[test]
 fn a_symlink_of_another_user_is_not_followed() {
     use std::os::unix::fs::symlink;
@@ -607,4 +609,16 @@ fn a_symlink_of_another_user_is_not_followed() {
     std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
     refused(&link);
     assert_eq!(read(&victim), "mine");
+    // Theirs in the middle of a chain of this user's.
+    let mine = r.path("chain.prom");
+    symlink(&link, &mine).unwrap();
+    refused(&mine);
+    assert_eq!(read(&victim), "mine");
+    // A regular file of theirs, with a last success far in the future.
+    let planted = r.path("planted.prom");
+    let theirs = "retry_last_success_timestamp_seconds{job=\"true\"} 4102444800\n";
+    fs::write(&planted, theirs).unwrap();
+    std::os::unix::fs::lchown(&planted, Some(65534), None).unwrap();
+    refused(&planted);
+    assert_eq!(read(&planted), theirs);
 }
