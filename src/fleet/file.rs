@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
 use super::{Applied, Op, Store, StoreError};
-use crate::ownership::owned_by_another;
+use crate::ownership::{foreign_symlink, owned_by_another};
 use crate::text::{self, plain_error};
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
@@ -94,6 +94,12 @@ impl FileStore {
         let unavailable = |what: &str, error: &io::Error| {
             OpenError::Unavailable(format!("{what} {shown}: {}", plain_error(error)))
         };
+        if let Some((link, owner)) = foreign_symlink(dir) {
+            return Err(OpenError::Unsafe(format!(
+                "state directory {shown} is reached through {}, a symlink of another user (uid {owner}); use a directory of your own",
+                text::path(&link)
+            )));
+        }
         match fs::metadata(dir) {
             Ok(meta) if !meta.is_dir() => {
                 return Err(OpenError::Unavailable(format!(

@@ -1223,4 +1223,22 @@ fn a_state_of_another_user_is_misuse() {
             )));
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "theirs");
+    // A directory of this user's, reached through a symlink of theirs: they chose it.
+    let mine = s.dir.with_file_name("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let link = s.dir.with_file_name("link");
+    std::os::unix::fs::symlink(&mine, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(nobody), None).unwrap();
+    retry()
+        .args([format!("--state={}", link.display())])
+        .args(["--breaker", "api", "-r", "0", "false"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("a symlink of another user"));
+    assert_eq!(
+        std::fs::read_dir(&mine).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
