@@ -372,27 +372,30 @@ impl FileStore {
     }
 
     /// Runs `look` on the record of `name` as some run last stored it, without its lock: a
-    /// record is replaced atomically, so it is whole. A corrupt one reads as fresh.
+    /// record is replaced atomically, so it is whole. A corrupt one reads as fresh, and says
+    /// so (`true`); it stays as it is.
     fn peek<T>(
         &mut self,
         name: &str,
         look: &mut dyn FnMut(&Record, u64) -> T,
-    ) -> Result<T, StoreError> {
-        let record = match self.load(name)? {
-            Some(Ok(record)) => record,
-            Some(Err(())) | None => Record::default(),
+    ) -> Result<(T, bool), StoreError> {
+        let (record, corrupt) = match self.load(name)? {
+            Some(Ok(record)) => (record, false),
+            Some(Err(())) => (Record::default(), true),
+            None => (Record::default(), false),
         };
-        Ok(look(&record, now_ms()))
+        Ok((look(&record, now_ms()), corrupt))
     }
 }
 
 impl Store for FileStore {
     fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
         if op.reads_only() {
-            let reply = self.peek(name, &mut |record, now| record.clone().apply(op, now))?;
+            let (reply, corrupt) =
+                self.peek(name, &mut |record, now| record.clone().apply(op, now))?;
             return Ok(Applied {
                 reply,
-                replaced: false,
+                replaced: corrupt,
             });
         }
         let (reply, replaced) = self.transact(name, &mut |record, now| record.apply(op, now))?;

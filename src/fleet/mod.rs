@@ -65,7 +65,8 @@ pub(crate) trait Store {
     fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError>;
 }
 
-/// What a decision gave, and whether the record it found was corrupt and replaced.
+/// What a decision gave, and whether the record it found was corrupt (and replaced, but by a
+/// look at the state, which changes nothing).
 pub(crate) struct Applied {
     pub(crate) reply: Reply,
     pub(crate) replaced: bool,
@@ -167,6 +168,9 @@ pub(crate) struct Fleet<S> {
     /// This run, as the breaker knows its probe.
     id: u64,
     notices: Vec<Notice>,
+    /// The names whose record was said not to parse: once for a record, whether a look or a
+    /// decision found it.
+    said_corrupt: Vec<String>,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -180,6 +184,7 @@ impl<S: Store> Fleet<S> {
             store: Some(store),
             id,
             notices: Vec::new(),
+            said_corrupt: Vec::new(),
         }
     }
 
@@ -189,7 +194,8 @@ impl<S: Store> Fleet<S> {
         let store = self.store.as_mut()?;
         match store.apply(name, &op) {
             Ok(applied) => {
-                if applied.replaced {
+                if applied.replaced && !self.said_corrupt.iter().any(|said| said == name) {
+                    self.said_corrupt.push(name.to_string());
                     self.notices.push(Notice::Replaced {
                         name: name.to_string(),
                     });
@@ -347,8 +353,18 @@ pub(crate) fn show<S: Store>(
     settings: &FleetSettings,
     store: &mut S,
 ) -> Result<(Option<BudgetState>, Option<BreakerShown>), StoreError> {
+    // A record that does not parse is said, never shown as the fresh state a run makes of it.
+    let look = |store: &mut S, name: &str, op: &Op| {
+        let applied = store.apply(name, op)?;
+        if applied.replaced {
+            return Err(StoreError(format!(
+                "the record of '{name}' does not parse; the next run that uses it replaces it with a fresh state"
+            )));
+        }
+        Ok(applied.reply)
+    };
     let budget = match &settings.budget {
-        Some((name, policy)) => match store.apply(name, &Op::ShowBudget(*policy))?.reply {
+        Some((name, policy)) => match look(store, name, &Op::ShowBudget(*policy))? {
             Reply::Budget(view) => Some(BudgetState {
                 name: name.clone(),
                 balance: view.balance,
@@ -361,7 +377,7 @@ pub(crate) fn show<S: Store>(
         None => None,
     };
     let breaker = match &settings.breaker {
-        Some((name, _)) => match store.apply(name, &Op::ShowBreaker)?.reply {
+        Some((name, _)) => match look(store, name, &Op::ShowBreaker)? {
             Reply::Breaker { record, now } => Some(BreakerShown {
                 name: name.clone(),
                 state: match record.state(now) {

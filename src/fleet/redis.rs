@@ -534,8 +534,14 @@ impl Store for RedisStore {
             .split_last()
             .and_then(|(replaced, values)| Some((reply(op, values)?, unsigned(replaced)?)));
         let (reply, replaced) = read.ok_or_else(|| {
+            // What it said, cut short: a server may answer anything, of any size.
+            let mut said = format!("{values:?}");
+            if let Some((at, _)) = said.char_indices().nth(200) {
+                said.truncate(at);
+                said.push_str("...");
+            }
             StoreError(format!(
-                "Redis at {}: an answer retry cannot read: {values:?}",
+                "Redis at {}: an answer retry cannot read: {said}",
                 self.shown
             ))
         })?;

@@ -994,6 +994,26 @@ fn a_corrupt_state_is_replaced_said_once_and_used() {
     assert_eq!(s.show(&b)["breaker"]["state"], "open");
 }
 
+/// `--show-state` of a record that does not parse says so (exit 1), rather than show the fresh
+/// state a run would make of it, and leaves the record as it is: a look changes nothing.
+#[test]
+fn show_state_says_a_corrupt_record_and_leaves_it() {
+    let s = state();
+    std::fs::create_dir_all(&s.dir).unwrap();
+    std::fs::write(s.dir.join("api.state"), "not a record\n").unwrap();
+    s.retry(&["--breaker", "api", "--budget", "api", "--show-state"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "the record of 'api' does not parse",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(s.dir.join("api.state")).unwrap(),
+        "not a record\n"
+    );
+}
+
 /// A lock that another process holds and never lets go costs a run one bounded wait (under the
 /// second a broken state may cost in all), and then the run goes on without the state.
 #[test]

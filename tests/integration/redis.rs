@@ -1432,3 +1432,23 @@ fn a_silent_server_delays_a_run_by_at_most_a_second() {
     assert!(took < Duration::from_millis(1500), "{took:?}");
     drop(listener);
 }
+
+/// `--show-state` of a key that does not parse says so (exit 1) and leaves it: a look at the
+/// state deletes nothing (a run replaces it, and says so).
+#[test]
+fn show_state_says_a_corrupt_key_and_leaves_it() {
+    let Some(server) = server(&[], false) else {
+        return;
+    };
+    server.command(0, &["SET", "retry:{cor}:breaker", "junk"]);
+    retry()
+        .args([format!("--state={}", server.url(0))])
+        .args(["--breaker", "cor", "--show-state"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "the record of 'cor' does not parse",
+        ));
+    assert_eq!(server.command(0, &["GET", "retry:{cor}:breaker"]), "junk");
+}
