@@ -5,10 +5,15 @@
 //!
 //! One connection per run, made only when a budget or breaker is named, with short time-outs:
 //! a server that is down, silent or refuses us makes the run fail open, well within a second.
+//! The connection lives on a thread of its own, so that a server that answers without end
+//! (byte by byte, or a flood) holds a decision no longer than the second either: the run fails
+//! open, and the connection's sockets are shut, which ends what the thread was reading.
 //! The password in a URL is never said: `shown_url` rebuilds a URL from what the client reads
 //! of it, with `***` for the password.
 
-use std::time::Duration;
+use std::os::fd::RawFd;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use redis::cluster::ClusterConnection;
 use redis::{Connection, ConnectionLike, Script, Value};
@@ -41,10 +46,18 @@ const REPLY_WAIT: Duration = Duration::from_millis(400);
 const CLUSTER_OPEN_WAIT: Duration = Duration::from_millis(800);
 /// What opening one server may take in all, the handshake's replies included.
 const OPEN_WAIT: Duration = Duration::from_millis(600);
+/// What opening and then any one decision may take together: past it, the run fails open.
+const ALL_WAIT: Duration = Duration::from_secs(1);
 
 pub(crate) struct RedisStore {
-    connection: Link,
-    script: Script,
+    /// To the thread that holds the connection: a decision to take.
+    decisions: mpsc::Sender<(String, Op)>,
+    /// From it: what each decision gave.
+    answers: mpsc::Receiver<Result<Applied, StoreError>>,
+    /// How long a decision may take: what opening left of `ALL_WAIT`.
+    decision_wait: Duration,
+    /// The sockets (by inode) that talked to a server before the store opened: not its own.
+    others_sockets: Vec<u64>,
     /// The URL as it may be shown.
     shown: String,
 }
@@ -68,6 +81,11 @@ impl RedisStore {
     /// Connects to the server (or the cluster) at `url`; the reason, with the URL redacted,
     /// when it cannot.
     pub(crate) fn open(url: &str) -> Result<RedisStore, String> {
+        let started = Instant::now();
+        let others_sockets: Vec<u64> = server_sockets()
+            .into_iter()
+            .map(|(_, inode)| inode)
+            .collect();
         let shown = shown_url(url);
         let unreachable =
             |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
@@ -88,16 +106,17 @@ impl RedisStore {
                     .retries(0)
                     .build()
                     .map_err(unreachable)?;
-                let connection =
-                    within(CLUSTER_OPEN_WAIT, &shown, move || client.get_connection())?
-                        .map_err(unreachable)?;
+                let connection = within(CLUSTER_OPEN_WAIT, &shown, &others_sockets, move || {
+                    client.get_connection()
+                })?
+                .map_err(unreachable)?;
                 Link::Cluster(Box::new(connection))
             }
             None => {
                 let client = redis::Client::open(url).map_err(unreachable)?;
                 // Connecting is a connect and then a reply for each step of the handshake
                 // (HELLO, AUTH, SELECT), each with its own wait: `OPEN_WAIT` bounds them all.
-                let connection = within(OPEN_WAIT, &shown, move || {
+                let connection = within(OPEN_WAIT, &shown, &others_sockets, move || {
                     client.get_connection_with_timeout(CONNECT_WAIT)
                 })?
                 .map_err(unreachable)?;
@@ -108,31 +127,126 @@ impl RedisStore {
                 Link::Server(connection)
             }
         };
-        Ok(RedisStore {
+        let (decisions, to_take) = mpsc::channel::<(String, Op)>();
+        let (answer, answers) = mpsc::channel();
+        let decider = Decider {
             connection,
             script: Script::new(include_str!("decide.lua")),
+            shown: shown.clone(),
+        };
+        std::thread::Builder::new()
+            .name("redis".into())
+            .spawn(move || {
+                let mut decider = decider;
+                for (name, op) in to_take {
+                    if answer.send(decider.apply(&name, &op)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|error| format!("Redis at {shown}: {error}"))?;
+        Ok(RedisStore {
+            decisions,
+            answers,
+            decision_wait: ALL_WAIT.saturating_sub(started.elapsed()),
+            others_sockets,
             shown,
         })
     }
 }
 
+/// Shuts the sockets that talk to a server but those of `others` (by inode): the store's, so
+/// that a thread reading a server that answers without end stops, and holds no more memory
+/// than it read.
+fn shut_sockets_but(others: &[u64]) {
+    for (fd, inode) in server_sockets() {
+        if !others.contains(&inode) {
+            // SAFETY: shutdown(2) on a socket of this process; it closes nothing.
+            unsafe {
+                libc::shutdown(fd, libc::SHUT_RDWR);
+            }
+        }
+    }
+}
+
+/// The sockets of this process that talk to a server, a TCP one or a Unix socket's (a pair of
+/// `retry`'s own has no peer address), with their inodes.
+fn server_sockets() -> Vec<(RawFd, u64)> {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
+        .filter_map(|fd| {
+            // SAFETY: fstat(2), getsockopt(2) and getpeername(2) into zeroed values of the
+            // sizes given, on a descriptor number that may since have closed (then they fail).
+            unsafe {
+                let mut stat: libc::stat = std::mem::zeroed();
+                if libc::fstat(fd, &mut stat) != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFSOCK
+                {
+                    return None;
+                }
+                let mut domain: libc::c_int = 0;
+                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                let option = (&raw mut domain).cast();
+                if libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, option, &mut len) != 0 {
+                    return None;
+                }
+                let talks = match domain {
+                    libc::AF_INET | libc::AF_INET6 => true,
+                    libc::AF_UNIX => {
+                        let mut peer: libc::sockaddr_un = std::mem::zeroed();
+                        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+                        libc::getpeername(fd, (&raw mut peer).cast(), &mut len) == 0
+                            && len as usize > std::mem::size_of::<libc::sa_family_t>()
+                    }
+                    _ => false,
+                };
+                talks.then_some((fd, stat.st_ino))
+            }
+        })
+        .collect()
+}
+
+/// The connection and the script, on the thread of their own.
+struct Decider {
+    connection: Link,
+    script: Script,
+    shown: String,
+}
+
 /// Runs `connect` on a thread of its own and waits for it `wait` in all: past that, the run
-/// fails open (the reason names `shown`), and the thread, left behind, ends with `retry`.
+/// fails open (the reason names `shown`), and the sockets that talk to a server but those of
+/// `others` are shut, so the thread left behind reads no more.
 fn within<T: Send + 'static>(
     wait: Duration,
     shown: &str,
+    others: &[u64],
     connect: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
-    let (sender, connected) = std::sync::mpsc::channel();
+    let (sender, connected) = mpsc::channel();
     std::thread::Builder::new()
         .name("redis-open".into())
         .spawn(move || {
             let _ = sender.send(connect());
         })
         .map_err(|error| format!("Redis at {shown}: {error}"))?;
-    connected
-        .recv_timeout(wait)
-        .map_err(|_| format!("Redis at {shown}: no answer within {} ms", wait.as_millis()))
+    let until = Instant::now() + wait;
+    let resident = resident_bytes();
+    let why = loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match connected.recv_timeout(left.min(FLOOD_CHECK)) {
+            Ok(connection) => return Ok(connection),
+            Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
+                if resident_bytes().saturating_sub(resident) > FLOOD_MOST {
+                    break "an answer larger than any retry asks for".to_string();
+                }
+            }
+            Err(_) => break format!("no answer within {} ms", wait.as_millis()),
+        }
+    };
+    shut_sockets_but(others);
+    Err(format!("Redis at {shown}: {why}"))
 }
 
 /// For a `redis+cluster://` or `rediss+cluster://` URL, the URL of each seed node, with the
@@ -518,6 +632,54 @@ fn reply(op: &Op, values: &[Value]) -> Option<Reply> {
 }
 
 impl Store for RedisStore {
+    fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
+        let gone = || StoreError(format!("Redis at {}: the connection ended", self.shown));
+        self.decisions
+            .send((name.to_string(), *op))
+            .map_err(|_| gone())?;
+        // An answer is a few numbers: memory that grows while it comes is a server that
+        // floods, and is cut as one that never ends is.
+        let until = Instant::now() + self.decision_wait;
+        let resident = resident_bytes();
+        let why = loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.answers.recv_timeout(left.min(FLOOD_CHECK)) {
+                Ok(answer) => return answer,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(gone()),
+                Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
+                    break format!(
+                        "no whole answer within {} ms",
+                        self.decision_wait.as_millis()
+                    );
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if resident_bytes().saturating_sub(resident) > FLOOD_MOST {
+                        break "an answer larger than any retry asks for".to_string();
+                    }
+                }
+            }
+        };
+        shut_sockets_but(&self.others_sockets);
+        Err(StoreError(format!("Redis at {}: {why}", self.shown)))
+    }
+}
+
+/// How often the wait for an answer looks at memory, and how much it may grow meanwhile.
+const FLOOD_CHECK: Duration = Duration::from_millis(10);
+const FLOOD_MOST: u64 = 32 * 1024 * 1024;
+
+/// This process's resident memory, in bytes (0 when it cannot be read).
+fn resident_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|statm| statm.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf(3) takes a plain integer.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages.saturating_mul(u64::try_from(page).unwrap_or(4096))
+}
+
+impl Decider {
     fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
         let mut invocation = self.script.prepare_invoke();
         invocation
@@ -917,8 +1079,15 @@ mod tests {
         use std::sync::atomic::{AtomicU64, Ordering};
         let Some(server) = server() else { return };
         let url = format!("redis://127.0.0.1:{}/5", server.port);
-        // proptest's closure is a `Fn`: the one connection is lent through a RefCell.
+        // proptest's closure is a `Fn`: the store and a connection of the test's own (for the
+        // server's time) are lent through RefCells.
         let store = std::cell::RefCell::new(RedisStore::open(&url).unwrap());
+        let clock = std::cell::RefCell::new(
+            redis::Client::open(url.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        );
         let case = AtomicU64::new(0);
         let config = ProptestConfig {
             cases: 48,
@@ -930,7 +1099,7 @@ mod tests {
             let mut rules = super::super::rules::Record::default();
             let mut store = store.borrow_mut();
             let time: Vec<String> = redis::cmd("TIME")
-                .query(store.connection.connection())
+                .query(&mut *clock.borrow_mut())
                 .unwrap();
             let mut now = time[0].parse::<u64>().unwrap() * 1000
                 + time[1].parse::<u64>().unwrap() / 1000;

@@ -1452,3 +1452,101 @@ fn show_state_says_a_corrupt_key_and_leaves_it() {
         ));
     assert_eq!(server.command(0, &["GET", "retry:{cor}:breaker"]), "junk");
 }
+
+/// A server that takes the handshake (`+OK` to every command) and then answers a decision
+/// without end: `dribble`, one byte at a time; `flood`, as fast as it can. Serves until the
+/// test ends.
+fn endless_answers(flood: bool) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let Some(count) = line.trim().strip_prefix('*') else {
+                        continue;
+                    };
+                    let mut words = Vec::new();
+                    for _ in 0..count.parse::<usize>().unwrap_or(0) * 2 {
+                        line.clear();
+                        let _ = reader.read_line(&mut line);
+                        words.push(line.trim().to_string());
+                    }
+                    let decision = words
+                        .get(1)
+                        .is_some_and(|word| word.eq_ignore_ascii_case("EVALSHA"));
+                    if !decision {
+                        let _ = stream.write_all(b"+OK\r\n");
+                        continue;
+                    }
+                    let _ = stream.write_all(b"$3000000000\r\n");
+                    let chunk = vec![b'x'; if flood { 1 << 20 } else { 1 }];
+                    while stream.write_all(&chunk).is_ok() {
+                        if !flood {
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
+                    return;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A server that answers a decision without end, a byte at a time or in a flood, holds the
+/// run no longer than a server that is silent (once: 100 000 bytes at 0.3 s each, or memory
+/// until the system had none), and the run's memory stays small: the store's sockets are shut
+/// once the answer is past its time, or has made memory grow by more than any answer could.
+#[test]
+fn a_server_that_answers_without_end_fails_open_within_the_bound() {
+    for flood in [false, true] {
+        let port = endless_answers(flood);
+        let mut child = std::process::Command::new(BIN)
+            .args([format!("--state=redis://127.0.0.1:{port}")])
+            .args(["--breaker", "api", "-r", "0", "true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Should the run hang (it once did), it is killed past the bound, and the test fails.
+        let pid = child.id() as i32;
+        let (ended, watched) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if watched.recv_timeout(BOUND).is_err() {
+                // SAFETY: kill(2) of this test's own child, not yet waited for.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        });
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value; wait4(2) on this test's own child,
+        // which `child` is then never asked to wait for.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::wait4(pid, &mut status, 0, &mut usage);
+            usage
+        };
+        let _ = ended.send(());
+        watchdog.join().unwrap();
+        let mut said = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+        drop(child);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{flood}: {status} {said}"
+        );
+        assert!(said.contains("state unavailable"), "{flood}: {said}");
+        assert!(
+            usage.ru_maxrss < 200 * 1024,
+            "{flood}: {} KiB",
+            usage.ru_maxrss
+        );
+    }
+}
