@@ -149,6 +149,12 @@ pub trait Sleep {
     fn now(&self) -> Instant;
     /// Waits `duration`, unless a signal ends the wait first.
     fn sleep(&mut self, duration: Duration) -> Result<(), Interrupted>;
+    /// A signal that has come to end the run and was not yet taken, if one has, without
+    /// waiting: one that comes after the wait, while the fleet limits are asked, ends the run
+    /// before the next attempt starts.
+    fn interrupted(&mut self) -> Result<(), Interrupted> {
+        self.sleep(Duration::ZERO)
+    }
 }
 
 /// How a run ended, and how many attempts it made.
@@ -265,9 +271,9 @@ struct Run<'a, E, S, R, G: ?Sized> {
     reporter: &'a mut Reporter,
     /// Attempts started so far.
     attempts: u64,
-    /// Under `--failed-output drop|on-give-up`, the attempt (its number and end) whose held
-    /// output waits for the next attempt to be certain to start: only then is it an earlier
-    /// attempt's. Should the run end first (the breaker found open, the deadline, a signal
+    /// Under `--failed-output drop|on-give-up` or `--hold-stdout`, the attempt (its number and
+    /// end) whose held output waits for the next attempt to be certain to start: only then is
+    /// it an earlier attempt's. Should the run end first (the breaker found open, the deadline, a signal
     /// during the wait), it is the final attempt's.
     held_back: Option<(u64, AttemptEnd)>,
 }
@@ -334,6 +340,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             if let Some(end) = self.admit(attempt, &progress)? {
                 return Ok(end);
             }
+            self.clock.interrupted()?;
             // The attempt is certain to start: the one before it was not the final one.
             self.release_held_back(|attempt, end| OutputOf::EarlierAttempt { attempt, end })?;
             let report = self.attempt(attempt, &mut progress)?;
@@ -610,7 +617,10 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
                 self.executor
                     .settle_failed_output(Settle::Succeeded, self.reporter)?;
             }
-            _ if !final_attempt && self.settings.failed_output != FailedOutput::Pass => {
+            _ if !final_attempt
+                && (self.settings.failed_output != FailedOutput::Pass
+                    || self.settings.hold_stdout) =>
+            {
                 self.held_back = Some((attempt, report.end));
             }
             _ => self.release(OutputOf::of(final_attempt, attempt, report.end))?,
@@ -934,6 +944,8 @@ mod tests {
         time: FakeTime,
         slept: Vec<Duration>,
         interrupt_at: Option<usize>,
+        /// A signal comes once this many sleeps have ended, and waits to be taken.
+        signal_after: Option<usize>,
         /// How much later than asked each sleep ends, as a loaded machine's may.
         oversleep: Duration,
     }
@@ -949,6 +961,13 @@ mod tests {
             self.slept.push(d);
             self.time.advance(d + self.oversleep);
             Ok(())
+        }
+
+        fn interrupted(&mut self) -> Result<(), Interrupted> {
+            match self.signal_after {
+                Some(after) if self.slept.len() >= after => Err(Interrupted(libc::SIGTERM)),
+                _ => Ok(()),
+            }
         }
     }
 
@@ -1108,7 +1127,11 @@ mod tests {
         interrupt_at: Option<usize>,
         gate: &mut dyn Gate,
     ) -> Outcome {
-        let pretend = ["--stdin-is-a-pipe", "--oversleep-20ms"];
+        let pretend = [
+            "--stdin-is-a-pipe",
+            "--oversleep-20ms",
+            "--signal-after-the-wait",
+        ];
         let flags = args.iter().filter(|a| !pretend.contains(a));
         let cli = Cli::try_parse_from(
             [
@@ -1139,6 +1162,7 @@ mod tests {
             time,
             slept: Vec::new(),
             interrupt_at,
+            signal_after: args.contains(&"--signal-after-the-wait").then_some(1),
             oversleep: if args.contains(&"--oversleep-20ms") {
                 ms(20)
             } else {
@@ -1970,10 +1994,28 @@ mod tests {
             let out = run_with(&args, &[exited(1, 0)], Some(1));
             assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
             assert_eq!(out.released, [false, true], "{mode}: a signal in the wait");
+
+            // One that came once the wait was over, while the fleet limits were asked: the
+            // next attempt does not start, and the one before is final.
+            let late = [&args[..], &["--signal-after-the-wait"]].concat();
+            let out = run(&late, &[exited(1, 0)]);
+            assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+            assert_eq!(out.specs.len(), 1, "{mode}: no attempt after the signal");
+            assert_eq!(out.released, [true], "{mode}: a signal after the wait");
         }
-        // --hold-stdout (under pass) tells an earlier attempt before the wait, as it always did.
-        let out = run_with(&["--hold-stdout", "-r", "5"], &[exited(1, 0)], Some(0));
-        assert_eq!(out.released, [false]);
+        // --hold-stdout likewise: the attempt before a signal in the wait, or before the breaker
+        // found open, is the final one, and its stdout goes to stdout.
+        let args = ["--hold-stdout", "-r", "5"];
+        let out = run_with(&args, &[exited(1, 0)], Some(0));
+        assert_eq!(out.released, [true], "a signal in the wait");
+        let mut gate = ScriptedGate {
+            admits: vec![Admit::Go, Admit::BreakerOpen { next_probe: OPEN }],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&args, &[exited(1, 0)], &mut gate);
+        assert_eq!(out.released, [true], "the breaker found open");
+        let out = run(&args, &[exited(1, 0), exited(1, 0), exited(0, 0)]);
+        assert_eq!(out.released, [false, false, true]);
     }
 
     #[test]
