@@ -36,7 +36,21 @@ pub(super) fn lines(event: &Event<'_>) -> String {
                 fields,
             };
             // Maps of strings, numbers and options: nothing here can fail to serialize.
-            serde_json::to_string(&line).unwrap_or_default() + "\n"
+            without_c1(&serde_json::to_string(&line).unwrap_or_default()) + "\n"
+        })
+        .collect()
+}
+
+/// `json` with its C1 control characters escaped too (`\u009b`), as JSON allows but does not
+/// ask: a terminal that shows a log line may take U+009B for the start of an escape.
+fn without_c1(json: &str) -> String {
+    if !json.chars().any(|c| ('\u{80}'..='\u{9f}').contains(&c)) {
+        return json.to_string();
+    }
+    json.chars()
+        .map(|c| match c {
+            '\u{80}'..='\u{9f}' => format!("\\u{:04x}", u32::from(c)),
+            c => c.to_string(),
         })
         .collect()
 }
