@@ -35,9 +35,98 @@ pub(crate) fn foreign_symlink(path: &Path) -> Option<(PathBuf, u32)> {
     None
 }
 
+/// A user other than this one (and root) whom the POSIX ACL of `path` lets write it, if one:
+/// mode bits say nothing of them (`setfacl -m u:NAME:rw`). The symlink itself, when `path` is
+/// one, is what is read.
+pub(crate) fn acl_writer(path: &Path) -> Option<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut acl = [0u8; 1024];
+    // SAFETY: lgetxattr(2) into a buffer of the size given, with NUL-terminated names.
+    let len = unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            acl.as_mut_ptr().cast(),
+            acl.len(),
+        )
+    };
+    let len = usize::try_from(len).ok()?;
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    named_writer(&acl[..len], me)
+}
+
+/// In the ACL `xattr` (as the kernel stores it: a version, then tag, permissions and id for
+/// each entry), the first named user other than `me` and root who may write, the mask allowing.
+fn named_writer(xattr: &[u8], me: u32) -> Option<u32> {
+    const USER: u16 = 0x02;
+    const MASK: u16 = 0x10;
+    const WRITE: u16 = 0x02;
+    let entries: Vec<(u16, u16, u32)> = xattr
+        .get(4..)?
+        .chunks_exact(8)
+        .map(|entry| {
+            (
+                u16::from_le_bytes([entry[0], entry[1]]),
+                u16::from_le_bytes([entry[2], entry[3]]),
+                u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]),
+            )
+        })
+        .collect();
+    let mask = entries
+        .iter()
+        .find(|(tag, _, _)| *tag == MASK)
+        .map_or(WRITE, |(_, perm, _)| *perm);
+    entries
+        .iter()
+        .find(|(tag, perm, id)| *tag == USER && perm & mask & WRITE != 0 && *id != me && *id != 0)
+        .map(|(_, _, id)| *id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::owned_by_another;
+
+    #[test]
+    fn a_named_user_who_may_write_is_found_in_an_acl_the_mask_allowing() {
+        use super::named_writer;
+        let acl = |entries: &[(u16, u16, u32)]| {
+            let mut bytes = 2u32.to_le_bytes().to_vec();
+            for (tag, perm, id) in entries {
+                bytes.extend(tag.to_le_bytes());
+                bytes.extend(perm.to_le_bytes());
+                bytes.extend(id.to_le_bytes());
+            }
+            bytes
+        };
+        let owner = (0x01, 6, u32::MAX);
+        let other = (0x20, 0, u32::MAX);
+        assert_eq!(
+            named_writer(&acl(&[owner, (0x02, 6, 65534), other]), 1000),
+            Some(65534)
+        );
+        assert_eq!(
+            named_writer(&acl(&[owner, (0x02, 4, 65534), other]), 1000),
+            None
+        );
+        assert_eq!(
+            named_writer(&acl(&[owner, (0x02, 6, 65534), (0x10, 4, u32::MAX)]), 1000),
+            None,
+            "the mask takes write away"
+        );
+        assert_eq!(
+            named_writer(&acl(&[owner, (0x02, 6, 1000)]), 1000),
+            None,
+            "me"
+        );
+        assert_eq!(
+            named_writer(&acl(&[owner, (0x08, 6, 50)]), 1000),
+            None,
+            "a group"
+        );
+        assert_eq!(named_writer(&[], 1000), None);
+    }
 
     #[test]
     fn root_and_this_user_own_their_files_and_everyone_else_is_another() {

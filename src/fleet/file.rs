@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
 use super::{Applied, Op, Store, StoreError};
-use crate::ownership::{foreign_symlink, owned_by_another};
+use crate::ownership::{acl_writer, foreign_symlink, owned_by_another};
 use crate::text::{self, plain_error};
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
@@ -118,6 +118,11 @@ impl FileStore {
                     meta.uid()
                 )));
             }
+            Ok(_) if let Some(writer) = acl_writer(dir) => {
+                return Err(OpenError::Unsafe(format!(
+                    "state directory {shown} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)"
+                )));
+            }
             Ok(_) => {}
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 fs::DirBuilder::new()
@@ -142,6 +147,12 @@ impl FileStore {
                         "state file {} is writable by others (mode {:04o}); make it yours alone (chmod 600)",
                         text::path(&path),
                         meta.mode() & 0o7777
+                    )));
+                }
+                if let Some(writer) = acl_writer(&path) {
+                    return Err(OpenError::Unsafe(format!(
+                        "state file {} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)",
+                        text::path(&path),
                     )));
                 }
                 if owned_by_another(meta.uid()) {

@@ -994,6 +994,66 @@ fn a_corrupt_state_is_replaced_said_once_and_used() {
     assert_eq!(s.show(&b)["breaker"]["state"], "open");
 }
 
+/// A state directory or file that an ACL lets another user write is misuse, as one whose mode
+/// lets others write is: the mode bits say nothing of a named user (`setfacl -m u:nobody:rw`).
+#[test]
+fn a_state_another_user_may_write_by_its_acl_is_misuse() {
+    use std::os::unix::ffi::OsStrExt;
+    // USER_OBJ rwx, USER nobody rw-, GROUP_OBJ r-x, MASK rwx, OTHER ---, as the kernel keeps it.
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 7u16, u32::MAX),
+        (0x02, 6, 65534),
+        (0x04, 5, u32::MAX),
+        (0x10, 7, u32::MAX),
+        (0x20, 0, u32::MAX),
+    ] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(perm.to_le_bytes());
+        acl.extend(id.to_le_bytes());
+    }
+    let set_acl = |path: &Path| {
+        let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: setxattr(2) with NUL-terminated names and a buffer of the length given.
+        unsafe {
+            libc::setxattr(
+                path.as_ptr(),
+                c"system.posix_acl_access".as_ptr(),
+                acl.as_ptr().cast(),
+                acl.len(),
+                0,
+            ) == 0
+        }
+    };
+    let s = state();
+    std::fs::create_dir(&s.dir).unwrap();
+    if !set_acl(&s.dir) {
+        missing(
+            "a file system with POSIX ACLs",
+            "a state writable by its ACL",
+        );
+        return;
+    }
+    s.retry(&["--breaker", "api", "-r", "0", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(
+            "writable by another user (uid 65534, by its ACL)",
+        ));
+    let s = state();
+    std::fs::create_dir(&s.dir).unwrap();
+    let file = s.dir.join("api.state");
+    std::fs::write(&file, "").unwrap();
+    assert!(set_acl(&file));
+    s.retry(&["--budget", "api", "-r", "0", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(format!(
+            "state file {} is writable by another user",
+            file.display()
+        )));
+}
+
 /// `--show-state` of a record that does not parse says so (exit 1), rather than show the fresh
 /// state a run would make of it, and leaves the record as it is: a look changes nothing.
 #[test]
