@@ -124,7 +124,8 @@ pub struct Settings {
     pub retry_after_max: Duration,
     /// The budget and breaker named, with this run's policies.
     pub fleet: FleetSettings,
-    /// `--state`, when given (else `RETRY_STATE` or the default, found at the start).
+    /// `--state`, else `RETRY_STATE`, when given (else the default, found when the state is
+    /// opened).
     pub state: Option<StateLocation>,
     /// `--show-state` or `--reset-state`: act on the state and exit.
     pub state_action: Option<StateAction>,
@@ -170,6 +171,22 @@ impl Settings {
         };
         let fleet = fleet_settings(&cli);
         let state_action = state_action(&cli, &fleet)?;
+        let state = match cli.state.clone() {
+            Some(state) => Some(state),
+            // Read as --state is, so that a bad one is misuse in --dry-run too.
+            None => match crate::dirs::non_empty_env("RETRY_STATE") {
+                Some(value) => {
+                    let value = value
+                        .into_string()
+                        .map_err(|_| anyhow::anyhow!("$RETRY_STATE is not valid UTF-8"))?;
+                    Some(
+                        crate::cli::parse_state(&value)
+                            .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))?,
+                    )
+                }
+                None => None,
+            },
+        };
         let metrics = metrics_target(&cli)?;
         let failed_output = cli.failed_output.unwrap_or_default();
         if failed_output != FailedOutput::Pass && cli.hold_stdout {
@@ -218,7 +235,7 @@ impl Settings {
             },
             retry_after_max: cli.retry_after_max.unwrap_or(DEFAULT_RETRY_AFTER_MAX),
             fleet,
-            state: cli.state,
+            state,
             state_action,
             consecutive: cli.consecutive.unwrap_or(1),
             code_limits: cli

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::StateLocation;
-use crate::dirs::{non_empty_env, xdg_base};
+use crate::dirs::xdg_base;
 use file::{FileStore, OpenError};
 use redis::RedisStore;
 use rules::{Admission, BreakerRecord, BreakerState};
@@ -418,18 +418,7 @@ pub(crate) fn open(
     }
     let location = match state {
         Some(location) => Some(location.clone()),
-        None => match non_empty_env("RETRY_STATE") {
-            Some(value) => {
-                let value = value
-                    .into_string()
-                    .map_err(|_| "$RETRY_STATE is not valid UTF-8".to_string())?;
-                Some(
-                    crate::cli::parse_state(&value)
-                        .map_err(|reason| format!("$RETRY_STATE: {reason}"))?,
-                )
-            }
-            None => default_state_dir().map(StateLocation::Directory),
-        },
+        None => default_state_dir().map(StateLocation::Directory),
     };
     let names = fleet.names();
     let opened = match location {

@@ -1195,13 +1195,17 @@ fn a_scheme_without_its_slashes_is_misuse() {
             .assert()
             .code(125)
             .stderr(said());
-        let r = retry();
-        r.args(["--budget", "api", "true"])
-            .command()
-            .env("RETRY_STATE", value)
-            .assert()
-            .code(125)
-            .stderr(said());
+        // From the environment too, and in --dry-run as in a run.
+        for dry_run in [&[][..], &["--dry-run"]] {
+            let r = retry();
+            r.args(dry_run)
+                .args(["--budget", "api", "true"])
+                .command()
+                .env("RETRY_STATE", value)
+                .assert()
+                .code(125)
+                .stderr(said());
+        }
         let r = retry();
         let config = r.write(
             "config.toml",
