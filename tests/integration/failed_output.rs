@@ -484,15 +484,16 @@ fn kept_output_without_a_temporary_file_is_said_once() {
 }
 
 /// Kept output that no temporary file can take counts toward the 64 MiB that all spools may
-/// hold in memory: 45 attempts of 3 MB each, kept whole, stay within it (the attempts past it
-/// wait, as for a slow reader, until their --timeout), where they once took 140 MB. Nothing
-/// was said of a spill for a run that had nothing to keep.
+/// hold in memory: 30 attempts of 3.9 MB each (under the 4 MiB a spool holds before it tries
+/// a file), kept whole, stay within it (the attempts past it wait, as for a slow reader, until
+/// their --timeout), where they once took 120 MB. Nothing was said of a spill for a run that
+/// had nothing to keep.
 #[test]
 fn kept_output_without_a_temporary_file_stays_within_the_memory_bound() {
     let child = std::process::Command::new(BIN)
         .args(["--failed-output", "on-give-up", "--keep-max", "0"])
-        .args(["-r", "45", "--delays", "0", "--timeout", "100ms"])
-        .args(sh("head -c 3000000 /dev/zero; exit 1"))
+        .args(["-r", "30", "--delays", "0", "--timeout", "100ms"])
+        .args(sh("head -c 3900000 /dev/zero; exit 1"))
         .env("TMPDIR", "/nonexistent/retry-test")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
