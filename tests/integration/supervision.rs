@@ -370,9 +370,11 @@ fn restarts_that_leave_long_lived_background_writers_hold_a_flat_number_of_descr
             .map(|count| count.trim().parse().unwrap())
             .collect();
         assert_eq!(counts.len(), ATTEMPTS, "{failed_output}: {output:?}");
+        // A count may catch the copies of the attempt before last still handing over (one
+        // more attempt's descriptors); one held for ever raises every count after it.
         let early = counts[2..6].iter().max().unwrap();
-        let late = counts[ATTEMPTS - 4..].iter().max().unwrap();
-        assert!(late <= &(early + 4), "{failed_output}: {counts:?}");
+        let late = counts[ATTEMPTS - 4..].iter().min().unwrap();
+        assert!(late <= early, "{failed_output}: {counts:?}");
         // Held output that no attempt owns any more goes to stderr.
         let said = String::from_utf8_lossy(match failed_output {
             "pass" => &output.stdout,
