@@ -102,7 +102,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Err(error) => return misuse(&format!("{error:#}")),
     };
     if settings.dry_run {
-        return print_stdout(&(dryrun::plan(&settings) + &start::note(&settings)));
+        let plan = dryrun::plan(&settings) + &start::note(&settings);
+        return print_stdout(&text::without_secrets(&plan));
     }
     let store = match fleet::open(&settings.fleet, settings.state.as_ref()) {
         Ok(store) => store,

@@ -189,7 +189,22 @@ pub(crate) fn redact_urls(text: &str) -> String {
 /// `RETRY_STATE`, its config file (see `note_secrets`). A parser, a server or a library may
 /// echo a URL in any shape; whatever the shape, no line `retry` writes shows them
 /// (`without_secrets`).
-static SECRETS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static SECRETS: std::sync::Mutex<Secrets> = std::sync::Mutex::new(Secrets {
+    words: Vec::new(),
+    sorted: true,
+});
+
+struct Secrets {
+    words: Vec<String>,
+    /// The words are sorted, longest first (so that a piece never hides part of a longer
+    /// secret), and without repeats: done once, when they are next used.
+    sorted: bool,
+}
+
+/// The fewest characters a password (or a piece of one) has for `without_secrets` to hide it
+/// wherever it appears: a shorter one would hide exit codes, counts and words of every message,
+/// and is hidden only where a URL is shown (see `redact_urls` and the Redis store's own).
+const SECRET_LEAST: usize = 4;
 
 /// Remembers the passwords `word` may hold (see `secrets_in`), for `without_secrets`.
 pub(crate) fn note_secrets(word: &str) {
@@ -200,10 +215,8 @@ pub(crate) fn note_secrets(word: &str) {
     let mut secrets = SECRETS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    secrets.extend(found);
-    // The longest first, so that a piece never hides part of a longer secret.
-    secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    secrets.dedup();
+    secrets.words.extend(found);
+    secrets.sorted = false;
 }
 
 /// The passwords a word that is a URL may hold, read as leniently as any parser might read
@@ -254,13 +267,15 @@ pub(crate) fn secrets_in(word: &str) -> Vec<String> {
     for password in whole.into_iter().filter(|password| !password.is_empty()) {
         found.push(password.to_string());
         found.push(percent_decoded(password));
+        // A byte that was not UTF-8 (read as U+FFFD) is shown as `\xff`: the pieces around it
+        // are hidden then.
         found.extend(
             password
-                .split(['/', '?', '#', '@', ':', '&'])
-                .filter(|piece| piece.chars().count() >= 3)
+                .split(['/', '?', '#', '@', ':', '&', '\u{fffd}'])
                 .map(str::to_string),
         );
     }
+    found.retain(|secret| secret.chars().count() >= SECRET_LEAST);
     found.sort();
     found.dedup();
     found
@@ -292,49 +307,41 @@ fn percent_decoded(text: &str) -> String {
 }
 
 /// `text` with every password `note_secrets` has seen replaced by `***`: as written, escaped
-/// as `one_line` escapes it, and as JSON escapes it. One of fewer than three characters is
-/// hidden only where it stands alone (not inside a longer word), so that it cannot garble the
-/// words around it.
+/// as `one_line` escapes it, as JSON escapes it, and inside a word quoted as `shell_words`
+/// quotes one (`'\''`, or `$'...'`'s escapes). A password that is also a word of `retry`'s own
+/// messages hides that word too: what is shown must never be the password.
 pub(crate) fn without_secrets(text: &str) -> std::borrow::Cow<'_, str> {
-    let secrets = SECRETS
+    let mut secrets = SECRETS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if secrets.is_empty() {
+    if secrets.words.is_empty() {
         return text.into();
     }
+    if !secrets.sorted {
+        secrets
+            .words
+            .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.words.dedup();
+        secrets.sorted = true;
+    }
     let mut out = text.to_string();
-    for secret in secrets.iter() {
+    for secret in &secrets.words {
         let json = serde_json::to_string(secret).unwrap_or_default();
-        let json = json.trim_matches('"').to_string();
-        for shown in [secret.clone(), one_line(secret), json] {
-            out = if shown.chars().count() >= 3 {
-                out.replace(&shown, "***")
-            } else {
-                replace_standing_alone(&out, &shown)
-            };
+        let quoted = ansi_c_quoted(secret.as_bytes());
+        let forms = [
+            secret.clone(),
+            one_line(secret),
+            json.trim_matches('"').to_string(),
+            secret.replace('\'', r"'\''"),
+            quoted[2..quoted.len() - 1].to_string(),
+        ];
+        for shown in forms {
+            if shown.chars().count() >= SECRET_LEAST {
+                out = out.replace(&shown, "***");
+            }
         }
     }
     out.into()
-}
-
-/// `text` with each occurrence of `word` that no letter or digit touches replaced by `***`.
-fn replace_standing_alone(text: &str, word: &str) -> String {
-    if word.is_empty() {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(word) {
-        let before = rest[..at].chars().next_back();
-        let after = rest[at + word.len()..].chars().next();
-        let alone =
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric);
-        out.push_str(&rest[..at]);
-        out.push_str(if alone { "***" } else { word });
-        rest = &rest[at + word.len()..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -442,7 +449,12 @@ mod tests {
         ));
         assert!(has("unix:///run/redis.sock?db=1&pass=tok%2Ben", "tok+en"));
         assert!(has("REDIS://u:p%40ss@h", "p@ss"));
-        assert!(has("https://user:pw@example.com", "pw"));
+        assert!(has("https://user:pw12@example.com", "pw12"));
+        assert!(
+            !has("https://user:pw1@example.com", "pw1"),
+            "too short to hide everywhere"
+        );
+        assert!(has("https://u:pa\u{fffd}ssword@x", "ssword"));
         assert!(has("unix:///s?password=00042?Qz#x", "00042?Qz#x"));
         assert!(secrets_in("user:pw@example.com").is_empty());
         assert!(secrets_in("--budget=api").is_empty());
@@ -450,16 +462,23 @@ mod tests {
     }
 
     #[test]
-    fn a_secret_is_hidden_as_written_escaped_or_in_json_and_a_short_one_only_alone() {
+    fn a_secret_is_hidden_as_written_escaped_quoted_or_in_json_and_a_short_one_not_at_all() {
         note_secrets("redis://u:qu\"o\\te\u{1b}x@h");
-        note_secrets("redis://u:zq@h");
+        note_secrets("https://u:it'sQz@h");
+        note_secrets("redis://u:zq1@h");
         assert_eq!(without_secrets("at qu\"o\\te\u{1b}x!"), "at ***!");
         assert_eq!(without_secrets(r#"at qu"o\te\x1bx!"#), "at ***!");
         assert_eq!(
             without_secrets(r#"{"at":"qu\"o\\te\u001bx"}"#),
             r#"{"at":"***"}"#
         );
-        assert_eq!(without_secrets("zq, zqa, azq zq"), "***, zqa, azq ***");
+        assert_eq!(without_secrets(r#"at $'qu"o\\te\x1bx'"#), "at $'***'");
+        assert_eq!(without_secrets(r"at 'it'\''sQz'"), "at '***'");
+        // Too short to hide everywhere: exit codes and counts stay whole.
+        assert_eq!(
+            without_secrets("exit zq1, attempt 11/12"),
+            "exit zq1, attempt 11/12"
+        );
     }
 
     #[test]
