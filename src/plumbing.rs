@@ -635,9 +635,11 @@ fn copy(
             told = told_on(stop);
             break;
         }
-        // Only bytes that wait can fill what is held: at the source's end the read says so.
-        let waiting = bytes_waiting(source_fd).min(CHUNK);
-        if waiting > 0
+        // Only held output can be full, and only by bytes that wait: at the source's end the
+        // read says so. (A stream passed on as it comes asks nothing more of the kernel.)
+        if let Sink::Hold(..) = sink
+            && let waiting = bytes_waiting(source_fd).min(CHUNK)
+            && waiting > 0
             && let Some(stream) = sink.full(waiting)
         {
             // Nothing may be dropped, and nothing more kept: the stream is read no more, and

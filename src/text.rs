@@ -281,8 +281,9 @@ pub(crate) fn secrets_in(word: &str) -> Vec<String> {
     found
 }
 
-/// `text` with each `%XX` read as the byte it stands for (lossily, should those not be UTF-8).
-fn percent_decoded(text: &str) -> String {
+/// `text` with each `%XX` read as the byte it stands for (lossily, should those not be UTF-8),
+/// as the Redis client reads a URL's password.
+pub(crate) fn percent_decoded(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut at = 0;

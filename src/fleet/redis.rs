@@ -20,7 +20,7 @@ use redis::{Connection, ConnectionLike, Script, Value};
 
 use super::rules::{Admission, BreakerRecord, BudgetView, Probe, Transition};
 use super::{Applied, Op, Outcome, Reply, Store, StoreError};
-use crate::text::redact_urls;
+use crate::text::{percent_decoded, redact_urls};
 
 /// The reply codes of `decide.lua`, named as the script names them (a test holds the two to
 /// each other). A code that is none of these is an answer that cannot be read: the run fails
@@ -457,29 +457,6 @@ fn hide_word(text: &str, word: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// `%XX` sequences as the bytes they stand for (as the client reads a URL's password).
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The password as written in the URL's credentials: after the first `:` of what comes before

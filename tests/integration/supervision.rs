@@ -329,14 +329,20 @@ fn restarts_that_leave_background_writers_hold_a_flat_number_of_descriptors() {
         .args(sh(&script));
     let output = r.command_with_open_files(24).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{output:?}");
-    let counts: Vec<usize> = lines(&r, "counts")
-        .iter()
-        .map(|count| count.trim().parse().unwrap())
-        .collect();
-    assert_eq!(counts.len(), ATTEMPTS);
+    let counts = descriptor_counts(&r, ATTEMPTS, &output);
     let early = counts[2..6].iter().max().unwrap();
     let late = counts[ATTEMPTS - 4..].iter().max().unwrap();
     assert!(late <= &(early + 4), "{counts:?}");
+}
+
+/// The descriptor counts each attempt wrote to the file `counts`, one per attempt.
+fn descriptor_counts(r: &Retry, attempts: usize, output: &std::process::Output) -> Vec<usize> {
+    let counts: Vec<usize> = lines(r, "counts")
+        .iter()
+        .map(|count| count.trim().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), attempts, "{output:?}");
+    counts
 }
 
 /// The same, with background writers that live as long as the run: each attempt leaves one
@@ -365,11 +371,7 @@ fn restarts_that_leave_long_lived_background_writers_hold_a_flat_number_of_descr
         .args(sh(&script));
     let output = r.command_with_open_files(32).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{output:?}");
-    let counts: Vec<usize> = lines(&r, "counts")
-        .iter()
-        .map(|count| count.trim().parse().unwrap())
-        .collect();
-    assert_eq!(counts.len(), ATTEMPTS, "{output:?}");
+    let counts = descriptor_counts(&r, ATTEMPTS, &output);
     // A count may catch the copies of the attempt before last still handing over (one more
     // attempt's descriptors); one held for ever raises every count after it.
     let early = counts[2..6].iter().max().unwrap();
@@ -420,11 +422,7 @@ fn replayed_stdin_held_unread_by_background_processes_holds_a_flat_number_of_des
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "{output:?}");
-    let counts: Vec<usize> = lines(&r, "counts")
-        .iter()
-        .map(|count| count.trim().parse().unwrap())
-        .collect();
-    assert_eq!(counts.len(), ATTEMPTS, "{output:?}");
+    let counts = descriptor_counts(&r, ATTEMPTS, &output);
     let early = counts[2..6].iter().max().unwrap();
     let late = counts[ATTEMPTS - 4..].iter().max().unwrap();
     assert!(late <= &(early + 4), "{counts:?}");
