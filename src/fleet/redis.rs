@@ -231,22 +231,38 @@ fn within<T: Send + 'static>(
             let _ = sender.send(connect());
         })
         .map_err(|error| format!("Redis at {shown}: {error}"))?;
+    answer_within(&connected, wait, others)
+        .map_err(|why| format!("Redis at {shown}: {}", why.unwrap_or("no answer")))
+}
+
+/// What `answers` gives within `wait`. Past it, or once memory has grown by more than any
+/// answer could while it comes (a server that floods is cut as one that never ends is), the
+/// sockets that talk to a server but those of `others` are shut, so the thread left behind
+/// reads no more, and the reason is given; `Err(None)` when the sender has gone.
+fn answer_within<T>(
+    answers: &mpsc::Receiver<T>,
+    wait: Duration,
+    others: &[u64],
+) -> Result<T, Option<&'static str>> {
     let until = Instant::now() + wait;
     let resident = resident_bytes();
     let why = loop {
         let left = until.saturating_duration_since(Instant::now());
-        match connected.recv_timeout(left.min(FLOOD_CHECK)) {
-            Ok(connection) => return Ok(connection),
-            Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
+        match answers.recv_timeout(left.min(FLOOD_CHECK)) {
+            Ok(answer) => return Ok(answer),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(None),
+            Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
+                break "no whole answer within the second";
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
                 if resident_bytes().saturating_sub(resident) > FLOOD_MOST {
-                    break "an answer larger than any retry asks for".to_string();
+                    break "an answer larger than any retry asks for";
                 }
             }
-            Err(_) => break format!("no answer within {} ms", wait.as_millis()),
         }
     };
     shut_sockets_but(others);
-    Err(format!("Redis at {shown}: {why}"))
+    Err(Some(why))
 }
 
 /// For a `redis+cluster://` or `rediss+cluster://` URL, the URL of each seed node, with the
@@ -614,30 +630,11 @@ impl Store for RedisStore {
         self.decisions
             .send((name.to_string(), *op))
             .map_err(|_| gone())?;
-        // An answer is a few numbers: memory that grows while it comes is a server that
-        // floods, and is cut as one that never ends is.
-        let until = Instant::now() + self.decision_wait;
-        let resident = resident_bytes();
-        let why = loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.answers.recv_timeout(left.min(FLOOD_CHECK)) {
-                Ok(answer) => return answer,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(gone()),
-                Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
-                    break format!(
-                        "no whole answer within {} ms",
-                        self.decision_wait.as_millis()
-                    );
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if resident_bytes().saturating_sub(resident) > FLOOD_MOST {
-                        break "an answer larger than any retry asks for".to_string();
-                    }
-                }
-            }
-        };
-        shut_sockets_but(&self.others_sockets);
-        Err(StoreError(format!("Redis at {}: {why}", self.shown)))
+        match answer_within(&self.answers, self.decision_wait, &self.others_sockets) {
+            Ok(answer) => answer,
+            Err(None) => Err(gone()),
+            Err(Some(why)) => Err(StoreError(format!("Redis at {}: {why}", self.shown))),
+        }
     }
 }
 
