@@ -143,6 +143,14 @@ pub struct Cli {
     #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub timeout: Option<Duration>,
 
+    /// Time limits per attempt as a list: attempt n gets entry n
+    ///
+    /// A comma list of durations (5s,30s,2m); the last entry repeats, and 0 is no limit for
+    /// that attempt. A first attempt that hangs is cut fast, a later one given room. Each limit
+    /// is still cut to the time --max-time leaves. It replaces --timeout.
+    #[arg(long, value_name = "LIST", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::timeouts, conflicts_with = "timeout", help_heading = "Attempts and time limits")]
+    pub timeouts: Option<parse::TimeoutList>,
+
     /// An attempt that ran at least this long starts the schedule and the attempt limit afresh
     ///
     /// After a failed attempt that ran for DUR or longer, the next wait is the first delay

@@ -34,10 +34,22 @@ const NOT_KEYS: &[&str] = &[
 /// lower layers, and one table may not set two of them.
 const GROUPS: &[&[&str]] = &[&["retries", "attempts", "forever"], &["quiet", "verbose"]];
 
-/// Keys that give the delay schedule two ways: the list, or the curve's keys (which go
-/// together). A layer that sets one side replaces the other side of lower layers, and one table
-/// may not set both.
-const RIVALS: &[(&str, &[&str])] = &[("delays", &["backoff", "base", "multiplier"])];
+/// Keys that give one setting two ways: the delay schedule as a list or as the curve's keys
+/// (which go together), the time limit as a list or as one value. A layer that sets one side
+/// replaces the other side of lower layers, and one table may not set both; the last word says
+/// why.
+const RIVALS: &[(&str, &[&str], &str)] = &[
+    (
+        "delays",
+        &["backoff", "base", "multiplier"],
+        "a list of delays replaces the backoff curve",
+    ),
+    (
+        "timeouts",
+        &["timeout"],
+        "a list of time limits replaces the one limit",
+    ),
+];
 
 /// Every key a configuration file accepts, in the order of `--help`.
 pub fn keys() -> Vec<String> {
@@ -100,7 +112,7 @@ impl ValueKind {
     fn of(key: &str) -> ValueKind {
         if CODE_KEYS.contains(&key) {
             ValueKind::Codes
-        } else if key == "delays" {
+        } else if ["delays", "timeouts"].contains(&key) {
             ValueKind::Durations
         } else if PATTERN_KEYS.contains(&key) || is_hook_key(key) {
             ValueKind::Text
@@ -294,13 +306,15 @@ fn replaces(key: &str, other: &str) -> bool {
         || GROUPS
             .iter()
             .any(|group| group.contains(&key) && group.contains(&other))
-        || rivals(key, other)
+        || rivals(key, other).is_some()
 }
 
-/// Whether `key` and `other` give one setting two incompatible ways (`delays` and `base`).
-fn rivals(key: &str, other: &str) -> bool {
-    RIVALS.iter().any(|(one, many)| {
-        (*one == key && many.contains(&other)) || (*one == other && many.contains(&key))
+/// Why `key` and `other` give one setting two incompatible ways (`delays` and `base`), if
+/// they do.
+fn rivals(key: &str, other: &str) -> Option<&'static str> {
+    RIVALS.iter().find_map(|(one, many, why)| {
+        ((*one == key && many.contains(&other)) || (*one == other && many.contains(&key)))
+            .then_some(*why)
     })
 }
 
@@ -460,13 +474,12 @@ fn check_one_spelling(
         }
     }
     for (i, second) in written.iter().enumerate() {
-        if let Some(first) = written[..i]
+        if let Some((first, why)) = written[..i]
             .iter()
-            .find(|first| rivals(&first.key, &second.key))
+            .find_map(|first| Some((first, rivals(&first.key, &second.key)?)))
         {
             return Err(ConfigError(format!(
-                "{}: key '{}' in {label}: cannot be set together with '{}' (a list of delays \
-                 replaces the backoff curve)",
+                "{}: key '{}' in {label}: cannot be set together with '{}' ({why})",
                 at(second.key_offset),
                 second.key,
                 first.key
@@ -769,6 +782,31 @@ mod tests {
         let listed = ConfigFile::parse("cfg.toml", "[defaults]\ndelays = \"1s\"\n").unwrap();
         assert!(args(&listed, None, &["base"]).is_empty());
         assert_eq!(args(&listed, None, &["jitter"]), ["--delays", "1s"]);
+    }
+
+    /// `timeouts` is a list as `delays` is, and the one `timeout` and the list replace each
+    /// other as the schedule's two forms do.
+    #[test]
+    fn a_list_of_time_limits_and_the_one_limit_replace_each_other() {
+        let timeouts = |value: &str| {
+            let file = ConfigFile::parse("cfg.toml", &format!("[defaults]\ntimeouts = {value}\n"));
+            args(&file.unwrap(), None, &[])
+        };
+        assert_eq!(timeouts(r#"["5s", 30, "0"]"#), ["--timeouts", "5s,30,0"]);
+        assert_eq!(timeouts(r#""5s, 2m""#), ["--timeouts", "5s, 2m"]);
+        assert!(error("[defaults]\ntimeouts = []\n").contains("empty list of timeouts"));
+        assert_eq!(
+            error("[defaults]\ntimeout = \"1s\"\ntimeouts = \"1s\"\n"),
+            "cfg.toml:3: key 'timeouts' in [defaults]: cannot be set together with 'timeout' (a \
+             list of time limits replaces the one limit)"
+        );
+        let file = ConfigFile::parse(
+            "cfg.toml",
+            "[defaults]\ntimeout = \"9s\"\n[profile.list]\ntimeouts = \"1s,5s\"\n",
+        )
+        .unwrap();
+        assert_eq!(args(&file, Some("list"), &[]), ["--timeouts", "1s,5s"]);
+        assert!(args(&file, None, &["timeouts"]).is_empty());
     }
 
     #[test]

@@ -452,7 +452,11 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             number: attempt,
             max_attempts: settings.max_attempts,
             last_status: progress.last.map(AttemptEnd::status),
-            deadline: attempt_deadline(self.clock.now(), settings.timeout, self.deadline),
+            deadline: attempt_deadline(
+                self.clock.now(),
+                settings.timeouts.of(attempt),
+                self.deadline,
+            ),
         };
         self.reporter.emit(&Event::AttemptStart {
             count: self.count(attempt, progress),
@@ -976,6 +980,8 @@ mod tests {
         time: FakeTime,
         ends: Vec<(AttemptEnd, Duration)>,
         specs: Vec<AttemptSpec>,
+        /// How each attempt ended, and how long it ran.
+        ran: Vec<(AttemptEnd, Duration)>,
         hooks: Vec<String>,
         released: Vec<bool>,
         /// What `settle_failed_output` was told, in order.
@@ -1007,6 +1013,7 @@ mod tests {
                 }
             }
             self.time.advance(ran);
+            self.ran.push((end, ran));
             Ok(AttemptReport {
                 end,
                 ran,
@@ -1077,6 +1084,8 @@ mod tests {
         end: RunEnd,
         slept: Vec<Duration>,
         specs: Vec<AttemptSpec>,
+        /// How each attempt ended, and how long it ran.
+        ends: Vec<(AttemptEnd, Duration)>,
         hooks: Vec<String>,
         released: Vec<bool>,
         settled: Vec<Settle>,
@@ -1149,6 +1158,7 @@ mod tests {
             time: time.clone(),
             ends: ends.to_vec(),
             specs: Vec::new(),
+            ran: Vec::new(),
             hooks: Vec::new(),
             released: Vec::new(),
             settled: Vec::new(),
@@ -1193,6 +1203,7 @@ mod tests {
             end,
             slept: clock.slept,
             specs: script.specs,
+            ends: script.ran,
             hooks: script.hooks,
             released: script.released,
             settled: script.settled,
@@ -1747,6 +1758,51 @@ mod tests {
         let out = run(&["--timeout", "50ms", "-r", "1"], &[exited(0, 80)]);
         assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Attempt)));
         assert_eq!(out.specs.len(), 2);
+    }
+
+    #[test]
+    fn each_attempt_gets_its_own_limit_from_the_list_and_the_deadline_cuts_it() {
+        let ends = |out: &Outcome| -> Vec<(AttemptEnd, u128)> {
+            out.ends
+                .iter()
+                .map(|(end, ran)| (*end, ran.as_millis()))
+                .collect()
+        };
+        // Attempts that would run 500ms: the first is cut at 100ms, the second has no limit,
+        // the third and the ones after it get 300ms.
+        let out = run(
+            &["--timeouts", "100ms,0,300ms", "-r", "3"],
+            &[exited(1, 500)],
+        );
+        let timed_out = AttemptEnd::TimedOut(Limit::Attempt);
+        assert_eq!(
+            ends(&out),
+            [
+                (timed_out, 100),
+                (AttemptEnd::Exited(1), 500),
+                (timed_out, 300),
+                (timed_out, 300)
+            ]
+        );
+        // The third starts at 1200ms: --max-time 1400ms leaves it 200ms of its 1s.
+        let out = run(
+            &[
+                "--timeouts",
+                "100ms,0,1s",
+                "--max-time",
+                "1400ms",
+                "--forever",
+            ],
+            &[exited(1, 800)],
+        );
+        assert_eq!(
+            ends(&out),
+            [
+                (timed_out, 100),
+                (AttemptEnd::Exited(1), 800),
+                (AttemptEnd::TimedOut(Limit::Run), 200)
+            ]
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::backoff::{Backoff, Delays, Jitter};
-use crate::settings::Settings;
+use crate::settings::{Settings, Timeouts};
 use crate::text::human;
 
 /// Rows shown before the table is cut short.
@@ -26,6 +26,8 @@ struct Row {
     most: Duration,
     elapsed_least: Duration,
     elapsed_most: Duration,
+    /// The time limit of the attempt after the wait.
+    limit: Option<Duration>,
     drawn: Option<Duration>,
     note: &'static str,
 }
@@ -87,14 +89,14 @@ fn preamble(settings: &Settings) -> String {
     }
     let _ = writeln!(
         out,
-        "limits: {}, max-time {}, timeout {}",
+        "limits: {}, max-time {}, {}",
         match settings.max_attempts {
             Some(1) => "1 attempt".to_string(),
             Some(n) => format!("{n} attempts"),
             None => "no attempt limit".to_string(),
         },
         settings.max_time.map_or("none".into(), human),
-        settings.timeout.map_or("none".into(), human),
+        timeouts(&settings.timeouts),
     );
     if !settings.code_limits.is_empty() {
         let rules: Vec<String> = settings
@@ -174,15 +176,33 @@ fn preamble(settings: &Settings) -> String {
     out
 }
 
+/// The attempts' time limits: one for all, or the list (the table shows which attempt gets
+/// which).
+fn timeouts(timeouts: &Timeouts) -> String {
+    let limit = |limit: Option<Duration>| limit.map_or("none".into(), human);
+    if !timeouts.vary() {
+        return format!("timeout {}", limit(timeouts.of(1)));
+    }
+    let list: Vec<String> = timeouts
+        .list()
+        .iter()
+        .map(|&d| limit(Some(d).filter(|d| !d.is_zero())))
+        .collect();
+    format!(
+        "timeouts {} (the last repeats; attempt 1 gets {}, and each row's timeout is the limit of the attempt after its wait)",
+        list.join(", "),
+        limit(timeouts.of(1))
+    )
+}
+
 /// The table of retries, one row each, with a bar chart of their waits, and what follows it
 /// when the rows stop short.
 fn table(settings: &Settings) -> String {
     let mut out = String::new();
     let (rows, more) = rows(settings);
     let max_most = rows.iter().map(|r| r.most).max().unwrap_or_default();
-    let show_drawn = settings.seed.is_some();
-    let header = ["retry", "nominal", "wait", "elapsed", "drawn"];
-    let cells: Vec<[String; 5]> = rows
+    let header = ["retry", "nominal", "wait", "elapsed", "timeout", "drawn"];
+    let cells: Vec<[String; 6]> = rows
         .iter()
         .map(|row| {
             [
@@ -190,21 +210,36 @@ fn table(settings: &Settings) -> String {
                 row.nominal.map_or("-".into(), human),
                 span(row.least, row.most),
                 span(row.elapsed_least, row.elapsed_most),
+                row.limit.map_or("none".into(), human),
                 row.drawn.map_or("-".into(), human),
             ]
         })
         .collect();
     // The usual widths, widened for durations of days or more so the columns stay aligned.
-    let mut widths = [6, 9, 19, 21, 9];
+    let mut widths = [6, 9, 19, 21, 9, 9];
     for row in &cells {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let columns = if show_drawn { 5 } else { 4 };
-    let line = |cells: [&str; 5], chart: &str| {
+    // The timeout column when the limits differ from attempt to attempt; the drawn one with a
+    // seed.
+    let shown = [
+        true,
+        true,
+        true,
+        true,
+        settings.timeouts.vary(),
+        settings.seed.is_some(),
+    ];
+    let line = |cells: [&str; 6], chart: &str| {
         let mut line = String::new();
-        for (cell, width) in cells.iter().zip(widths).take(columns) {
+        for ((cell, width), _) in cells
+            .iter()
+            .zip(widths)
+            .zip(shown)
+            .filter(|(_, shown)| *shown)
+        {
             let _ = write!(line, "{cell:>width$}  ");
         }
         line.push_str(chart);
@@ -270,11 +305,12 @@ fn hint_note(settings: &Settings) -> Option<String> {
 /// Attempts counted at most, for `timeout_note`: past that, the note is left out.
 const MAX_COUNTED: u64 = 100_000;
 
-/// With both `--timeout` and `--max-time`, how many attempts start at the least: when every
-/// attempt runs its full `--timeout` and every wait is at its longest. The table counts waits
-/// only; this is the other bound.
+/// With both a time limit for every attempt and `--max-time`, how many attempts start at the
+/// least: when every attempt runs its full limit and every wait is at its longest. The table
+/// counts waits only; this is the other bound.
 fn timeout_note(settings: &Settings) -> Option<String> {
-    let (timeout, limit) = (settings.timeout?, settings.max_time?);
+    let limit = settings.max_time?;
+    settings.timeouts.longest()?;
     let most = settings
         .max_attempts
         .unwrap_or(u64::MAX)
@@ -285,19 +321,30 @@ fn timeout_note(settings: &Settings) -> Option<String> {
     let mut started = 0;
     while started < most && start < limit {
         started += 1;
+        let own = settings.timeouts.of(started).unwrap_or_default();
         start = start
-            .saturating_add(timeout)
+            .saturating_add(own)
             .saturating_add(settings.schedule.range(started).1);
     }
-    let each = format!("even if each runs its full --timeout {}", human(timeout));
+    let (each, the_one) = if settings.timeouts.vary() {
+        (
+            "even if each runs its full limit".to_string(),
+            "even if it runs its full limit".to_string(),
+        )
+    } else {
+        let timeout = human(settings.timeouts.of(1).unwrap_or_default());
+        (
+            format!("even if each runs its full --timeout {timeout}"),
+            format!("even if it runs its full --timeout {timeout}"),
+        )
+    };
     Some(match started {
         // The splay alone may reach the deadline; its row says so.
         0 => return None,
         _ if started > MAX_COUNTED => return None,
         1 if settings.max_attempts == Some(1) => format!(
-            "--max-time {} leaves time for the attempt, even if it runs its full --timeout {}",
+            "--max-time {} leaves time for the attempt, {the_one}",
             human(limit),
-            human(timeout)
         ),
         n if Some(n) == settings.max_attempts => {
             format!(
@@ -338,6 +385,7 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
             most: settings.splay,
             elapsed_least,
             elapsed_most,
+            limit: settings.timeouts.of(1),
             drawn,
             note: past(max_time, elapsed_least, elapsed_most, drawn_elapsed),
         });
@@ -397,6 +445,7 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
             most,
             elapsed_least,
             elapsed_most,
+            limit: settings.timeouts.of(n.saturating_add(1)),
             drawn,
             note: past(max_time, elapsed_least, elapsed_most, drawn_elapsed),
         });

@@ -52,22 +52,36 @@ pub struct DelayList(pub Vec<Duration>);
 /// A list of delays, `0,2s,5s,30s`: durations separated by commas, blanks around each allowed.
 /// An empty list or an empty entry (`1s,,2s`, `1s,`) is refused.
 pub fn delays(text: &str) -> Result<DelayList, String> {
+    duration_list(text, "delays", "0,2s,5s,30s").map(DelayList)
+}
+
+/// The per-attempt time limits of `--timeouts`, in order; 0 is none for that attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeoutList(pub Vec<Duration>);
+
+/// A list of time limits, `5s,30s,2m`, read as `--delays` reads its list.
+pub fn timeouts(text: &str) -> Result<TimeoutList, String> {
+    duration_list(text, "timeouts", "5s,30s,2m").map(TimeoutList)
+}
+
+/// Durations separated by commas, blanks around each allowed; an empty list or an empty entry
+/// is refused, naming `what` the list is of and an `example` of one.
+fn duration_list(text: &str, what: &str, example: &str) -> Result<Vec<Duration>, String> {
     if text.trim().is_empty() {
-        return Err("empty list of delays; expected e.g. 0,2s,5s,30s".into());
+        return Err(format!("empty list of {what}; expected e.g. {example}"));
     }
     text.split(',')
         .enumerate()
         .map(|(i, entry)| {
             if entry.trim().is_empty() {
                 return Err(format!(
-                    "entry {} of '{text}' is empty; expected e.g. 0,2s,5s,30s",
+                    "entry {} of '{text}' is empty; expected e.g. {example}",
                     i + 1
                 ));
             }
             duration(entry)
         })
-        .collect::<Result<_, _>>()
-        .map(DelayList)
+        .collect()
 }
 
 /// `1e3`, `1.5E-2`, `2e3ms`: a number written the way Python or C would print it.
@@ -664,6 +678,23 @@ mod tests {
                 .unwrap_err()
                 .contains("invalid duration 'soon'")
         );
+    }
+
+    #[test]
+    fn timeout_lists_are_read_as_delay_lists_are() {
+        assert_eq!(
+            timeouts("5s, 0,2m"),
+            Ok(TimeoutList(vec![ms(5000), ms(0), ms(120_000)]))
+        );
+        assert_eq!(
+            timeouts("1s,,2s"),
+            Err("entry 2 of '1s,,2s' is empty; expected e.g. 5s,30s,2m".into())
+        );
+        assert_eq!(
+            timeouts(" "),
+            Err("empty list of timeouts; expected e.g. 5s,30s,2m".into())
+        );
+        assert_eq!(timeouts("-1s"), Err("negative duration '-1s'".into()));
     }
 
     #[test]

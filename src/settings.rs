@@ -12,7 +12,7 @@ use crate::cli::{Cli, FailedOutput, LogFormat, StateLocation, StdinMode};
 use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
-use crate::parse::{CodeLimit, DelayList};
+use crate::parse::{CodeLimit, DelayList, TimeoutList};
 use crate::predicate::Judge;
 use crate::text;
 
@@ -99,6 +99,49 @@ impl HookKind {
     }
 }
 
+/// The time limit of each attempt (`--timeout`, or the list of `--timeouts`): attempt n gets
+/// entry n, and the last entry repeats; 0 is no limit. Empty: no attempt has one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timeouts(Vec<Duration>);
+
+impl Timeouts {
+    fn of_cli(cli: &Cli) -> Timeouts {
+        match (&cli.timeouts, cli.timeout) {
+            (Some(TimeoutList(list)), _) => Timeouts(list.clone()),
+            (None, Some(one)) => Timeouts(vec![one]),
+            (None, None) => Timeouts::default(),
+        }
+    }
+
+    /// The limit of attempt `attempt` (1-based), if it has one.
+    pub fn of(&self, attempt: u64) -> Option<Duration> {
+        let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
+        self.0
+            .get(index)
+            .or(self.0.last())
+            .copied()
+            .filter(|limit| !limit.is_zero())
+    }
+
+    /// The longest any attempt may run, when every attempt has a limit.
+    pub fn longest(&self) -> Option<Duration> {
+        if self.0.is_empty() || self.0.iter().any(Duration::is_zero) {
+            return None;
+        }
+        self.0.iter().copied().max()
+    }
+
+    /// The list as given (one entry for `--timeout`).
+    pub fn list(&self) -> &[Duration] {
+        &self.0
+    }
+
+    /// Whether the attempts' limits differ (a list that changes).
+    pub fn vary(&self) -> bool {
+        self.0.windows(2).any(|pair| pair[0] != pair[1])
+    }
+}
+
 /// What `--show-state` and `--reset-state` ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StateAction {
@@ -111,7 +154,7 @@ pub struct Settings {
     /// Total attempts; `None` when unlimited.
     pub max_attempts: Option<u64>,
     pub max_time: Option<Duration>,
-    pub timeout: Option<Duration>,
+    pub timeouts: Timeouts,
     pub kill_after: Duration,
     pub kill_signal: i32,
     pub schedule: Schedule,
@@ -206,7 +249,7 @@ impl Settings {
             max_attempts,
             // 0 disables a limit, as in timeout(1).
             max_time: cli.max_time.filter(|d| !d.is_zero()),
-            timeout: cli.timeout.filter(|d| !d.is_zero()),
+            timeouts: Timeouts::of_cli(&cli),
             kill_after: cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER),
             kill_signal: cli.kill_signal.unwrap_or(libc::SIGTERM),
             schedule: schedule(&cli, backoff)?,
@@ -350,7 +393,7 @@ fn state_action(cli: &Cli, fleet: &FleetSettings) -> Result<Option<StateAction>>
 fn fleet_settings(cli: &Cli) -> FleetSettings {
     let (floor, window) = cli.budget_floor.unwrap_or(DEFAULT_BUDGET_FLOOR);
     let cooldown = cli.breaker_cooldown.unwrap_or(DEFAULT_BREAKER_COOLDOWN);
-    let timeout = cli.timeout.filter(|d| !d.is_zero());
+    let timeout = Timeouts::of_cli(cli).longest();
     let kill_after = cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER);
     FleetSettings {
         budget: cli.budget.clone().map(|name| {
@@ -387,7 +430,7 @@ mod tests {
         let s = settings(&["true"]);
         assert_eq!(s.max_attempts, Some(6));
         assert_eq!(s.max_time, None);
-        assert_eq!(s.timeout, None);
+        assert_eq!(s.timeouts.of(1), None);
         assert_eq!(s.kill_after, Duration::from_secs(2));
         assert_eq!(s.kill_signal, libc::SIGTERM);
         assert_eq!(s.schedule.backoff, Backoff::Exponential);
@@ -427,9 +470,35 @@ mod tests {
     }
 
     #[test]
+    fn each_attempt_gets_its_entry_of_the_list_and_the_last_repeats() {
+        let ms = Duration::from_millis;
+        let s = settings(&["--timeouts", "1s,0,5s", "true"]);
+        let limits: Vec<_> = [1, 2, 3, 4, u64::MAX].map(|n| s.timeouts.of(n)).to_vec();
+        assert_eq!(
+            limits,
+            [
+                Some(ms(1000)),
+                None,
+                Some(ms(5000)),
+                Some(ms(5000)),
+                Some(ms(5000))
+            ]
+        );
+        assert_eq!((s.timeouts.longest(), s.timeouts.vary()), (None, true));
+        let s = settings(&["--timeouts", "1s,3s", "true"]);
+        assert_eq!(s.timeouts.longest(), Some(ms(3000)));
+        let one = settings(&["--timeout", "2s", "true"]);
+        assert_eq!(
+            (one.timeouts.of(9), one.timeouts.vary()),
+            (Some(ms(2000)), false)
+        );
+        assert_eq!(settings(&["true"]).timeouts.longest(), None);
+    }
+
+    #[test]
     fn zero_disables_time_limits() {
         let s = settings(&["--timeout", "0", "--max-time", "0", "true"]);
-        assert_eq!((s.timeout, s.max_time), (None, None));
+        assert_eq!((s.timeouts.of(1), s.max_time), (None, None));
     }
 
     #[test]

@@ -257,3 +257,28 @@ fn a_later_flag_overrides_an_earlier_one() {
         .code(1)
         .stderr(predicate::str::contains("attempt 1/1 failed"));
 }
+
+/// A list of time limits replaces the one limit: naming both is misuse, and so is a list with
+/// nothing in it or in one of its entries, on the command line or in a config file.
+#[test]
+fn a_list_of_time_limits_with_the_one_limit_or_an_empty_entry() {
+    misuse(&["--timeouts", "1s,2s", "--timeout", "5s"], "--timeout");
+    for empty in ["", "1s,,2s", "1s,", ",1s", " , "] {
+        misuse(&["--timeouts", empty], "--timeouts");
+    }
+    misuse(&["--timeouts", "1s,soon"], "invalid duration 'soon'");
+    misuse(&["--timeouts", "1s,-1s"], "negative duration");
+    let r = retry();
+    for (text, said) in [
+        ("[defaults]\ntimeouts = []\n", "empty list of timeouts"),
+        ("[defaults]\ntimeouts = \"1s,,2s\"\n", "entry 2 of '1s,,2s' is empty"),
+        ("[defaults]\ntimeouts = [\"1s\", true]\n", "expected an array of durations"),
+        (
+            "[defaults]\ntimeout = \"1s\"\ntimeouts = [1]\n",
+            "cannot be set together with 'timeout'",
+        ),
+    ] {
+        let file = r.write("bad.toml", text);
+        misuse(&["--config", file.to_str().unwrap()], said);
+    }
+}

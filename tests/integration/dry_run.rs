@@ -1,5 +1,7 @@
 //! `--dry-run`: the schedule on stdout, nothing run.
 
+use predicates::prelude::*;
+
 use crate::util::*;
 
 #[test]
@@ -130,5 +132,49 @@ fn says_how_many_full_timeouts_max_time_leaves_time_for() {
         .code(0)
         .stdout(predicates::str::ends_with(
             "--max-time 50s leaves time for at least 4 attempts, even if each runs its full --timeout 10s\n",
+        ));
+}
+
+/// With `--timeouts`, the limits line gives the list and attempt 1's limit, and each retry's row
+/// shows the limit of the attempt after its wait; the last line counts with each attempt's own.
+#[test]
+fn shows_each_attempts_limit_beside_its_wait() {
+    let output = retry()
+        .args(["--dry-run", "--seed", "1", "--jitter", "none", "--base", "1s"])
+        .args(["--timeouts", "2s,0,10s", "--retries", "3", "--max-time", "1m"])
+        .args(["--", "true"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("limits: 4 attempts, max-time 1m, timeouts 2s, none, 10s (the last repeats; attempt 1 gets 2s,"),
+        "{text}"
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("retry "))
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0][..6], ["retry", "nominal", "wait", "elapsed", "timeout", "drawn"]);
+    let limits: Vec<&str> = rows[1..].iter().map(|row| row[4]).collect();
+    assert_eq!(limits, ["none", "10s", "10s"], "{text}");
+    // One limit for all: no column.
+    retry()
+        .args(["--dry-run", "--timeout", "5s", "--", "true"])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains("timeout 5s\n"))
+        .stdout(predicates::str::contains("elapsed  delays\n"));
+    // Every attempt's own full limit counts: attempt 4 would start at the latest at
+    // 2s + 1s + 10s + 2s + 10s + 4s = 29s, past 25s.
+    retry()
+        .args(["--dry-run", "--jitter", "none", "--base", "1s", "--timeouts", "2s,10s"])
+        .args(["--retries", "3", "--max-time", "25s", "--", "true"])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::ends_with(
+            "--max-time 25s leaves time for at least 3 attempts, even if each runs its full limit\n",
         ));
 }
