@@ -65,6 +65,16 @@ pub enum LogFormat {
     Json,
 }
 
+/// How `--report` writes the run's summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// One JSON object, with each attempt's detail; the file is replaced
+    #[default]
+    Json,
+    /// name=value lines appended to the file, as $GITHUB_OUTPUT takes them
+    Github,
+}
+
 /// Run a command until it succeeds, with backoff and jitter between attempts.
 ///
 /// retry runs COMMAND directly (PATH lookup, no shell), judges each attempt by its exit code or
@@ -407,6 +417,25 @@ pub struct Cli {
     /// file that cannot be written is said once and never changes the exit status.
     #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
     pub metrics_file: Option<PathBuf>,
+
+    /// When the run ends, write a summary of it to FILE
+    ///
+    /// The attempts made, the retries, retry's exit status, the last attempt's, the outcome
+    /// (success, exhausted, deadline, permanent, budget, breaker, signal, broken-pipe) and the
+    /// time taken; as JSON, also each attempt's end, duration and the wait after it. Written
+    /// once, also when a signal ends retry, and only to a regular file (or a new one), never
+    /// through a device or a FIFO; a report that cannot be written is said once and never
+    /// changes the exit status.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
+    pub report: Option<PathBuf>,
+
+    /// The --report's format [default: json]
+    ///
+    /// json replaces FILE atomically with one object; github appends name=value lines
+    /// (attempts, retries, exit_status, last_exit, outcome, elapsed_ms), never replacing what
+    /// earlier steps wrote: retry --report "$GITHUB_OUTPUT" --report-format github -- make test
+    #[arg(long, value_name = "FORMAT", help_heading = "Reports for cron and CI")]
+    pub report_format: Option<ReportFormat>,
 
     /// The job label of the metrics [default: the command's file name]
     #[arg(long, value_name = "NAME", value_hint = ValueHint::Other, value_parser = parse::metrics_job, help_heading = "Reports for cron and CI")]

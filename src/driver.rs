@@ -14,6 +14,7 @@ use crate::fleet::{Admit, Gate, GoOn, Outcome};
 use crate::http::{self, HintSource, StatusClass};
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
 use crate::predicate::{CodeLimits, Matches, Permanent, Verdict};
+use crate::report::summary::{AttemptRecord, Ending, History};
 use crate::report::{Count, Event, GiveUp, HintUse, Reporter, Telling, Why};
 use crate::settings::{HookKind, Settings};
 
@@ -69,6 +70,15 @@ pub struct HookSpec<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interrupted(pub i32);
 
+/// `retry` itself received this signal while an attempt ran; the attempt has been dealt with,
+/// and ended as `end` after running for `ran`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    pub signal: i32,
+    pub end: AttemptEnd,
+    pub ran: Duration,
+}
+
 /// Why a run ends before its verdict is told: the one early exit of the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Halt {
@@ -119,11 +129,7 @@ pub enum Settle {
 
 pub trait Execute {
     /// Runs one attempt to its end. `reporter` is for what must be said while it runs.
-    fn run(
-        &mut self,
-        spec: &AttemptSpec,
-        reporter: &mut Reporter,
-    ) -> Result<AttemptReport, Interrupted>;
+    fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut>;
     /// Passes on the last attempt's held output (`--hold-stdout`, `--failed-output`), as
     /// `output_of` says.
     fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt>;
@@ -157,11 +163,18 @@ pub trait Sleep {
     }
 }
 
-/// How a run ended, and how many attempts it made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a run ended, and the attempts it made.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Ran {
     pub(crate) end: RunEnd,
+    /// How the run ended, as a report names it.
+    pub(crate) ending: Ending,
     pub(crate) attempts: u64,
+    /// Attempts made after a failed attempt.
+    pub(crate) retries: u64,
+    /// How the last attempt ended, if one ran.
+    pub(crate) last: Option<AttemptEnd>,
+    pub(crate) history: History,
 }
 
 /// Runs the whole loop and says how it ended. `seed` is the one `delays` draws from, to be said.
@@ -188,6 +201,10 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         reporter,
         attempts: 0,
         held_back: None,
+        retries: 0,
+        history: History::default(),
+        wait_after_latest: None,
+        gave_up: None,
     };
     // Before the first word is said: a reader that does not read must not hold even that one
     // past the deadline.
@@ -199,9 +216,10 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         max_attempts: settings.max_attempts,
         seed,
     });
-    let end = match run.drive() {
-        Ok(end) => end,
-        Err(Halt::BrokenPipe) => RunEnd::BrokenPipe,
+    let (end, ending) = match run.drive() {
+        Ok(RunEnd::Succeeded) => (RunEnd::Succeeded, Ending::Success),
+        Ok(end) => (end, run.gave_up.unwrap_or(Ending::Exhausted)),
+        Err(Halt::BrokenPipe) => (RunEnd::BrokenPipe, Ending::BrokenPipe),
         Err(Halt::Interrupted(signal)) => {
             // Ended during a wait, the attempt before it is the final one.
             if run.held_back.take().is_some() {
@@ -213,12 +231,16 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
                 .executor
                 .settle_failed_output(Settle::Interrupted, run.reporter);
             run.reporter.emit(&Event::Interrupted { signal });
-            RunEnd::Interrupted(signal)
+            (RunEnd::Interrupted(signal), Ending::Signal)
         }
     };
     Ran {
         end,
+        ending,
         attempts: run.attempts,
+        retries: run.retries,
+        last: run.history.latest().map(|latest| latest.end),
+        history: run.history,
     }
 }
 
@@ -240,11 +262,14 @@ struct Progress {
     restarting_after: Option<(AttemptEnd, Duration)>,
     /// What the `CODE@N` limits of `--retry-on-exit` have left.
     code_limits: CodeLimits,
+    /// The last attempt failed and is to be retried: the next attempt is a retry.
+    retrying: bool,
 }
 
 /// What follows an attempt.
 enum Next {
-    Wait(Duration),
+    /// A wait, and whether a hint the attempt gave set it.
+    Wait { wait: Duration, hinted: bool },
     End(RunEnd),
 }
 
@@ -276,6 +301,15 @@ struct Run<'a, E, S, R, G: ?Sized> {
     /// it an earlier attempt's. Should the run end first (the breaker found open, the deadline, a signal
     /// during the wait), it is the final attempt's.
     held_back: Option<(u64, AttemptEnd)>,
+    /// Attempts made after a failed attempt.
+    retries: u64,
+    /// The attempts, for `--report`.
+    history: History,
+    /// The wait after the latest attempt, and whether a hint set it: the report tells it once
+    /// the next attempt starts after it.
+    wait_after_latest: Option<(Duration, bool)>,
+    /// Why the run gave up, once it has.
+    gave_up: Option<Ending>,
 }
 
 impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
@@ -343,6 +377,9 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             self.clock.interrupted()?;
             // The attempt is certain to start: the one before it was not the final one.
             self.release_held_back(|attempt, end| OutputOf::EarlierAttempt { attempt, end })?;
+            if progress.retrying {
+                self.retries += 1;
+            }
             let report = self.attempt(attempt, &mut progress)?;
             let mut verdict = self.settings.judge.judge(report.end, report.matches);
             if verdict == Verdict::Retry
@@ -350,6 +387,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             {
                 verdict = Verdict::Stop(Permanent::RetryLimit(spent));
             }
+            progress.retrying = verdict == Verdict::Retry;
             self.gate.record(match verdict {
                 Verdict::Succeed => Outcome::Success,
                 // Retryable, but a system short of processes says nothing of the service.
@@ -366,7 +404,10 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
                 Verdict::Retry => self.after_failure(attempt, &report, &mut progress)?,
             };
             match next {
-                Next::Wait(wait) => self.wait(wait)?,
+                Next::Wait { wait, hinted } => {
+                    self.wait_after_latest = Some((wait, hinted));
+                    self.wait(wait)?;
+                }
                 Next::End(end) => return Ok(end),
             }
         }
@@ -462,7 +503,26 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             count: self.count(attempt, progress),
         });
         self.attempts = attempt;
-        let report = self.executor.run(&spec, self.reporter)?;
+        if let Some((wait, hinted)) = self.wait_after_latest.take()
+            && let Some(latest) = self.history.latest()
+        {
+            (latest.wait, latest.hinted) = (Some(wait), hinted);
+        }
+        let record = |end, ran| AttemptRecord {
+            attempt,
+            end,
+            ran,
+            wait: None,
+            hinted: false,
+        };
+        let report = match self.executor.run(&spec, self.reporter) {
+            Ok(report) => report,
+            Err(cut) => {
+                self.history.push(record(cut.end, cut.ran));
+                return Err(Interrupted(cut.signal));
+            }
+        };
+        self.history.push(record(report.end, report.ran));
         progress.last = Some(report.end);
         progress.restarting_after = None;
         if let Some(error) = &report.start_error
@@ -664,7 +724,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
                     .map(Next::End);
             }
         }
-        Ok(Next::Wait(wait))
+        let hinted = matches!(between, Between::Failure { hint: Some(hint), .. } if hint.lengthened);
+        Ok(Next::Wait { wait, hinted })
     }
 
     /// Ends a `--restart` run that waited after a success (`end`, after running `ran`) and may
@@ -837,6 +898,13 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         attempts: u64,
         telling: Telling,
     ) -> Result<RunEnd, Halt> {
+        self.gave_up = Some(match reason {
+            GiveUp::Exhausted => Ending::Exhausted,
+            GiveUp::Permanent(_) => Ending::Permanent,
+            GiveUp::MaxTime | GiveUp::MaxTimeAhead { .. } => Ending::Deadline,
+            GiveUp::Budget(_) => Ending::Budget,
+            GiveUp::Breaker { .. } => Ending::Breaker,
+        });
         self.release_held_back(|_, _| OutputOf::FinalAttempt)?;
         self.executor
             .settle_failed_output(Settle::GaveUp, self.reporter)?;

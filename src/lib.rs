@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 mod config_file;
 mod dirs;
+mod files;
 pub mod driver;
 pub mod dryrun;
 mod fleet;
@@ -46,14 +47,15 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::backoff::Delays;
-use crate::cli::Cli;
+use crate::cli::{Cli, ReportFormat};
 use crate::clock::RealClock;
 use crate::driver::Ran;
 use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
-use crate::outcome::{MISUSE, RunEnd};
+use crate::outcome::{AttemptEnd, MISUSE, RunEnd};
 use crate::plumbing::OwnStream;
-use crate::report::{Reporter, Terminal};
+use crate::report::summary::{self, Summary};
+use crate::report::{OwnFile, Reporter, Terminal};
 use crate::runner::Runner;
 use crate::settings::StateAction;
 use crate::settings::{MetricsTarget, Settings};
@@ -153,9 +155,42 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         },
     };
     if let Some(target) = &settings.metrics {
-        write_metrics(target, ran, exit, started, &mut reporter);
+        write_metrics(target, &ran, exit, started, &mut reporter);
+    }
+    if let Some((path, format)) = &settings.report {
+        let summary = Summary {
+            attempts: ran.attempts,
+            retries: ran.retries,
+            exit_status: exit_status(exit),
+            last_exit: ran.last.map(AttemptEnd::status),
+            ending: ran.ending,
+            elapsed: started.1.elapsed(),
+            seed,
+            history: &ran.history,
+        };
+        let written = match format {
+            ReportFormat::Json => files::writable(path).and_then(|target| {
+                files::replace(&target, &summary::json(&summary), process::entropy())
+            }),
+            ReportFormat::Github => files::append(path, &summary::github(&summary)),
+        };
+        if let Err(error) = written {
+            reporter.emit(&report::Event::Unwritten {
+                file: OwnFile::Report,
+                path,
+                error: &text::plain_error(&error),
+            });
+        }
     }
     exit
+}
+
+/// `retry`'s exit status as a number, also when it ends by re-raising a signal.
+fn exit_status(exit: Exit) -> u8 {
+    match exit {
+        Exit::Status(status) => status,
+        Exit::Signal(signal) => RunEnd::Interrupted(signal).exit_status(None),
+    }
 }
 
 /// Writes the run's figures for `--metrics-file`: for every run that made an attempt or that the
@@ -163,7 +198,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
 /// status stands.
 fn write_metrics(
     target: &MetricsTarget,
-    ran: Ran,
+    ran: &Ran,
     exit: Exit,
     (start, started): (SystemTime, Instant),
     reporter: &mut Reporter,
@@ -177,13 +212,11 @@ fn write_metrics(
         duration: started.elapsed(),
         succeeded: ran.end == RunEnd::Succeeded,
         attempts: ran.attempts,
-        exit_status: match exit {
-            Exit::Status(status) => status,
-            Exit::Signal(signal) => RunEnd::Interrupted(signal).exit_status(None),
-        },
+        exit_status: exit_status(exit),
     };
     if let Err(error) = metrics::write(&target.path, &target.job, &figures, process::entropy()) {
-        reporter.emit(&report::Event::MetricsUnwritten {
+        reporter.emit(&report::Event::Unwritten {
+            file: OwnFile::Metrics,
             path: &target.path,
             error: &text::plain_error(&error),
         });

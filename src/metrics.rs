@@ -6,13 +6,11 @@
 //! Rendering and reading back the last success are pure; `write` is the only side effect.
 
 use std::fmt::Write as _;
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use crate::ownership::owned_by_another;
+use crate::files;
 
 /// What a run's figures are made of.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,138 +99,14 @@ pub(crate) fn last_success(previous: &str, job: &str) -> Option<f64> {
 /// 1.3 KB): whatever a neighbour left at PATH costs no more.
 const EARLIER_MAX: u64 = 64 * 1024;
 
-/// Writes the figures to `path`, keeping the last success of the file there before: the text
-/// goes to a new file beside it, which then replaces it. Only a regular file is replaced (or
-/// made), never what else may be at PATH: a device, a FIFO, a socket or a directory is a file
-/// that cannot be written. A symlink to a regular file is followed, and the file it names is
-/// replaced. `nonce` (random bits from the caller) makes the temporary file's name.
+/// Writes the figures to `path`, keeping the last success of the file there before; the file
+/// is replaced whole, and only a regular file is (see `files::writable`). `nonce` (random bits
+/// from the caller) makes the temporary file's name.
 pub(crate) fn write(path: &Path, job: &str, figures: &Figures, nonce: u64) -> io::Result<()> {
-    let target = replaceable(path)?;
-    let earlier = read_earlier(&target).and_then(|previous| last_success(&previous, job));
-    let text = render(job, figures, earlier);
-    let (temporary, mut file) = create_temporary_beside(&target, nonce)?;
-    let written = file
-        .write_all(text.as_bytes())
-        .and_then(|()| fs::rename(&temporary, &target));
-    if written.is_err() {
-        // This run made it, under a name no one else could have known.
-        let _ = fs::remove_file(&temporary);
-    }
-    written
-}
-
-/// Where the figures go: `path` when nothing or a regular file is there, the regular file a
-/// chain of symlinks ends at; anything else cannot be replaced. What another user put there (a
-/// regular file, or any symlink of the chain) is neither read nor replaced: in a directory
-/// shared with a neighbour, it would turn the write on a file of their choosing, or feed the
-/// run a last success of their making. Root's own are root's.
-fn replaceable(path: &Path) -> io::Result<PathBuf> {
-    let not_regular = |kind: fs::FileType| {
-        io::Error::other(format!("it is {}, not a regular file", file_kind(kind)))
-    };
-    let mut at = path.to_path_buf();
-    // As many links as the kernel follows (MAXSYMLINKS).
-    for _ in 0..40 {
-        let found = match fs::symlink_metadata(&at) {
-            Err(error) if error.kind() == io::ErrorKind::NotFound && at == path => {
-                return Ok(at);
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                return Err(io::Error::other(
-                    "it is a symlink to nothing, not a regular file",
-                ));
-            }
-            Err(error) => return Err(error),
-            Ok(found) => found,
-        };
-        let kind = found.file_type();
-        if (kind.is_file() || kind.is_symlink()) && owned_by_another(found.uid()) {
-            let what = if kind.is_file() {
-                "a file"
-            } else {
-                "a symlink"
-            };
-            return Err(io::Error::other(format!(
-                "it is {what} of another user (uid {}), not a regular file of this user's",
-                found.uid()
-            )));
-        }
-        if kind.is_file() {
-            return if at == path {
-                Ok(at)
-            } else {
-                fs::canonicalize(&at)
-            };
-        }
-        if !kind.is_symlink() {
-            return Err(not_regular(kind));
-        }
-        let target = fs::read_link(&at)?;
-        at = match at.parent() {
-            Some(parent) => parent.join(target),
-            None => target,
-        };
-    }
-    Err(io::Error::other(
-        "it is a loop of symlinks, not a regular file",
-    ))
-}
-
-fn file_kind(kind: fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a symlink to one of those"
-    }
-}
-
-/// The earlier file's text, if a regular file is there: opened without blocking (a FIFO put
-/// there since would otherwise hold `retry` in `open`) and without following a symlink put
-/// there since, and read up to `EARLIER_MAX`.
-fn read_earlier(target: &Path) -> Option<String> {
-    use std::io::Read;
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(target)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = Vec::new();
-    file.take(EARLIER_MAX).read_to_end(&mut text).ok()?;
-    Some(String::from_utf8_lossy(&text).into_owned())
-}
-
-/// A new file `.NAME.RANDOM.tmp` in the directory of `target`: hidden, and without the
-/// `.prom` ending, so the textfile collector never reads it half written; its name cannot be
-/// foreseen, so no one can have made it first.
-fn create_temporary_beside(target: &Path, nonce: u64) -> io::Result<(PathBuf, fs::File)> {
-    let name = target
-        .file_name()
-        .map_or_else(|| "metrics".into(), |name| name.to_string_lossy());
-    let mut tries = 0u32;
-    loop {
-        let bits = nonce.rotate_left(17 * tries) ^ u64::from(tries);
-        let temporary = target.with_file_name(format!(".{name}.{bits:016x}.tmp"));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&temporary)
-        {
-            Ok(file) => return Ok((temporary, file)),
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && tries < 3 => tries += 1,
-            Err(error) => return Err(error),
-        }
-    }
+    let target = files::writable(path)?;
+    let earlier =
+        files::read_bounded(&target, EARLIER_MAX).and_then(|previous| last_success(&previous, job));
+    files::replace(&target, &render(job, figures, earlier), nonce)
 }
 
 /// A label value as the text format writes it: `\`, `"` and line feeds escaped.

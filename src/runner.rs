@@ -19,7 +19,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::FailedOutput;
 use crate::driver::{
-    AskedWait, AttemptReport, AttemptSpec, Execute, Halt, HookSpec, Interrupted, OutputOf, Settle,
+    AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
+    Settle,
 };
 use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
@@ -212,11 +213,7 @@ struct Supervised {
 }
 
 impl Execute for Runner<'_> {
-    fn run(
-        &mut self,
-        spec: &AttemptSpec,
-        reporter: &mut Reporter,
-    ) -> Result<AttemptReport, Interrupted> {
+    fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut> {
         let started = Instant::now();
         let Spawned {
             mut child,
@@ -256,7 +253,11 @@ impl Execute for Runner<'_> {
                     _ => OutputOf::FinalAttempt,
                 };
                 let _ = self.release_held(output_of, ReaderWait::WhileFlowing, reporter);
-                return Err(Interrupted(signal));
+                return Err(Cut {
+                    signal,
+                    end: supervised.end(),
+                    ran: supervised.ran,
+                });
             }
         };
         // A supervisor runs for ever: the copies that earlier attempts left go to processes of

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
-use crate::cli::{Cli, FailedOutput, LogFormat, StateLocation, StdinMode};
+use crate::cli::{Cli, FailedOutput, LogFormat, ReportFormat, StateLocation, StdinMode};
 use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
@@ -190,6 +190,8 @@ pub struct Settings {
     pub keep_max: u64,
     /// `--metrics-file` and the job it labels.
     pub metrics: Option<MetricsTarget>,
+    /// `--report`: where the run's summary goes, and in which format.
+    pub report: Option<(PathBuf, ReportFormat)>,
     pub hooks: Hooks,
     pub verbosity: Verbosity,
     pub log_format: LogFormat,
@@ -231,6 +233,7 @@ impl Settings {
             },
         };
         let metrics = metrics_target(&cli)?;
+        let report = report_target(&cli)?;
         let failed_output = cli.failed_output.unwrap_or_default();
         if failed_output != FailedOutput::Pass && cli.hold_stdout {
             bail!(
@@ -294,6 +297,7 @@ impl Settings {
             failed_output,
             keep_max: cli.keep_max.unwrap_or(KEEP_MAX),
             metrics,
+            report,
             hooks: Hooks {
                 on_retry: cli.on_retry,
                 on_failure: cli.on_failure,
@@ -324,17 +328,7 @@ fn metrics_target(cli: &Cli) -> Result<Option<MetricsTarget>> {
     let Some(path) = cli.metrics_file.clone() else {
         return Ok(None);
     };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !directory.is_dir() {
-        bail!(
-            "--metrics-file {}: there is no directory {}",
-            text::path(&path),
-            text::path(&directory)
-        );
-    }
+    in_a_directory("--metrics-file", &path)?;
     let job = cli.metrics_job.clone().unwrap_or_else(|| {
         cli.command.first().map_or_else(String::new, |program| {
             Path::new(program)
@@ -345,6 +339,31 @@ fn metrics_target(cli: &Cli) -> Result<Option<MetricsTarget>> {
         })
     });
     Ok(Some(MetricsTarget { path, job }))
+}
+
+/// `--report` with its format. As for `--metrics-file`, the file's directory must exist.
+fn report_target(cli: &Cli) -> Result<Option<(PathBuf, ReportFormat)>> {
+    let Some(path) = cli.report.clone() else {
+        return Ok(None);
+    };
+    in_a_directory("--report", &path)?;
+    Ok(Some((path, cli.report_format.unwrap_or_default())))
+}
+
+/// Refuses a file `path` for `flag` whose directory does not exist: it could never be written.
+fn in_a_directory(flag: &str, path: &Path) -> Result<()> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !directory.is_dir() {
+        bail!(
+            "{flag} {}: there is no directory {}",
+            text::path(path),
+            text::path(&directory)
+        );
+    }
+    Ok(())
 }
 
 /// The delay schedule: a backoff curve, or the list `--delays` gives, whose jitter is none

@@ -11,7 +11,8 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::settings::HookKind;
 
-use super::{Count, Event, GiveUp, HintUse};
+use super::summary::Summary;
+use super::{Count, Event, GiveUp, HintUse, OwnFile};
 use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 
 /// One line of the log: the event's name and time, then its own fields.
@@ -78,7 +79,7 @@ enum Fields<'a> {
     Hook(HookFailedFields),
     Interrupted(InterruptedFields),
     FailedOutput(FailedOutputFields),
-    Metrics(MetricsFailed<'a>),
+    Unwritten(FileFailure<'a>),
 }
 
 #[derive(Serialize)]
@@ -218,7 +219,7 @@ struct FailedOutputFields {
 }
 
 #[derive(Serialize)]
-struct MetricsFailed<'a> {
+struct FileFailure<'a> {
     path: Cow<'a, str>,
     error: &'a str,
 }
@@ -394,9 +395,12 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
                 timed_out: timed_out(end),
             }),
         )],
-        Event::MetricsUnwritten { path, error } => vec![(
-            "metrics-failed",
-            Fields::Metrics(MetricsFailed {
+        Event::Unwritten { file, path, error } => vec![(
+            match file {
+                OwnFile::Metrics => "metrics-failed",
+                OwnFile::Report => "report-failed",
+            },
+            Fields::Unwritten(FileFailure {
                 path: path.to_string_lossy(),
                 error,
             }),
@@ -636,6 +640,72 @@ pub(super) fn reset(budget: Option<&str>, breaker: Option<&str>) -> String {
     serde_json::to_string(&object).unwrap_or_default() + "\n"
 }
 
+/// `--report` under `json`: one object, the run's figures and then each attempt's.
+#[derive(Serialize)]
+struct Report {
+    attempts: u64,
+    retries: u64,
+    exit_status: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_exit: Option<u8>,
+    outcome: &'static str,
+    elapsed_ms: u64,
+    seed: u64,
+    attempts_detail: Vec<AttemptDetail>,
+    attempts_omitted: u64,
+}
+
+/// One attempt of a report: `exit` (its status as messages give it: 124 when timed out, 126
+/// or 127 when it could not start) or `signal` (the one it died of).
+#[derive(Serialize)]
+struct AttemptDetail {
+    attempt: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<String>,
+    duration_ms: u64,
+    timed_out: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wait_ms: Option<u64>,
+    hint: bool,
+}
+
+/// The `--report` of a run as one JSON object (and a line feed).
+pub(super) fn summary(summary: &Summary<'_>) -> String {
+    let report = Report {
+        attempts: summary.attempts,
+        retries: summary.retries,
+        exit_status: summary.exit_status,
+        last_exit: summary.last_exit,
+        outcome: summary.ending.name(),
+        elapsed_ms: summary.elapsed.as_millis() as u64,
+        seed: summary.seed,
+        attempts_detail: summary
+            .history
+            .records()
+            .map(|record| AttemptDetail {
+                attempt: record.attempt,
+                exit: match record.end {
+                    AttemptEnd::Signaled(_) => None,
+                    end => Some(end.status()),
+                },
+                signal: match record.end {
+                    AttemptEnd::Signaled(n) => Some(signal_text(n)),
+                    _ => None,
+                },
+                duration_ms: record.ran.as_millis() as u64,
+                timed_out: timed_out(record.end),
+                wait_ms: record.wait.map(|wait| wait.as_millis() as u64),
+                hint: record.hinted,
+            })
+            .collect(),
+        attempts_omitted: summary.history.omitted(),
+    };
+    // Numbers, booleans and fixed names: nothing here can fail to serialize.
+    serde_json::to_string(&report).unwrap_or_default() + "\n"
+}
+
 /// What a corrupt record's replacement is said as.
 pub(super) const REPLACED: &str = "the state did not parse; replaced by a fresh one";
 
@@ -857,8 +927,14 @@ mod tests {
                 attempt: 1,
                 end: AttemptEnd::TimedOut(Limit::Attempt),
             },
-            Event::MetricsUnwritten {
+            Event::Unwritten {
+                file: OwnFile::Metrics,
                 path: Path::new("/m.prom"),
+                error: "No space left on device",
+            },
+            Event::Unwritten {
+                file: OwnFile::Report,
+                path: Path::new("/report.json"),
                 error: "No space left on device",
             },
             Event::SpillFailed {

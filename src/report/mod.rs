@@ -5,6 +5,7 @@
 
 mod json;
 mod plain;
+pub(crate) mod summary;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal, Write};
@@ -53,6 +54,15 @@ pub struct HintUse {
     pub source: HintSource,
     /// The hint made the wait longer than the schedule's.
     pub lengthened: bool,
+}
+
+/// A file `retry` writes when the run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnFile {
+    /// `--metrics-file`.
+    Metrics,
+    /// `--report`.
+    Report,
 }
 
 /// Why a run gave up.
@@ -189,8 +199,9 @@ pub enum Event<'a> {
         attempt: u64,
         end: AttemptEnd,
     },
-    /// The metrics file could not be written; the run's status stands.
-    MetricsUnwritten {
+    /// The metrics file or the report could not be written; the run's status stands.
+    Unwritten {
+        file: OwnFile,
         path: &'a Path,
         error: &'a str,
     },
@@ -377,7 +388,7 @@ fn color_of(event: &Event<'_>) -> &'static str {
         | Event::StdinShared
         | Event::SpillFailed { .. }
         | Event::HoldFull { .. }
-        | Event::MetricsUnwritten { .. }
+        | Event::Unwritten { .. }
         | Event::WriteFailed { .. }
         | Event::ReadFailed { .. }
         | Event::TerminalStop { .. } => "\x1b[1;33m",

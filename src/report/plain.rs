@@ -12,7 +12,7 @@ use crate::predicate::Permanent;
 use crate::stdio::Stream;
 use crate::text::{human, shell_words};
 
-use super::{Count, Event, GiveUp, HintUse, cannot_start};
+use super::{Count, Event, GiveUp, HintUse, OwnFile, cannot_start};
 
 /// The event's text, without the `retry: ` prefix.
 pub(super) fn line(event: &Event<'_>) -> String {
@@ -118,8 +118,12 @@ pub(super) fn line(event: &Event<'_>) -> String {
                 .to_string()
         }
         Event::FailedOutput { attempt, end } => format!("output of attempt {attempt} ({end}):"),
-        Event::MetricsUnwritten { path, error } => format!(
-            "cannot write the metrics file {}: {error}; the run's status stands",
+        Event::Unwritten { file, path, error } => format!(
+            "cannot write the {} {}: {error}; the run's status stands",
+            match file {
+                OwnFile::Metrics => "metrics file",
+                OwnFile::Report => "report",
+            },
             crate::text::path(path)
         ),
         Event::SpillFailed { stream, error } => {
