@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-r -a -m -t -b -q -v -h -V --retries --attempts --forever --max-time --timeout --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --failed-output --keep-max --metrics-file --metrics-job --foreground --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --help --version"
+            opts="-r -a -m -t -b -q -v -h -V --retries --attempts --forever --max-time --timeout --timeouts --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --failed-output --keep-max --metrics-file --report --report-format --metrics-job --foreground --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -79,6 +79,13 @@ _retry() {
                     return 0
                     ;;
                 -t)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --timeouts)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -324,6 +331,25 @@ _retry() {
                     fi
                     return 0
                     ;;
+                --report)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --report-format)
+                    COMPREPLY=($(compgen -W "json github" -- "${cur}"))
+                    return 0
+                    ;;
                 --metrics-job)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -415,7 +441,7 @@ _retry_command() {
                 ((i++))
                 break
                 ;;
-            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--failed-output|--keep-max|--metrics-file|--metrics-job|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state)
+            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--timeouts|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--failed-output|--keep-max|--metrics-file|--report|--report-format|--metrics-job|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state)
                 # Its value follows, after an `=` that bash splits off as a word of its own.
                 [[ "${COMP_WORDS[i + 1]}" == = ]] && ((i++))
                 ((i++))

@@ -26,6 +26,7 @@ var retry-options~ = {|@words|
             cand --max-time 'Deadline for the whole run, measured from start; 0 disables it [default: none]'
             cand -t 'Time limit for one attempt; 0 disables it [default: none]'
             cand --timeout 'Time limit for one attempt; 0 disables it [default: none]'
+            cand --timeouts 'Time limits per attempt as a list: attempt n gets entry n'
             cand --reset-after 'An attempt that ran at least this long starts the schedule and the attempt limit afresh'
             cand --kill-after 'Grace between the terminating signal and SIGKILL [default: 2s]'
             cand --kill-signal 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]'
@@ -60,6 +61,8 @@ var retry-options~ = {|@words|
             cand --failed-output 'What becomes of the output of failed attempts that another follows [default: pass]'
             cand --keep-max 'Under --failed-output on-give-up, the most kept of each earlier attempt''s output [default: 1M]'
             cand --metrics-file 'When the run ends, write its figures to PATH in the Prometheus text format'
+            cand --report 'When the run ends, write a summary of it to FILE'
+            cand --report-format 'The --report''s format [default: json]'
             cand --metrics-job 'The job label of the metrics [default: the command''s file name]'
             cand --log-format 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]'
             cand --budget 'Take retries from the retry budget NAME, shared by every run that names it'
@@ -97,7 +100,7 @@ use re
 # COMMAND and its arguments complete as that command would: after `--`, or from the first word
 # that is not an option or an option's value.
 set edit:completion:arg-completer[retry] = {|@words|
-    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--reset-after' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--failed-output' '--keep-max' '--metrics-file' '--metrics-job' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
+    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--timeouts' '--reset-after' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--failed-output' '--keep-max' '--metrics-file' '--report' '--report-format' '--metrics-job' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
     var i = 1
     var last = (- (count $words) 1)
     while (< $i $last) {

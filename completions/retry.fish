@@ -2,6 +2,7 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -s r -l retries -d 'R
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s a -l attempts -d 'Total attempts, at least 1 (another spelling of --retries)' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s m -l max-time -d 'Deadline for the whole run, measured from start; 0 disables it [default: none]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s t -l timeout -d 'Time limit for one attempt; 0 disables it [default: none]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l timeouts -d 'Time limits per attempt as a list: attempt n gets entry n' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l reset-after -d 'An attempt that ran at least this long starts the schedule and the attempt limit afresh' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-after -d 'Grace between the terminating signal and SIGKILL [default: 2s]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-signal -d 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]' -r -f -a "TERM\t'terminate (the default)'
@@ -53,6 +54,9 @@ drop\t'Hold each attempt\'s output; keep only the final attempt\'s'
 on-give-up\t'Hold it; write it to stderr after the final attempt\'s if the run gives up, drop it if the run succeeds'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l keep-max -d 'Under --failed-output on-give-up, the most kept of each earlier attempt\'s output [default: 1M]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l metrics-file -d 'When the run ends, write its figures to PATH in the Prometheus text format' -r -F
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l report -d 'When the run ends, write a summary of it to FILE' -r -F
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l report-format -d 'The --report\'s format [default: json]' -r -f -a "json\t'One JSON object, with each attempt\'s detail; the file is replaced'
+github\t'name=value lines appended to the file, as $GITHUB_OUTPUT takes them'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l metrics-job -d 'The job label of the metrics [default: the command\'s file name]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l log-format -d 'Format of retry\'s own messages: text, or json (one object per line per event) [default: text]' -r -f -a "text\t'Lines for people, prefixed `retry:`'
 json\t'One JSON object per line per event, for log pipelines'"
@@ -92,7 +96,7 @@ function __fish_retry_command
             case --
                 set -e words[1]
                 break
-            case -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
+            case -r --retries -a --attempts -m --max-time -t --timeout --timeouts --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --report --report-format --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
                 set -e words[1..2]
                 continue
             case '-*'
@@ -108,7 +112,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
+        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --timeouts --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --report --report-format --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
             return 1
         end
     end

@@ -269,7 +269,10 @@ struct Progress {
 /// What follows an attempt.
 enum Next {
     /// A wait, and whether a hint the attempt gave set it.
-    Wait { wait: Duration, hinted: bool },
+    Wait {
+        wait: Duration,
+        hinted: bool,
+    },
     End(RunEnd),
 }
 
@@ -724,7 +727,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
                     .map(Next::End);
             }
         }
-        let hinted = matches!(between, Between::Failure { hint: Some(hint), .. } if hint.lengthened);
+        let hinted =
+            matches!(between, Between::Failure { hint: Some(hint), .. } if hint.lengthened);
         Ok(Next::Wait { wait, hinted })
     }
 
@@ -1065,11 +1069,7 @@ mod tests {
     }
 
     impl Execute for Script {
-        fn run(
-            &mut self,
-            spec: &AttemptSpec,
-            _: &mut Reporter,
-        ) -> Result<AttemptReport, Interrupted> {
+        fn run(&mut self, spec: &AttemptSpec, _: &mut Reporter) -> Result<AttemptReport, Cut> {
             self.specs.push(*spec);
             let index = (self.specs.len() - 1).min(self.ends.len() - 1);
             let (mut end, mut ran) = self.ends[index];
@@ -1150,6 +1150,8 @@ mod tests {
 
     struct Outcome {
         end: RunEnd,
+        /// All the run told of itself.
+        ran: Ran,
         slept: Vec<Duration>,
         specs: Vec<AttemptSpec>,
         /// How each attempt ended, and how long it ran.
@@ -1257,7 +1259,7 @@ mod tests {
             settings.schedule.clone(),
             StdRng::seed_from_u64(settings.seed.unwrap_or(0)),
         );
-        let Ran { end, .. } = drive(
+        let ran = drive(
             &settings,
             settings.seed.unwrap_or(0),
             &mut script,
@@ -1268,7 +1270,8 @@ mod tests {
         );
         let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
         Outcome {
-            end,
+            end: ran.end,
+            ran,
             slept: clock.slept,
             specs: script.specs,
             ends: script.ran,
@@ -1870,6 +1873,73 @@ mod tests {
                 (AttemptEnd::Exited(1), 800),
                 (AttemptEnd::TimedOut(Limit::Run), 200)
             ]
+        );
+    }
+
+    /// What a report tells: every attempt with the wait after it (none after the last), the
+    /// retries (attempts after a failure) and why the run ended.
+    #[test]
+    fn the_run_records_its_attempts_and_its_ending_for_the_report() {
+        let waits = |ran: &Ran| -> Vec<(u64, Option<Duration>, bool)> {
+            ran.history
+                .records()
+                .map(|r| (r.attempt, r.wait, r.hinted))
+                .collect()
+        };
+        let out = run(&["-r", "2"], &[exited(1, 5), exited(1, 5), exited(0, 5)]);
+        assert_eq!(
+            (out.ran.ending, out.ran.retries, out.ran.attempts),
+            (Ending::Success, 2, 3)
+        );
+        assert_eq!(
+            waits(&out.ran),
+            [
+                (1, Some(ms(100)), false),
+                (2, Some(ms(200)), false),
+                (3, None, false)
+            ]
+        );
+        assert_eq!(out.ran.last, Some(AttemptEnd::Exited(0)));
+        let out = run(&["-r", "1"], &[exited(1, 5)]);
+        assert_eq!((out.ran.ending, out.ran.retries), (Ending::Exhausted, 1));
+        let out = run(&["--stop-on-exit", "2"], &[exited(2, 5)]);
+        assert_eq!(out.ran.ending, Ending::Permanent);
+        let out = run(&["--max-time", "250ms", "--forever"], &[exited(1, 100)]);
+        assert_eq!(out.ran.ending, Ending::Deadline);
+        let out = run(&["--consecutive", "2"], &[exited(0, 5)]);
+        assert_eq!(
+            (out.ran.ending, out.ran.retries, out.ran.attempts),
+            (Ending::Success, 0, 2)
+        );
+        // A signal during the wait: the wait it cut is not told.
+        let out = run_with(&["-r", "3"], &[exited(1, 5)], Some(0));
+        assert_eq!((out.ran.ending, out.ran.retries), (Ending::Signal, 0));
+        assert_eq!(waits(&out.ran), [(1, None, false)]);
+        // A hint that lengthened the wait is marked.
+        let hint = Some(AskedWait {
+            wait: Duration::from_secs(3),
+            source: crate::http::HintSource::RetryAfter,
+        });
+        let out = run_with_hints(&["-r", "1"], &[exited(1, 5)], &[hint], None);
+        let first = out.ran.history.records().next().copied().unwrap();
+        assert!(
+            first.hinted && first.wait.unwrap() >= Duration::from_secs(3),
+            "{first:?}"
+        );
+        let mut gate = ScriptedGate {
+            go_ons: vec![GoOn::BudgetSpent],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&["-r", "3"], &[exited(1, 5)], &mut gate);
+        assert_eq!((out.ran.ending, out.ran.attempts), (Ending::Budget, 1));
+        let mut gate = ScriptedGate {
+            admits: vec![Admit::BreakerOpen { next_probe: OPEN }],
+            ..ScriptedGate::default()
+        };
+        let out = run_gated(&[], &[exited(0, 5)], &mut gate);
+        assert_eq!(
+            (out.ran.ending, out.ran.attempts, out.ran.last),
+            (Ending::Breaker, 0, None)
         );
     }
 

@@ -155,4 +155,3 @@ fn create_temporary_beside(target: &Path, nonce: u64) -> io::Result<(PathBuf, fs
         }
     }
 }
-

@@ -9,9 +9,9 @@ pub mod clock;
 pub mod config;
 mod config_file;
 mod dirs;
-mod files;
 pub mod driver;
 pub mod dryrun;
+mod files;
 mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -124,6 +124,8 @@ fn seconds(time: SystemTime) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn figures(succeeded: bool) -> Figures {

@@ -799,10 +799,14 @@ mod tests {
     /// the names in backticks in the last column, outside the parentheses that explain them,
     /// values (`"success"`) and flags (`--consecutive`) left out.
     fn documented() -> BTreeMap<String, BTreeSet<String>> {
+        table_of_fields("| event | when | fields |")
+    }
+
+    /// The field names of each row of the reference's table under `header`, by the row's
+    /// first cell.
+    fn table_of_fields(header: &str) -> BTreeMap<String, BTreeSet<String>> {
         let reference = include_str!("../../docs/reference.md");
-        let start = reference
-            .find("| event | when | fields |")
-            .expect("the events table");
+        let start = reference.find(header).expect("the table");
         let mut table = BTreeMap::new();
         for row in reference[start..].lines().skip(2) {
             if !row.starts_with('|') {
@@ -967,6 +971,65 @@ mod tests {
         ] {
             test(&event);
         }
+    }
+
+    /// The report holds exactly the fields the reference's table gives, the report's and each
+    /// attempt's (an attempt has `exit` or `signal`, and `wait_ms` only when a wait followed).
+    #[test]
+    fn the_report_holds_to_the_documented_schema() {
+        use crate::report::summary::{AttemptRecord, Ending, History};
+        let documented = table_of_fields("| report object | fields |");
+        let mut history = History::default();
+        for (attempt, end, wait) in [
+            (1, AttemptEnd::Exited(1), Some(Duration::from_millis(1500))),
+            (2, AttemptEnd::Signaled(libc::SIGKILL), Some(Duration::ZERO)),
+            (3, AttemptEnd::TimedOut(Limit::Attempt), None),
+        ] {
+            history.push(AttemptRecord {
+                attempt,
+                end,
+                ran: Duration::from_millis(2),
+                wait,
+                hinted: attempt == 1,
+            });
+        }
+        let text = summary(&Summary {
+            attempts: 3,
+            retries: 2,
+            exit_status: 124,
+            last_exit: Some(124),
+            ending: Ending::Exhausted,
+            elapsed: Duration::from_millis(1600),
+            seed: 5,
+            history: &history,
+        });
+        assert!(text.ends_with("}\n") && text.lines().count() == 1, "{text}");
+        let report: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&text).unwrap();
+        let keys = |object: &serde_json::Map<String, serde_json::Value>| -> BTreeSet<String> {
+            object.keys().cloned().collect()
+        };
+        assert_eq!(keys(&report), documented["report"]);
+        let attempts = report["attempts_detail"].as_array().unwrap();
+        let mut fields = BTreeSet::new();
+        for attempt in attempts {
+            let attempt = attempt.as_object().unwrap();
+            assert!(attempt.contains_key("exit") != attempt.contains_key("signal"));
+            fields.extend(keys(attempt));
+        }
+        assert_eq!(fields, documented["attempt"]);
+        assert_eq!(attempts[1]["signal"], "SIGKILL");
+        assert_eq!(attempts[2]["exit"], 124);
+        assert_eq!(attempts[2]["timed_out"], true);
+        assert!(!attempts[2].as_object().unwrap().contains_key("wait_ms"));
+        assert_eq!(
+            (
+                attempts[0]["wait_ms"].as_u64(),
+                attempts[0]["hint"].as_bool()
+            ),
+            (Some(1500), Some(true))
+        );
+        assert_eq!(report["outcome"], "exhausted");
     }
 
     /// Every object of every event has exactly the fields the reference documents for it,

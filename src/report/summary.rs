@@ -164,7 +164,10 @@ mod tests {
         assert_eq!(held.last(), Some(&5000));
         assert_eq!(history.omitted(), 4000);
         history.latest().unwrap().wait = Some(Duration::from_secs(1));
-        assert_eq!(history.records().last().unwrap().wait, Some(Duration::from_secs(1)));
+        assert_eq!(
+            history.records().last().unwrap().wait,
+            Some(Duration::from_secs(1))
+        );
         let mut short = History::default();
         assert!(short.latest().is_none());
         short.push(record(1));

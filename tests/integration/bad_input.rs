@@ -271,8 +271,14 @@ fn a_list_of_time_limits_with_the_one_limit_or_an_empty_entry() {
     let r = retry();
     for (text, said) in [
         ("[defaults]\ntimeouts = []\n", "empty list of timeouts"),
-        ("[defaults]\ntimeouts = \"1s,,2s\"\n", "entry 2 of '1s,,2s' is empty"),
-        ("[defaults]\ntimeouts = [\"1s\", true]\n", "expected an array of durations"),
+        (
+            "[defaults]\ntimeouts = \"1s,,2s\"\n",
+            "entry 2 of '1s,,2s' is empty",
+        ),
+        (
+            "[defaults]\ntimeouts = [\"1s\", true]\n",
+            "expected an array of durations",
+        ),
         (
             "[defaults]\ntimeout = \"1s\"\ntimeouts = [1]\n",
             "cannot be set together with 'timeout'",

@@ -1,7 +1,5 @@
 //! `--dry-run`: the schedule on stdout, nothing run.
 
-use predicates::prelude::*;
-
 use crate::util::*;
 
 #[test]
@@ -140,8 +138,23 @@ fn says_how_many_full_timeouts_max_time_leaves_time_for() {
 #[test]
 fn shows_each_attempts_limit_beside_its_wait() {
     let output = retry()
-        .args(["--dry-run", "--seed", "1", "--jitter", "none", "--base", "1s"])
-        .args(["--timeouts", "2s,0,10s", "--retries", "3", "--max-time", "1m"])
+        .args([
+            "--dry-run",
+            "--seed",
+            "1",
+            "--jitter",
+            "none",
+            "--base",
+            "1s",
+        ])
+        .args([
+            "--timeouts",
+            "2s,0,10s",
+            "--retries",
+            "3",
+            "--max-time",
+            "1m",
+        ])
         .args(["--", "true"])
         .command()
         .output()
@@ -157,7 +170,10 @@ fn shows_each_attempts_limit_beside_its_wait() {
         .skip_while(|line| !line.trim_start().starts_with("retry "))
         .map(|line| line.split_whitespace().collect())
         .collect();
-    assert_eq!(rows[0][..6], ["retry", "nominal", "wait", "elapsed", "timeout", "drawn"]);
+    assert_eq!(
+        rows[0][..6],
+        ["retry", "nominal", "wait", "elapsed", "timeout", "drawn"]
+    );
     let limits: Vec<&str> = rows[1..].iter().map(|row| row[4]).collect();
     assert_eq!(limits, ["none", "10s", "10s"], "{text}");
     // One limit for all: no column.

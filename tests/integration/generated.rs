@@ -361,7 +361,8 @@ fn the_man_page_renders_without_warnings() {
     assert!(text.contains("--until-stdout"), "options are listed");
 }
 
-/// Completion offers what a value can be: file names only for `--config`, commands for the
+/// Completion offers what a value can be: file names only for the files retry reads or writes
+/// (`--config`, `--metrics-file`, `--report`), commands for the
 /// hooks and COMMAND, the listed values where there is a list, and nothing for durations,
 /// codes, patterns and numbers (where a file name would only mislead).
 #[test]
@@ -376,7 +377,7 @@ fn completion_offers_file_names_only_where_a_file_goes() {
         let name = arg.get_id().as_str();
         let hint = arg.get_value_hint();
         let expected = match name {
-            "config" | "metrics_file" => ValueHint::FilePath,
+            "config" | "metrics_file" | "report" => ValueHint::FilePath,
             "state" => ValueHint::DirPath,
             "on_retry" | "on_failure" | "on_success" => ValueHint::CommandString,
             "command" => ValueHint::CommandWithArguments,

@@ -25,6 +25,7 @@ mod paths;
 mod processes;
 mod recipes;
 mod redis;
+mod report;
 mod schedule;
 mod streams;
 mod supervision;

@@ -153,6 +153,38 @@ fn github_actions_wait_for_the_api() {
     assert_eq!(runs(&r, "curl"), 2);
 }
 
+/// The step's outputs land in `$GITHUB_OUTPUT` beside what earlier steps wrote, and read as
+/// the later step's `steps.test.outputs.attempts` would.
+#[test]
+fn github_actions_step_outputs_say_how_many_attempts_it_took() {
+    let r = retry();
+    let outputs = r.write("github_output", "earlier=1\n");
+    let words: Vec<String> = recipe("--report \"$GITHUB_OUTPUT\"")
+        .into_iter()
+        .map(|word| {
+            // As the step's shell expands it.
+            if word == "\"$GITHUB_OUTPUT\"" {
+                outputs.display().to_string()
+            } else {
+                word
+            }
+        })
+        .collect();
+    assert!(README.contains("steps.test.outputs.attempts != '1'"));
+    stand_in(&r, "make", 1, 2);
+    let output = run(&r, &words, &[("CI", "true".into())]);
+    assert!(output.status.success(), "{output:?}");
+    let text = std::fs::read_to_string(&outputs).unwrap();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}=")))
+            .map(str::to_string)
+    };
+    assert_eq!(value("earlier").as_deref(), Some("1"));
+    assert_eq!(value("attempts").as_deref(), Some("2"), "{text}");
+    assert_eq!(value("outcome").as_deref(), Some("success"), "{text}");
+}
+
 #[test]
 fn gitlab_smoke_test_logs_json() {
     let words = recipe("./smoke-test.sh");

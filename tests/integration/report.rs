@@ -1,0 +1,563 @@
+//! `--report FILE`: the run's summary for a CI step, under every outcome, in both formats, and
+//! never through what is not a regular file.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::util::*;
+
+fn report_of(path: &Path) -> Value {
+    let text = fs::read_to_string(path).expect("the report");
+    assert_eq!(text.lines().count(), 1, "one object, one line: {text}");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// Runs `retry --report FILE ARGS`, expecting `status`, and returns the report it wrote.
+fn reported(r: &Retry, args: &[&str], status: i32) -> Value {
+    let file = r.path("report.json");
+    let _ = fs::remove_file(&file);
+    let output = retry()
+        .args(["--report", file.to_str().unwrap()])
+        .args(args)
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(shell_status(output.status), status, "{args:?}: {output:?}");
+    report_of(&file)
+}
+
+/// Each attempt's `exit` (or `signal`), `timed_out` and `wait_ms` (null when absent).
+fn detail(report: &Value) -> Vec<(Value, Value, Value)> {
+    report["attempts_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|attempt| {
+            let end = attempt.get("exit").or(attempt.get("signal")).cloned();
+            assert!(
+                attempt.get("exit").is_none() || attempt.get("signal").is_none(),
+                "exit or signal: {attempt}"
+            );
+            (
+                end.unwrap_or(Value::Null),
+                attempt["timed_out"].clone(),
+                attempt.get("wait_ms").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+fn figures(report: &Value) -> (u64, u64, u64, Option<u64>, String) {
+    (
+        report["attempts"].as_u64().unwrap(),
+        report["retries"].as_u64().unwrap(),
+        report["exit_status"].as_u64().unwrap(),
+        report.get("last_exit").map(|code| code.as_u64().unwrap()),
+        report["outcome"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn success_exhausted_deadline_and_permanent_runs_are_reported() {
+    let r = retry();
+    let success = reported(&r, &["--seed", "9", "true"], 0);
+    assert_eq!(figures(&success), (1, 0, 0, Some(0), "success".into()));
+    assert_eq!(success["seed"], 9);
+    assert!(success["elapsed_ms"].is_u64());
+    assert_eq!(detail(&success), [(0.into(), false.into(), Value::Null)]);
+    assert!(success["attempts_detail"][0]["duration_ms"].is_u64());
+    assert_eq!(success["attempts_detail"][0]["hint"], false);
+    assert_eq!(success["attempts_detail"][0]["attempt"], 1);
+
+    let exhausted = reported(
+        &r,
+        &["-r", "2", "--delays", "0,20ms", "--", "sh", "-c", "exit 3"],
+        3,
+    );
+    assert_eq!(figures(&exhausted), (3, 2, 3, Some(3), "exhausted".into()));
+    assert_eq!(
+        detail(&exhausted),
+        [
+            (3.into(), false.into(), 0.into()),
+            (3.into(), false.into(), 20.into()),
+            (3.into(), false.into(), Value::Null)
+        ]
+    );
+
+    let deadline = reported(&r, &["--max-time", "300ms", "--", "sleep", "30"], 124);
+    assert_eq!(
+        figures(&deadline),
+        (1, 0, 124, Some(124), "deadline".into())
+    );
+    assert_eq!(detail(&deadline), [(124.into(), true.into(), Value::Null)]);
+
+    let timed_out = reported(
+        &r,
+        &[
+            "--timeouts",
+            "200ms",
+            "-r",
+            "1",
+            "--delays",
+            "0",
+            "--",
+            "sleep",
+            "30",
+        ],
+        124,
+    );
+    assert_eq!(
+        figures(&timed_out),
+        (2, 1, 124, Some(124), "exhausted".into())
+    );
+
+    let permanent = reported(&r, &["--stop-on-exit", "4", "--", "sh", "-c", "exit 4"], 4);
+    assert_eq!(figures(&permanent), (1, 0, 4, Some(4), "permanent".into()));
+    let not_found = reported(&r, &["no-such-command-for-the-report"], 127);
+    assert_eq!(
+        figures(&not_found),
+        (1, 0, 127, Some(127), "permanent".into())
+    );
+
+    // Under --fail-exit, retry's own status and the last attempt's differ.
+    let failed = reported(
+        &r,
+        &["-r", "0", "--fail-exit", "9", "--", "sh", "-c", "exit 3"],
+        9,
+    );
+    assert_eq!(figures(&failed), (1, 0, 9, Some(3), "exhausted".into()));
+}
+
+/// Retries count the attempts after a failure: successes that a `--restart` or a
+/// `--consecutive` streak follows with another attempt are not retries.
+#[test]
+fn retries_are_the_attempts_after_a_failure() {
+    let r = retry();
+    let streak = reported(&r, &["--consecutive", "3", "--delays", "0", "true"], 0);
+    assert_eq!(figures(&streak), (3, 0, 0, Some(0), "success".into()));
+    let flaky = r.flaky(1);
+    let args: Vec<&str> = ["--consecutive", "2", "--delays", "0"]
+        .into_iter()
+        .chain(flaky.iter().map(String::as_str))
+        .collect();
+    let report = reported(&r, &args, 0);
+    assert_eq!(figures(&report), (3, 1, 0, Some(0), "success".into()));
+}
+
+#[test]
+fn budget_and_breaker_endings_are_reported() {
+    let r = retry();
+    let state = r.path("state");
+    let state = state.to_str().unwrap();
+    let budget = [
+        "--state",
+        state,
+        "--budget",
+        "b",
+        "--budget-floor",
+        "1/1m",
+        "--budget-ratio",
+        "0",
+        "--delays",
+        "0",
+        "-r",
+        "5",
+        "false",
+    ];
+    let report = reported(&r, &budget, 1);
+    assert_eq!(figures(&report), (2, 1, 1, Some(1), "budget".into()));
+    assert_eq!(
+        detail(&report)[1].2,
+        Value::Null,
+        "no wait after the last attempt"
+    );
+
+    let breaker = [
+        "--state",
+        state,
+        "--breaker",
+        "k",
+        "--breaker-threshold",
+        "1",
+        "-r",
+        "0",
+    ];
+    retry().args(breaker).args(["false"]).assert().code(1);
+    let report = reported(&r, &[&breaker[..], &["true"]].concat(), 75);
+    assert_eq!(figures(&report), (0, 0, 75, None, "breaker".into()));
+    assert_eq!(report["attempts_detail"], serde_json::json!([]));
+}
+
+/// A signal to `retry` ends the run, and the report is still written, with the attempt it cut.
+#[test]
+fn a_run_ended_by_a_signal_is_reported() {
+    let r = retry();
+    let file = r.path("report.json");
+    let mut child = retry()
+        .args([
+            "--report",
+            file.to_str().unwrap(),
+            "-v",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .spawn();
+    wait_for_stderr(&mut child, "attempt 1/6 starting");
+    let since = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(10)),
+        143
+    );
+    let report = report_of(&file);
+    assert_eq!(figures(&report), (1, 0, 143, Some(143), "signal".into()));
+    assert_eq!(
+        detail(&report),
+        [("SIGTERM".into(), false.into(), Value::Null)]
+    );
+
+    // Signalled during a wait: the attempt before it is the last, with no wait after it.
+    let mut child = retry()
+        .args([
+            "--report",
+            file.to_str().unwrap(),
+            "--delays",
+            "1h",
+            "--max",
+            "1h",
+            "--",
+            "false",
+        ])
+        .spawn();
+    wait_for_stderr(&mut child, "next attempt in 1h");
+    let since = Instant::now();
+    send(&child, libc::SIGINT);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(10)),
+        130
+    );
+    let report = report_of(&file);
+    assert_eq!(figures(&report), (1, 0, 130, Some(1), "signal".into()));
+    assert_eq!(detail(&report), [(1.into(), false.into(), Value::Null)]);
+}
+
+#[test]
+fn a_reader_gone_from_stdout_is_a_broken_pipe() {
+    let r = retry();
+    let file = r.path("report.json");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = Command::new(BIN)
+        .args(["--report", file.to_str().unwrap(), "--", "yes"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(shell_status(status), 141);
+    let report = report_of(&file);
+    assert_eq!(
+        figures(&report),
+        (1, 0, 141, Some(141), "broken-pipe".into())
+    );
+    assert_eq!(
+        detail(&report),
+        [("SIGPIPE".into(), false.into(), Value::Null)]
+    );
+}
+
+/// A wait that a hint the command printed set is marked; one the schedule set is not.
+#[test]
+fn a_wait_set_by_a_hint_is_marked() {
+    let r = retry();
+    let flaky = r.flaky(1);
+    let args: Vec<&str> = [
+        "--delays",
+        "0",
+        "--retry-after-stdout",
+        "again in ([0-9.]+)s",
+        "--",
+    ]
+    .into_iter()
+    .chain(["sh", "-c", "echo again in 0.2s; exit 1"])
+    .collect();
+    let hinted = reported(&r, &[&["-r", "1"][..], &args].concat(), 1);
+    let first = &hinted["attempts_detail"][0];
+    assert_eq!(first["hint"], true, "{hinted}");
+    assert!(first["wait_ms"].as_u64().unwrap() >= 200, "{hinted}");
+    let plain = reported(
+        &r,
+        &[
+            &["-r", "1", "--delays", "0", "--"][..],
+            &flaky.iter().map(String::as_str).collect::<Vec<_>>(),
+        ]
+        .concat(),
+        0,
+    );
+    assert_eq!(plain["attempts_detail"][0]["hint"], false);
+}
+
+/// `github` appends the step outputs, keeping what earlier steps wrote, once per run.
+#[test]
+fn github_lines_are_appended_to_what_earlier_steps_wrote() {
+    let r = retry();
+    let file = r.write("github_output", "earlier=kept\n");
+    let report = [
+        "--report",
+        file.to_str().unwrap(),
+        "--report-format",
+        "github",
+    ];
+    retry()
+        .args(report)
+        .args(["true"])
+        .assert()
+        .code(0)
+        .stderr("");
+    retry()
+        .args(report)
+        .args(["-r", "1", "--delays", "0", "--", "sh", "-c", "exit 2"])
+        .assert()
+        .code(2);
+    let text = fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "earlier=kept");
+    assert_eq!(
+        lines[1..6],
+        [
+            "attempts=1",
+            "retries=0",
+            "exit_status=0",
+            "last_exit=0",
+            "outcome=success"
+        ]
+    );
+    assert!(lines[6].starts_with("elapsed_ms="), "{text}");
+    assert_eq!(
+        lines[7..12],
+        [
+            "attempts=2",
+            "retries=1",
+            "exit_status=2",
+            "last_exit=2",
+            "outcome=exhausted"
+        ]
+    );
+    assert_eq!(lines.len(), 13, "{text}");
+    // A new file is made when there is none; a run that made no attempt has no last_exit.
+    let state = r.path("state");
+    let breaker = [
+        "--state",
+        state.to_str().unwrap(),
+        "--breaker",
+        "k",
+        "--breaker-threshold",
+        "1",
+        "-r",
+        "0",
+    ];
+    retry().args(breaker).args(["false"]).assert().code(1);
+    let fresh = r.path("fresh");
+    retry()
+        .args([
+            "--report",
+            fresh.to_str().unwrap(),
+            "--report-format",
+            "github",
+        ])
+        .args(breaker)
+        .args(["true"])
+        .assert()
+        .code(75);
+    let text = fs::read_to_string(&fresh).unwrap();
+    assert!(
+        text.starts_with("attempts=0\nretries=0\nexit_status=75\noutcome=breaker\n"),
+        "{text}"
+    );
+}
+
+/// `retry` reports only runs it made: misuse, `--dry-run` and the state actions write nothing.
+#[test]
+fn misuse_dry_run_and_state_actions_write_no_report() {
+    let r = retry();
+    let file = r.path("report.json");
+    let report = format!("--report={}", file.display());
+    retry()
+        .args([&report, "--dry-run", "true"])
+        .assert()
+        .code(0);
+    retry()
+        .args([&report, "--retries", "x", "true"])
+        .assert()
+        .code(125);
+    let state = r.path("state");
+    retry()
+        .args([
+            &report,
+            "--state",
+            state.to_str().unwrap(),
+            "--budget",
+            "b",
+            "--show-state",
+        ])
+        .assert()
+        .code(0);
+    assert!(!file.exists());
+    retry()
+        .args(["--report", "/no/such/directory/report.json", "true"])
+        .assert()
+        .code(125)
+        .stderr(
+            predicate::str::contains("--report")
+                .and(predicate::str::contains("there is no directory")),
+        );
+    retry()
+        .args([
+            "--report",
+            file.to_str().unwrap(),
+            "--report-format",
+            "yaml",
+            "true",
+        ])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("--report-format"));
+}
+
+/// Runs `true` with `--report PATH` in `format`: the run ends with 0 and says once that the
+/// report cannot be written because it is not a regular file, also under `--log-format json`.
+fn refused(path: &Path, format: &str) {
+    retry()
+        .args([
+            "--report",
+            path.to_str().unwrap(),
+            "--report-format",
+            format,
+            "true",
+        ])
+        .assert()
+        .code(0)
+        .stderr(
+            predicate::str::contains("cannot write the report")
+                .count(1)
+                .and(predicate::str::contains("not a regular file")),
+        );
+    let output = retry()
+        .args([
+            "--report",
+            path.to_str().unwrap(),
+            "--report-format",
+            format,
+        ])
+        .args(["--log-format", "json", "true"])
+        .command()
+        .output()
+        .unwrap();
+    let events = json_events(&output.stderr);
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|e| e["event"] == "report-failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{events:?}");
+    assert_eq!(failed[0]["path"], path.to_str().unwrap());
+}
+
+/// Neither format writes through a FIFO (nor blocks on one), a socket, a directory, or a
+/// symlink to one of them; a symlink to a regular file is followed.
+#[test]
+fn only_a_regular_file_takes_a_report() {
+    use std::os::unix::fs::symlink;
+    let r = retry();
+    let fifo = r.path("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let socket = r.path("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let directory = r.path("directory");
+    fs::create_dir(&directory).unwrap();
+    for path in [&fifo, &socket, &directory] {
+        let link = r.path(&format!("link-to-{}", path.file_name().unwrap().display()));
+        symlink(path, &link).unwrap();
+        for format in ["json", "github"] {
+            refused(path, format);
+            refused(&link, format);
+        }
+    }
+    let real = r.write("real", "earlier=kept\n");
+    let link = r.path("link");
+    symlink(&real, &link).unwrap();
+    retry()
+        .args([
+            "--report",
+            link.to_str().unwrap(),
+            "--report-format",
+            "github",
+            "true",
+        ])
+        .assert()
+        .code(0)
+        .stderr("");
+    assert!(
+        fs::read_to_string(&real)
+            .unwrap()
+            .starts_with("earlier=kept\nattempts=1\n")
+    );
+    retry()
+        .args(["--report", link.to_str().unwrap(), "true"])
+        .assert()
+        .code(0)
+        .stderr("");
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(report_of(&real)["outcome"], "success");
+}
+
+/// A device at FILE (a null device made in a private mount namespace, never the real `/dev`),
+/// or a symlink to one, takes no report in either format, and stays a device.
+#[test]
+fn a_device_takes_no_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().display();
+    let script = format!(
+        "mount -t tmpfs tmpfs '{at}' && mknod '{at}/null' c 1 3 && ln -s null '{at}/link' || exit 99
+         for path in '{at}/null' '{at}/link'; do
+           for format in json github; do
+             '{BIN}' --report \"$path\" --report-format $format true 2>> '{at}/said' || echo \"status $?\"
+           done
+         done
+         [ -c '{at}/null' ] && [ -L '{at}/link' ] && echo still a device
+         grep -c 'not a regular file' '{at}/said'
+         exit 0"
+    );
+    let output = Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if output.status.code() != Some(0) {
+        missing(
+            "root in a mount namespace (unshare --mount, mknod)",
+            "a device at the report",
+        );
+        return;
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "still a device\n4\n"
+    );
+}
