@@ -347,8 +347,10 @@ pub struct Cli {
     /// Run CMD through `sh -c` before each retry's wait
     ///
     /// Its environment has RETRY_ATTEMPT (the attempt that just failed), RETRY_MAX_ATTEMPTS,
-    /// RETRY_LAST_EXIT (its status) and RETRY_NEXT_DELAY_MS. A hook's failure is reported and never changes retry's
-    /// exit status; its stdin is /dev/null and its stdout goes to retry's stderr.
+    /// RETRY_LAST_EXIT (its status), RETRY_NEXT_DELAY_MS and RETRY_ENV_FILE: KEY=VALUE lines it
+    /// writes to that file are set in the environment of every later attempt (RETRY_ names
+    /// refused). A hook's failure is reported and never changes retry's exit status; its stdin
+    /// is /dev/null and its stdout goes to retry's stderr.
     #[arg(long, value_name = "CMD", value_hint = ValueHint::CommandString, help_heading = "Hooks")]
     pub on_retry: Option<String>,
 

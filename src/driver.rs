@@ -147,8 +147,13 @@ pub trait Execute {
     fn end_by(&mut self, deadline: Instant);
     /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
     fn stdin_shared(&self) -> bool;
-    /// Runs a hook to its end; how it ended is only reported, never judged.
-    fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted>;
+    /// Runs a hook to its end; how it ended is only reported, never judged. `reporter` is for
+    /// what must be said of the values an `--on-retry` hook hands on.
+    fn run_hook(
+        &mut self,
+        hook: &HookSpec<'_>,
+        reporter: &mut Reporter,
+    ) -> Result<AttemptEnd, Interrupted>;
 }
 
 pub trait Sleep {
@@ -942,7 +947,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         let Some(command) = settings.hooks.command(kind) else {
             return Ok(());
         };
-        let end = self.executor.run_hook(&HookSpec {
+        let spec = HookSpec {
             kind,
             command,
             attempt,
@@ -950,7 +955,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             last_status,
             next_delay,
             deadline: self.deadline,
-        })?;
+        };
+        let end = self.executor.run_hook(&spec, self.reporter)?;
         if end != AttemptEnd::Exited(0) {
             self.reporter.emit(&Event::HookFailed { kind, end });
         }
@@ -1118,7 +1124,11 @@ mod tests {
             self.stdin_shared
         }
 
-        fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted> {
+        fn run_hook(
+            &mut self,
+            hook: &HookSpec<'_>,
+            _: &mut Reporter,
+        ) -> Result<AttemptEnd, Interrupted> {
             self.hooks.push(format!(
                 "{:?} attempt={} last={} next={:?} at={:?}",
                 hook.kind,

@@ -114,22 +114,24 @@ fn file_kind(kind: fs::FileType) -> &'static str {
     }
 }
 
-/// The text of the regular file at `target` (found by `writable`), up to `most` bytes: opened
-/// without blocking (a FIFO put there since would otherwise hold `retry` in `open`) and
-/// without following a symlink put there since.
-pub(crate) fn read_bounded(target: &Path, most: u64) -> Option<String> {
+/// The bytes of the regular file at `path`, up to `most`: opened without blocking (a FIFO put
+/// there would otherwise hold `retry` in `open`) and without following a symlink put there.
+pub(crate) fn read_bounded(path: &Path, most: u64) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(target)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
+        .open(path)
+        .map_err(|error| match error.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::other("it is a symlink, not a regular file"),
+            _ => error,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("it is not a regular file"));
     }
-    let mut text = Vec::new();
-    file.take(most).read_to_end(&mut text).ok()?;
-    Some(String::from_utf8_lossy(&text).into_owned())
+    let mut bytes = Vec::new();
+    file.take(most).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A new file `.NAME.RANDOM.tmp` in the directory of `target`: hidden, and without the

@@ -15,6 +15,7 @@ mod files;
 mod fleet;
 #[doc(hidden)]
 pub mod fuzzing;
+mod hook_values;
 mod http;
 mod input;
 pub mod interpreter;

@@ -22,12 +22,14 @@ use crate::driver::{
     AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
     Settle,
 };
+use crate::files;
+use crate::hook_values::{self, HookValues};
 use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing::{self, Drained, Held, Kept, Leftover, OwnStream, ReaderWait, Sink, Watch};
 use crate::predicate::Matches;
 use crate::report::{Event as Report, Reporter};
-use crate::settings::{OutputRules, Settings};
+use crate::settings::{HookKind, OutputRules, Settings};
 use crate::signals::{self, Event, Events};
 use crate::start;
 use crate::stdio::Stream;
@@ -54,6 +56,8 @@ pub(crate) struct Runner<'a> {
     warned: Vec<(&'static str, Stream)>,
     /// Copies of earlier attempts' output still running (see `plumbing::Leftover`).
     leftovers: Vec<Leftover>,
+    /// What `--on-retry` hooks handed on to later attempts.
+    hook_values: HookValues,
 }
 
 impl<'a> Runner<'a> {
@@ -76,6 +80,7 @@ impl<'a> Runner<'a> {
             kill_after: settings.kill_after,
             warned: Vec::new(),
             leftovers: Vec::new(),
+            hook_values: HookValues::default(),
         }
     }
 
@@ -340,8 +345,17 @@ impl Execute for Runner<'_> {
         self.input.shared_stream()
     }
 
-    fn run_hook(&mut self, hook: &HookSpec<'_>) -> Result<AttemptEnd, Interrupted> {
+    fn run_hook(
+        &mut self,
+        hook: &HookSpec<'_>,
+        reporter: &mut Reporter,
+    ) -> Result<AttemptEnd, Interrupted> {
         let started = Instant::now();
+        // Removed when it goes out of scope, once read (or not, when a signal ends the run).
+        let values_file = match hook.kind {
+            HookKind::Retry => self.values_file(reporter),
+            _ => None,
+        };
         let mut command = Command::new("sh");
         command
             .arg("-c")
@@ -359,6 +373,10 @@ impl Execute for Runner<'_> {
         match hook.next_delay {
             Some(delay) => command.env("RETRY_NEXT_DELAY_MS", delay.as_millis().to_string()),
             None => command.env_remove("RETRY_NEXT_DELAY_MS"),
+        };
+        match &values_file {
+            Some(path) => command.env("RETRY_ENV_FILE", path.as_os_str()),
+            None => command.env_remove("RETRY_ENV_FILE"),
         };
         let spawned = io::stderr()
             .as_fd()
@@ -383,7 +401,12 @@ impl Execute for Runner<'_> {
         reap_orphans(None);
         match supervised.interrupted {
             Some(signal) => Err(Interrupted(signal)),
-            None => Ok(supervised.end()),
+            None => {
+                if let Some(path) = values_file {
+                    self.take_hook_values(&path, reporter);
+                }
+                Ok(supervised.end())
+            }
         }
     }
 }
@@ -607,8 +630,11 @@ impl Runner<'_> {
             Some(status) => command.env("RETRY_LAST_EXIT", status.to_string()),
             None => command.env_remove("RETRY_LAST_EXIT"),
         };
-        // An outer retry's hook value (retry run from an --on-retry hook) speaks of another run.
-        command.env_remove("RETRY_NEXT_DELAY_MS");
+        // An outer retry's hook values (retry run from an --on-retry hook) speak of another run.
+        command
+            .env_remove("RETRY_NEXT_DELAY_MS")
+            .env_remove("RETRY_ENV_FILE")
+            .envs(self.hook_values.pairs());
         if !self.foreground {
             command.process_group(0);
         }
@@ -751,6 +777,7 @@ impl Runner<'_> {
             Report::SpillFailed { stream, .. } => ("spill", stream),
             Report::WriteFailed { stream, .. } => ("write", stream),
             Report::ReadFailed { .. } => ("read", Stream::Stdin),
+            Report::HookValuesSkipped { line: None, .. } => ("hook values", Stream::Stdin),
             _ => return reporter.emit(&warning),
         };
         if !self.warned.contains(&key) {
@@ -866,6 +893,59 @@ impl Runner<'_> {
             },
         );
         Ok(false)
+    }
+
+    /// A private empty file for the `--on-retry` hook to write values to (`RETRY_ENV_FILE`):
+    /// mode 0600, under a name no one can foresee, in the temporary directory. One that cannot
+    /// be made is said once, and the hook runs without it.
+    fn values_file(&mut self, reporter: &mut Reporter) -> Option<tempfile::TempPath> {
+        match tempfile::Builder::new().prefix("retry-env-").tempfile() {
+            Ok(file) => Some(file.into_temp_path()),
+            Err(error) => {
+                let error = format!(
+                    "cannot make it in {}: {}",
+                    crate::text::path(&std::env::temp_dir()),
+                    crate::text::plain_error(&error)
+                );
+                self.say_once(
+                    reporter,
+                    Report::HookValuesSkipped {
+                        line: None,
+                        error: &error,
+                        count: 0,
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    /// Reads the values the hook wrote to `path` for the attempts after it, saying once what
+    /// was skipped. Only a regular file is read, and at most 64 KiB of it; a hook that removed
+    /// the file handed on nothing.
+    fn take_hook_values(&mut self, path: &Path, reporter: &mut Reporter) {
+        let mut text = match files::read_bounded(path, hook_values::MOST_READ + 1) {
+            Ok(text) => text,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return,
+            Err(error) => {
+                let error = crate::text::plain_error(&error);
+                reporter.emit(&Report::HookValuesSkipped {
+                    line: None,
+                    error: &error,
+                    count: 0,
+                });
+                return;
+            }
+        };
+        let cut = text.len() as u64 > hook_values::MOST_READ;
+        text.truncate(hook_values::MOST_READ as usize);
+        if let Some(skipped) = self.hook_values.take(&text, cut) {
+            reporter.emit(&Report::HookValuesSkipped {
+                line: Some(skipped.line),
+                error: skipped.why,
+                count: skipped.count,
+            });
+        }
     }
 
     fn terminating(&self) -> Phase {

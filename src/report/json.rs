@@ -77,6 +77,7 @@ enum Fields<'a> {
     Stream(StreamFailure<'a>),
     Signal(AttemptSignal),
     Hook(HookFailedFields),
+    HookValues(HookValuesFields<'a>),
     Interrupted(InterruptedFields),
     FailedOutput(FailedOutputFields),
     Unwritten(FileFailure<'a>),
@@ -203,6 +204,13 @@ struct HookFailedFields {
     hook: &'static str,
     exit_code: u8,
     timed_out: bool,
+}
+
+#[derive(Serialize)]
+struct HookValuesFields<'a> {
+    line: Option<usize>,
+    error: &'a str,
+    skipped: usize,
 }
 
 #[derive(Serialize)]
@@ -450,6 +458,14 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
         Event::HookFailed { kind, end } => {
             vec![("hook-failed", Fields::Hook(hook_failed(kind, end)))]
         }
+        Event::HookValuesSkipped { line, error, count } => vec![(
+            "hook-env-skipped",
+            Fields::HookValues(HookValuesFields {
+                line,
+                error,
+                skipped: count,
+            }),
+        )],
         Event::Interrupted { signal } => vec![(
             "interrupted",
             Fields::Interrupted(InterruptedFields {
@@ -964,6 +980,16 @@ mod tests {
             Event::HookFailed {
                 kind: HookKind::Retry,
                 end,
+            },
+            Event::HookValuesSkipped {
+                line: Some(2),
+                error: "it is not KEY=VALUE",
+                count: 3,
+            },
+            Event::HookValuesSkipped {
+                line: None,
+                error: "No such file or directory",
+                count: 0,
             },
             Event::Interrupted {
                 signal: libc::SIGTERM,

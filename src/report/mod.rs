@@ -231,6 +231,14 @@ pub enum Event<'a> {
         kind: HookKind,
         end: AttemptEnd,
     },
+    /// Lines of the `--on-retry` hook's `RETRY_ENV_FILE` were skipped: `count` of them, the
+    /// first at `line` for `error`. With no line, the file could not be made or read, and
+    /// `error` says why.
+    HookValuesSkipped {
+        line: Option<usize>,
+        error: &'a str,
+        count: usize,
+    },
     Interrupted {
         signal: i32,
     },
@@ -385,6 +393,7 @@ fn color_of(event: &Event<'_>) -> &'static str {
         }
         Event::AttemptFailed { .. }
         | Event::HookFailed { .. }
+        | Event::HookValuesSkipped { .. }
         | Event::StdinShared
         | Event::SpillFailed { .. }
         | Event::HoldFull { .. }

@@ -152,6 +152,21 @@ pub(super) fn line(event: &Event<'_>) -> String {
             format!("cannot read stdin: {error}; the attempts get only what was read before")
         }
         Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
+        Event::HookValuesSkipped {
+            line: Some(line),
+            error,
+            count,
+        } => {
+            let more = match count {
+                0 | 1 => String::new(),
+                2 => " (and 1 line more)".to_string(),
+                n => format!(" (and {} lines more)", n - 1),
+            };
+            format!("--on-retry: line {line} of RETRY_ENV_FILE skipped: {error}{more}")
+        }
+        Event::HookValuesSkipped {
+            line: None, error, ..
+        } => format!("--on-retry: its RETRY_ENV_FILE is not read: {error}"),
         Event::TerminalStop { attempt, signal } => format!(
             "attempt {attempt} is stopped ({}): it used the terminal from its own process \
              group; use --foreground for commands that read the terminal",

@@ -152,3 +152,193 @@ fn hooks_never_get_the_commands_stdin_nor_write_to_stdout() {
         .stderr(predicate::str::contains("from-hook"));
     assert_eq!(std::fs::read_to_string(r.path("hook-stdin")).unwrap(), "");
 }
+
+/// Runs `retry -r RETRIES --delays 0 --on-retry HOOK -- sh -c 'echo "$RETRY_ATTEMPT ${KEY-unset}"; exit 1'`
+/// with `env`, and returns its stdout lines, its stderr and its status.
+fn hand_on(
+    hook: &str,
+    retries: &str,
+    keys: &[&str],
+    env: &[(&str, &str)],
+) -> (Vec<String>, String, i32) {
+    let shown: String = keys
+        .iter()
+        .map(|key| format!(" {key}=${{{key}-unset}}"))
+        .collect();
+    let r = retry()
+        .args(["-r", retries, "--delays", "0", "--on-retry", hook])
+        .args(sh(&format!("echo \"$RETRY_ATTEMPT{shown}\"; exit 1")));
+    let mut command = r.command();
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    (
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        String::from_utf8(output.stderr).unwrap(),
+        output.status.code().unwrap_or(-1),
+    )
+}
+
+/// `--on-retry` gets a private empty file in `RETRY_ENV_FILE`; the `KEY=VALUE` lines it writes
+/// there are in the environment of every later attempt, a later hook's value wins, and the file
+/// is gone once read. Neither the attempts nor the other hooks get `RETRY_ENV_FILE`.
+#[test]
+fn an_on_retry_hook_hands_values_to_later_attempts() {
+    let r = retry();
+    let seen = r.path("seen");
+    let hook = format!(
+        "ls -l \"$RETRY_ENV_FILE\" | cut -c1-10 >> '{seen}'; wc -c < \"$RETRY_ENV_FILE\" >> '{seen}'; \
+         echo \"$RETRY_ENV_FILE\" >> '{seen}'; \
+         echo MIRROR=m$RETRY_ATTEMPT >> \"$RETRY_ENV_FILE\"; \
+         [ $RETRY_ATTEMPT = 1 ] && echo 'FIRST=a b=c' >> \"$RETRY_ENV_FILE\"; true",
+        seen = seen.display()
+    );
+    let (lines, stderr, status) = hand_on(
+        &hook,
+        "2",
+        &["MIRROR", "FIRST", "RETRY_ENV_FILE"],
+        &[("RETRY_ENV_FILE", "/outer/file")],
+    );
+    assert_eq!(status, 1);
+    assert_eq!(
+        lines,
+        [
+            "1 MIRROR=unset FIRST=unset RETRY_ENV_FILE=unset",
+            "2 MIRROR=m1 FIRST=a b=c RETRY_ENV_FILE=unset",
+            "3 MIRROR=m2 FIRST=a b=c RETRY_ENV_FILE=unset",
+        ]
+    );
+    assert!(!stderr.contains("RETRY_ENV_FILE"), "{stderr}");
+    let seen: Vec<String> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    for hook in seen.chunks(3) {
+        assert_eq!(hook[0], "-rw-------", "private: {seen:?}");
+        assert_eq!(hook[1].trim(), "0", "empty: {seen:?}");
+        assert!(
+            !std::path::Path::new(&hook[2]).exists(),
+            "removed once read: {seen:?}"
+        );
+    }
+    assert_ne!(seen[2], seen[5], "a file for each hook");
+    // Only --on-retry gets one.
+    retry()
+        .args([
+            "-r",
+            "0",
+            "--on-failure",
+            "echo failure ${RETRY_ENV_FILE-unset}",
+        ])
+        .args([
+            "--on-success",
+            "echo success ${RETRY_ENV_FILE-unset}",
+            "false",
+        ])
+        .command()
+        .env("RETRY_ENV_FILE", "/outer/file")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("failure unset"));
+}
+
+/// A line that does not parse (not `KEY=VALUE`, a `RETRY_` name, a bad name) is skipped and said
+/// once for the hook, naming the first; the others still count, and the status stands.
+#[test]
+fn lines_that_do_not_parse_are_skipped_and_said_once() {
+    let hook =
+        "printf 'GOOD=1\\nnot a value\\nRETRY_ATTEMPT=9\\n1X=2\\nALSO=2\\n' > \"$RETRY_ENV_FILE\"";
+    let (lines, stderr, status) = hand_on(hook, "1", &["GOOD", "ALSO"], &[]);
+    assert_eq!(status, 1);
+    assert_eq!(lines, ["1 GOOD=unset ALSO=unset", "2 GOOD=1 ALSO=2"]);
+    assert_eq!(stderr.matches("RETRY_ENV_FILE").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("line 2 of RETRY_ENV_FILE skipped: it is not KEY=VALUE (and 2 lines more)"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("RETRY_ATTEMPT=9"),
+        "values are never echoed: {stderr}"
+    );
+    // In JSON: one event.
+    let r = retry().args([
+        "-r",
+        "1",
+        "--delays",
+        "0",
+        "--log-format",
+        "json",
+        "--on-retry",
+        hook,
+        "false",
+    ]);
+    let output = r.command().output().unwrap();
+    let events = json_events(&output.stderr);
+    let skipped: Vec<_> = events
+        .iter()
+        .filter(|e| e["event"] == "hook-env-skipped")
+        .collect();
+    assert_eq!(skipped.len(), 1, "{events:?}");
+    assert_eq!(
+        (skipped[0]["line"].as_u64(), skipped[0]["skipped"].as_u64()),
+        (Some(2), Some(3))
+    );
+}
+
+/// The hook owns the file's content, not what `retry` does with it: a FIFO, a symlink (to an
+/// endless device) or a directory put in its place is not read and holds nothing up; a file past
+/// 64 KiB is read to there. Each is said, and the run goes on.
+#[test]
+fn a_hook_that_replaces_its_file_hands_on_nothing_and_holds_nothing_up() {
+    for (hook, said) in [
+        (
+            "rm \"$RETRY_ENV_FILE\"; mkfifo \"$RETRY_ENV_FILE\"",
+            "not a regular file",
+        ),
+        ("ln -sf /dev/zero \"$RETRY_ENV_FILE\"", "symlink"),
+        (
+            "rm \"$RETRY_ENV_FILE\"; mkdir \"$RETRY_ENV_FILE\"",
+            "not a regular file",
+        ),
+    ] {
+        let (lines, stderr, status) = hand_on(hook, "1", &["A"], &[]);
+        assert_eq!(status, 1, "{hook}");
+        assert_eq!(lines, ["1 A=unset", "2 A=unset"], "{hook}");
+        assert!(
+            stderr.contains("its RETRY_ENV_FILE is not read") && stderr.contains(said),
+            "{hook}: {stderr}"
+        );
+    }
+    // Removed by the hook: nothing to hand on, nothing to say.
+    let (lines, stderr, _) = hand_on("rm \"$RETRY_ENV_FILE\"", "1", &["A"], &[]);
+    assert_eq!(lines, ["1 A=unset", "2 A=unset"]);
+    assert!(!stderr.contains("RETRY_ENV_FILE"), "{stderr}");
+    let big = "{ echo A=1; head -c 200000 /dev/zero | tr '\\0' x; echo; echo B=2; } > \"$RETRY_ENV_FILE\"";
+    let (lines, stderr, _) = hand_on(big, "1", &["A", "B"], &[]);
+    assert_eq!(lines, ["1 A=unset B=unset", "2 A=1 B=unset"]);
+    assert!(stderr.contains("longer than the 64 KiB"), "{stderr}");
+}
+
+/// With no temporary directory to make the file in, the hook runs without `RETRY_ENV_FILE`,
+/// which is said once for the run, and the run goes on.
+#[test]
+fn no_temporary_directory_no_values_said_once() {
+    let hook = "echo \"hook sees ${RETRY_ENV_FILE-unset}\"";
+    let (lines, stderr, status) = hand_on(hook, "2", &["A"], &[("TMPDIR", "/nonexistent")]);
+    assert_eq!(status, 1);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(stderr.matches("hook sees unset").count(), 2, "{stderr}");
+    assert_eq!(
+        stderr.matches("its RETRY_ENV_FILE is not read").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("/nonexistent"), "{stderr}");
+}

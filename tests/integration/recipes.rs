@@ -61,17 +61,23 @@ fn runs(r: &Retry, name: &str) -> u32 {
 
 fn run(r: &Retry, words: &[String], env: &[(&str, String)]) -> std::process::Output {
     let mut command = Command::new(BIN);
+    command.args(words);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    run_as_recipe(r, &mut command)
+}
+
+/// Runs `command` in `r`'s directory with the stand-ins first on PATH, a home of its own, no
+/// config and no stdin.
+fn run_as_recipe(r: &Retry, command: &mut Command) -> std::process::Output {
     command
-        .args(words)
         .current_dir(r.dir.path())
         .env("PATH", format!("{}:/usr/bin:/bin", r.path("bin").display()))
         .env_remove("RETRY_CONFIG")
         .env_remove("RETRY_PROFILE")
         .env("HOME", r.path("home"))
         .stdin(Stdio::null());
-    for (key, value) in env {
-        command.env(key, value);
-    }
     command.output().unwrap()
 }
 
@@ -183,6 +189,55 @@ fn github_actions_step_outputs_say_how_many_attempts_it_took() {
     assert_eq!(value("earlier").as_deref(), Some("1"));
     assert_eq!(value("attempts").as_deref(), Some("2"), "{text}");
     assert_eq!(value("outcome").as_deref(), Some("success"), "{text}");
+}
+
+/// Runs the README line holding `marker` as a shell runs it, with `retry` and the stand-ins
+/// on PATH.
+fn run_line(r: &Retry, marker: &str) -> std::process::Output {
+    let line = README
+        .lines()
+        .find(|line| line.contains(marker) && line.starts_with("retry "))
+        .unwrap_or_else(|| panic!("no README line with {marker:?}"));
+    std::fs::create_dir_all(r.path("bin")).unwrap();
+    std::os::unix::fs::symlink(BIN, r.path("bin/retry")).unwrap();
+    let mut command = Command::new("sh");
+    command.args(["-c", line]);
+    run_as_recipe(r, &mut command)
+}
+
+/// A stand-in that records the value of `$variable` (or `unset`) in `NAME.seen` on each run,
+/// and fails its first run.
+fn recording_stand_in(r: &Retry, name: &str, variable: &str) {
+    let seen = r.path(&format!("{name}.seen"));
+    r.write_with_mode(
+        &format!("bin/{name}"),
+        format!(
+            "#!/bin/sh\necho \"${{{variable}-unset}} $*\" >> '{seen}'\n[ $(wc -l < '{seen}') -gt 1 ]\n",
+            seen = seen.display()
+        ),
+        0o755,
+    );
+}
+
+#[test]
+fn hook_values_switch_to_a_mirror_and_rerun_only_failures() {
+    let r = retry();
+    recording_stand_in(&r, "curl", "BASE");
+    let output = run_line(&r, "BASE=https://mirror.example.com");
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(r.path("curl.seen")).unwrap(),
+        "unset -fsS -O https://example.com/pkg.tgz\n\
+         https://mirror.example.com -fsS -O https://mirror.example.com/pkg.tgz\n"
+    );
+    let r = retry();
+    recording_stand_in(&r, "npx", "JEST_ONLY");
+    let output = run_line(&r, "JEST_ONLY=--onlyFailures");
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(r.path("npx.seen")).unwrap(),
+        "unset jest\n--onlyFailures jest --onlyFailures\n"
+    );
 }
 
 #[test]
