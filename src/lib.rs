@@ -34,6 +34,7 @@ pub mod signals;
 mod spool;
 mod start;
 mod stdio;
+mod sweep;
 mod text;
 
 use std::ffi::OsString;

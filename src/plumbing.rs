@@ -1006,9 +1006,34 @@ fn pass_on_in_a_process_of_its_own(source: RawFd, target: Option<RawFd>) {
     keep.sort_unstable();
     // SAFETY: fork(2) in a process with other threads: the child runs `copy_to_the_end`, which
     // calls only async-signal-safe functions and allocates nothing, and ends with _exit(2).
-    if unsafe { libc::fork() } == 0 {
-        copy_to_the_end(source, target, &keep);
+    match unsafe { libc::fork() } {
+        0 => copy_to_the_end(source, target, &keep),
+        pid if pid > 0 => HELPERS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(pid),
+        _ => {}
     }
+}
+
+/// The helpers `pass_on_in_a_process_of_its_own` started that have not been collected yet:
+/// `retry`'s own children, never an attempt's leftovers.
+static HELPERS: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+/// The helpers still running (or ended and not yet collected).
+pub(crate) fn helpers() -> Vec<libc::pid_t> {
+    HELPERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+}
+
+/// `pid` was collected: if it was a helper, its number may now be anyone's.
+pub(crate) fn collected(pid: libc::pid_t) {
+    HELPERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .retain(|&helper| helper != pid);
 }
 
 /// The helper of `pass_on_in_a_process_of_its_own`.

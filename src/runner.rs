@@ -33,6 +33,7 @@ use crate::settings::{HookKind, OutputRules, Settings};
 use crate::signals::{self, Event, Events};
 use crate::start;
 use crate::stdio::Stream;
+use crate::sweep;
 
 pub(crate) struct Runner<'a> {
     events: &'a Events,
@@ -447,6 +448,8 @@ impl Runner<'_> {
         let mut phase = Phase::Running;
         let mut timed_out = None;
         let mut interrupted = None;
+        // Once `retry` ends the child: what it leaves outside its group.
+        let mut stragglers: Option<Stragglers> = None;
         let status = loop {
             let wake_at = match phase {
                 Phase::Running => deadline.map(|(at, _)| at),
@@ -480,6 +483,9 @@ impl Runner<'_> {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
                         target.send(libc::SIGKILL);
+                        stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, signal))
+                            .kill();
                         phase = Phase::Killed;
                     } else {
                         interrupted = Some(signal);
@@ -489,6 +495,9 @@ impl Runner<'_> {
                         if !(from_terminal && target.in_retry_group()) {
                             target.terminate(signal);
                         }
+                        stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, signal))
+                            .terminate();
                         if phase == Phase::Running {
                             phase = self.terminating();
                         }
@@ -498,20 +507,33 @@ impl Runner<'_> {
                     Phase::Running => {
                         timed_out = deadline.map(|(_, limit)| limit);
                         target.terminate(self.kill_signal);
+                        stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, self.kill_signal))
+                            .terminate();
                         phase = self.terminating();
                     }
                     Phase::Terminating { .. } | Phase::Killed => {
                         target.send(libc::SIGKILL);
+                        if let Some(stragglers) = &mut stragglers {
+                            stragglers.kill();
+                        }
                         phase = Phase::Killed;
                     }
                 },
             }
         };
         let ran = started.elapsed();
-        if let Phase::Terminating { kill_at } = phase
-            && let Some(signal) = self.clear_group(target, kill_at)
-        {
-            interrupted.get_or_insert(signal);
+        match (phase, &mut stragglers) {
+            (Phase::Terminating { kill_at }, _) => {
+                if let Some(signal) = self.clear_group(target, kill_at, stragglers.as_mut()) {
+                    interrupted.get_or_insert(signal);
+                }
+            }
+            // SIGKILL was sent, or the grace never ends: those seen since get the signal.
+            (Phase::Killed, Some(stragglers)) => {
+                stragglers.terminate();
+            }
+            _ => {}
         }
         Supervised {
             status,
@@ -962,17 +984,37 @@ impl Runner<'_> {
     /// Members that are not `retry`'s children (those whose parent still lives) send it no
     /// SIGCHLD, so this one rare path checks the group at growing intervals (1ms to 50ms)
     /// instead of waiting for an event.
-    fn clear_group(&self, target: Target, kill_at: Instant) -> Option<i32> {
+    fn clear_group(
+        &self,
+        target: Target,
+        kill_at: Instant,
+        mut stragglers: Option<&mut Stragglers>,
+    ) -> Option<i32> {
         let mut pause = Duration::from_millis(1);
-        while target.group_alive() {
+        let left = |stragglers: &mut Option<&mut Stragglers>| {
+            let group = target.group_alive();
+            // Those re-parented to `retry` that have died are its to collect.
+            reap_orphans(None);
+            match stragglers {
+                Some(stragglers) => stragglers.terminate() | group,
+                None => group,
+            }
+        };
+        let kill = |stragglers: &mut Option<&mut Stragglers>| {
+            target.send(libc::SIGKILL);
+            if let Some(stragglers) = stragglers {
+                stragglers.kill();
+            }
+        };
+        while left(&mut stragglers) {
             let now = Instant::now();
             if now >= kill_at {
-                target.send(libc::SIGKILL);
+                kill(&mut stragglers);
                 return None;
             }
             match self.events.next(Some((now + pause).min(kill_at))) {
                 Some(Event::Shutdown { signal, .. }) => {
-                    target.send(libc::SIGKILL);
+                    kill(&mut stragglers);
                     return Some(signal);
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
@@ -982,7 +1024,71 @@ impl Runner<'_> {
             }
             pause = (pause * 2).min(Duration::from_millis(50));
         }
+        // The last of them may have died since they were last collected.
+        reap_orphans(None);
         None
+    }
+}
+
+/// What a child that `retry` ends leaves behind outside its process group (see `sweep`): found
+/// anew each time it is asked, so one forked since is found too.
+struct Stragglers {
+    root: libc::pid_t,
+    /// When the child started, in clock ticks since boot; `None` when that could not be read
+    /// (no /proc), or under `--foreground`, where only the child itself is ever signalled:
+    /// then none is found.
+    since: Option<u64>,
+    /// The signal that ends them: the one the child got.
+    signal: i32,
+    /// Those sent `signal` already.
+    signalled: Vec<libc::pid_t>,
+}
+
+impl Stragglers {
+    fn of(child: &Child, target: Target, signal: i32) -> Stragglers {
+        let root = child.id() as libc::pid_t;
+        Stragglers {
+            root,
+            since: match target {
+                Target::Group(_) => sweep::start_of(root),
+                Target::Process(_) => None,
+            },
+            signal,
+            signalled: Vec::new(),
+        }
+    }
+
+    /// The living ones, less those of the child's group (which `Target` signals).
+    fn living(&self) -> Vec<libc::pid_t> {
+        let Some(since) = self.since else {
+            return Vec::new();
+        };
+        // SAFETY: getpid(2) cannot fail.
+        let own = unsafe { libc::getpid() };
+        sweep::left_behind(&sweep::table(), self.root, since, own, &plumbing::helpers())
+            .into_iter()
+            .filter(|entry| !entry.zombie && entry.group != self.root)
+            .map(|entry| entry.pid)
+            .collect()
+    }
+
+    /// Sends the signal (and SIGCONT, so a stopped one can act on it) to those not sent it
+    /// yet; whether any is left.
+    fn terminate(&mut self) -> bool {
+        let living = self.living();
+        for &pid in &living {
+            if !self.signalled.contains(&pid) {
+                self.signalled.push(pid);
+                Target::Process(pid).terminate(self.signal);
+            }
+        }
+        !living.is_empty()
+    }
+
+    fn kill(&mut self) {
+        for pid in self.living() {
+            Target::Process(pid).send(libc::SIGKILL);
+        }
     }
 }
 
@@ -1155,7 +1261,9 @@ pub(crate) fn reap_orphans(running: Option<&Child>) {
             if pid == 0 || Some(pid) == running {
                 return;
             }
-            libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+            if libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid {
+                plumbing::collected(pid);
+            }
         }
     }
 }

@@ -17,6 +17,7 @@ mod hooks;
 mod http;
 mod input;
 mod layout;
+mod leftovers;
 mod limits;
 mod messages;
 mod metrics;

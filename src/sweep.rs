@@ -1,0 +1,196 @@
+//! What an attempt that `retry` ends leaves behind outside its process group: processes that
+//! called `setsid` (still the attempt's descendants by parentage) and daemons that
+//! double-forked (re-parented to `retry`, the subreaper, since the attempt started). Found by
+//! reading the process table in /proc, only when `retry` ends an attempt (a timeout,
+//! `--max-time`, a signal to `retry`): nothing here runs on the path of an attempt that ends on
+//! its own.
+//!
+//! What it cannot reach: a process that left through another subreaper (a nested
+//! `retry`, a service manager), one of another user (`sudo`: kill(2) is refused), and one that
+//! a process re-parented to `retry` in the same clock tick (10 ms) as the attempt started from
+//! elsewhere (an earlier attempt's or a hook's), which is taken for the attempt's.
+
+use std::collections::BTreeSet;
+
+/// One process, as /proc/PID/stat gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) pid: libc::pid_t,
+    pub(crate) parent: libc::pid_t,
+    pub(crate) group: libc::pid_t,
+    /// When it started, in clock ticks since boot.
+    pub(crate) start: u64,
+    /// Ended, not yet collected by its parent.
+    pub(crate) zombie: bool,
+}
+
+/// Reads the line of /proc/PID/stat: the process's name (field 2, in parentheses) may hold
+/// any byte, parentheses and spaces too, so the fields are counted from its last `)`.
+pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
+    let close = line.iter().rposition(|&byte| byte == b')')?;
+    let rest = std::str::from_utf8(&line[close + 1..]).ok()?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 22 (starttime): index = field - 3.
+    Some(Entry {
+        pid,
+        parent: fields.get(1)?.parse().ok()?,
+        group: fields.get(2)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+        zombie: *fields.first()? == "Z",
+    })
+}
+
+/// The processes of `table` an ended attempt `root` (started at `since`) leaves behind: its
+/// descendants, and those of the processes re-parented to `retry` (`own`) since it started,
+/// less `retry`'s own helpers (`spared`) and theirs; `root` itself is not one. Every one
+/// started since `root` did: a process with `root`'s number that started at another time is
+/// another process, whose children are not the attempt's.
+pub(crate) fn left_behind(
+    table: &[Entry],
+    root: libc::pid_t,
+    since: u64,
+    own: libc::pid_t,
+    spared: &[libc::pid_t],
+) -> Vec<Entry> {
+    let mut found: BTreeSet<libc::pid_t> = table
+        .iter()
+        .filter(|entry| {
+            entry.parent == own
+                && entry.pid != root
+                && entry.start >= since
+                && !spared.contains(&entry.pid)
+        })
+        .map(|entry| entry.pid)
+        .collect();
+    if table
+        .iter()
+        .any(|entry| entry.pid == root && entry.start == since)
+    {
+        found.insert(root);
+    }
+    // Parentage is a tree: grow the set until no process's parent is newly in it.
+    loop {
+        let before = found.len();
+        for entry in table {
+            if entry.start >= since && found.contains(&entry.parent) {
+                found.insert(entry.pid);
+            }
+        }
+        if found.len() == before {
+            break;
+        }
+    }
+    table
+        .iter()
+        .filter(|entry| entry.pid != root && found.contains(&entry.pid))
+        .copied()
+        .collect()
+}
+
+/// The process table: every process /proc shows that could be read.
+pub(crate) fn table() -> Vec<Entry> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let name = entry.ok()?.file_name();
+        let pid: libc::pid_t = name.to_str()?.parse().ok()?;
+        let line = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+        parse_stat(pid, &line)
+    })
+    .collect()
+}
+
+/// When `pid` started, in clock ticks since boot; `None` once it is gone (a zombie still has
+/// its entry).
+pub(crate) fn start_of(pid: libc::pid_t) -> Option<u64> {
+    let line = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &line).map(|entry| entry.start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(pid: i32, parent: i32, group: i32, start: u64) -> Entry {
+        Entry {
+            pid,
+            parent,
+            group,
+            start,
+            zombie: false,
+        }
+    }
+
+    #[test]
+    fn a_stat_line_is_read_from_after_the_name() {
+        let line = b"4242 (a) b) (c 1) S 7 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n";
+        assert_eq!(parse_stat(4242, line), Some(entry(4242, 7, 4242, 123_456)));
+        let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n";
+        assert!(parse_stat(9, zombie).unwrap().zombie);
+        assert_eq!(parse_stat(1, b"1 (init) S 0 1"), None, "cut short");
+        assert_eq!(parse_stat(1, b"no parenthesis"), None);
+        assert_eq!(parse_stat(1, b"1 (x) S a b c"), None);
+    }
+
+    /// retry is 100; the attempt 200 started at tick 50, in its own group.
+    #[test]
+    fn what_an_attempt_leaves_behind() {
+        let table = [
+            entry(100, 1, 100, 10),
+            // The attempt, a child in its group, and a setsid'd child with a child of its own.
+            entry(200, 100, 200, 50),
+            entry(201, 200, 200, 51),
+            entry(202, 200, 202, 52),
+            entry(203, 202, 202, 53),
+            // A daemon re-parented to retry since the attempt started, with a child.
+            entry(300, 100, 300, 60),
+            entry(301, 300, 300, 61),
+            // An earlier attempt's background process, re-parented before, and its child
+            // forked since: left alone.
+            entry(400, 100, 400, 20),
+            entry(401, 400, 400, 70),
+            // retry's own helper, started since: spared.
+            entry(500, 100, 100, 55),
+            // Strangers.
+            entry(600, 1, 600, 80),
+            entry(601, 600, 600, 81),
+        ];
+        let left: Vec<i32> = left_behind(&table, 200, 50, 100, &[500])
+            .iter()
+            .map(|e| e.pid)
+            .collect();
+        assert_eq!(left, [201, 202, 203, 300, 301]);
+        // Once the attempt is gone, its setsid'd child is re-parented to retry.
+        let after: Vec<Entry> = table
+            .iter()
+            .filter(|e| e.pid != 200)
+            .map(|e| Entry {
+                parent: if e.parent == 200 { 100 } else { e.parent },
+                ..*e
+            })
+            .collect();
+        let left: Vec<i32> = left_behind(&after, 200, 50, 100, &[500])
+            .iter()
+            .map(|e| e.pid)
+            .collect();
+        assert_eq!(left, [201, 202, 203, 300, 301]);
+        assert!(left_behind(&table, 999, u64::MAX, 100, &[]).is_empty());
+        // Another process has the attempt's number now: its children are not the attempt's.
+        let reused = [
+            entry(100, 1, 100, 10),
+            entry(200, 1, 200, 90),
+            entry(201, 200, 200, 91),
+        ];
+        assert!(left_behind(&reused, 200, 50, 100, &[]).is_empty());
+    }
+
+    #[test]
+    fn this_process_is_in_the_table() {
+        let own = std::process::id() as i32;
+        let table = table();
+        let me = table.iter().find(|e| e.pid == own).expect("this process");
+        assert_eq!(Some(me.start), start_of(own));
+        assert!(!me.zombie);
+    }
+}

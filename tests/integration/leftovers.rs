@@ -1,0 +1,196 @@
+//! Nothing a timed-out attempt started survives it: processes that left its process group
+//! (`setsid`, a daemon that double-forked) are ended with it; background processes of an
+//! attempt that ended on its own are left alone, and collected when they end.
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+/// Kills, when the test ends however it ends, the processes whose pids were written to the
+/// given files: a failing test leaves no `sleep 600` behind.
+struct Reap(Vec<std::path::PathBuf>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            if let Some(pid) = fs::read_to_string(path)
+                .ok()
+                .and_then(|text| text.trim().parse::<i32>().ok())
+            {
+                kill_leftover(pid);
+            }
+        }
+    }
+}
+
+/// `sh -c` that starts `sleep 600` out of its group in `how` (`setsid` child, or a daemon that
+/// double-forks), writing its pid to `pid_file`, with `then` after.
+fn straggler(how: &str, pid_file: &Path, then: &str) -> String {
+    // Its streams are not the test's pipes, which it would hold open for ten minutes.
+    let start = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1",
+        pid_file.display()
+    );
+    match how {
+        "setsid" => format!("{start} & {then}"),
+        _ => format!("({start} &); {then}"),
+    }
+}
+
+/// `--timeout` ends the attempt, and with it a child that called `setsid` (still the attempt's
+/// child when the time is up) and a daemon that double-forked (re-parented to `retry`): both are
+/// gone by the time `retry` exits.
+#[test]
+fn a_timeout_ends_what_left_the_group_too() {
+    for how in ["setsid", "daemon"] {
+        let r = retry();
+        let pid_file = r.path("pid");
+        let _reap = Reap(vec![pid_file.clone()]);
+        let script = straggler(
+            how,
+            &pid_file,
+            &format!(
+                "while [ ! -s '{}' ]; do sleep 0.01; done; exec sleep 600",
+                pid_file.display()
+            ),
+        );
+        let mut child = retry()
+            .args(["--timeout", "300ms", "-r", "0"])
+            .args(sh(&script))
+            .spawn();
+        let pid = pid_in(&pid_file);
+        assert_eq!(shell_status(wait_bounded(&mut child)), 124, "{how}");
+        // retry waits until what it signalled has died before it exits.
+        assert!(!alive(pid), "{how}: the straggler outlived retry");
+    }
+}
+
+/// One that ignores the terminating signal gets SIGKILL within the same `--kill-after` grace.
+#[test]
+fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
+    let r = retry();
+    let pid_file = r.path("pid");
+    let _reap = Reap(vec![pid_file.clone()]);
+    let script = format!(
+        "setsid sh -c 'trap \"\" TERM; echo $$ > {pid}; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & \
+         while [ ! -s '{pid}' ]; do sleep 0.01; done; exec sleep 600",
+        pid = pid_file.display()
+    );
+    let mut child = retry()
+        .args(["--timeout", "200ms", "--kill-after", "300ms", "-r", "0"])
+        .args(sh(&script))
+        .spawn();
+    let pid = pid_in(&pid_file);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 124);
+    assert!(gone_soon(pid), "SIGKILL ends it");
+}
+
+/// The next attempt starts only once what the timed-out one left is gone: it finds no trace of
+/// it running.
+#[test]
+fn the_next_attempt_starts_after_the_stragglers_are_gone() {
+    let r = retry();
+    let pid_file = r.path("pid");
+    let _reap = Reap(vec![pid_file.clone()]);
+    let first = straggler(
+        "setsid",
+        &pid_file,
+        &format!(
+            "while [ ! -s '{}' ]; do sleep 0.01; done; exec sleep 600",
+            pid_file.display()
+        ),
+    );
+    let script = format!(
+        "if [ $RETRY_ATTEMPT = 1 ]; then {first}; fi
+         p=$(cat '{pid}')
+         if [ -e /proc/$p ] && ! grep -q ') Z' /proc/$p/stat; then echo \"$p still runs\"; exit 1; fi
+         echo gone",
+        pid = pid_file.display()
+    );
+    retry()
+        .args(["--timeouts", "300ms,0", "-r", "1", "--delays", "0"])
+        .args(sh(&script))
+        .assert()
+        .code(0)
+        .stdout("gone\n");
+}
+
+/// A signal to `retry` ends the attempt and what it left the group with.
+#[test]
+fn a_signal_to_retry_ends_the_stragglers_too() {
+    let r = retry();
+    let pid_file = r.path("pid");
+    let _reap = Reap(vec![pid_file.clone()]);
+    let script = straggler("daemon", &pid_file, "exec sleep 600");
+    let mut child = retry().args(["-r", "0"]).args(sh(&script)).spawn();
+    let pid = pid_in(&pid_file);
+    let since = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(10)),
+        143
+    );
+    assert!(!alive(pid), "the daemon outlived retry");
+}
+
+/// An attempt that ended on its own keeps its background processes, in its group or out of it,
+/// as under `timeout(1)`: `retry` does not reach for them.
+#[test]
+fn background_processes_of_an_attempt_that_ended_on_its_own_are_left_alone() {
+    let r = retry();
+    let (setsid, daemon) = (r.path("setsid"), r.path("daemon"));
+    let _reap = Reap(vec![setsid.clone(), daemon.clone()]);
+    let wait = format!(
+        "while [ ! -s '{}' ] || [ ! -s '{}' ]; do sleep 0.01; done",
+        setsid.display(),
+        daemon.display()
+    );
+    let script = format!(
+        "{}; {}; exit 3",
+        straggler("setsid", &setsid, "true"),
+        straggler("daemon", &daemon, &wait)
+    );
+    retry()
+        .args(["-r", "0", "--timeout", "1h"])
+        .args(sh(&script))
+        .assert()
+        .code(3);
+    assert!(alive(pid_in(&setsid)) && alive(pid_in(&daemon)));
+}
+
+/// A supervisor whose attempts each leave a short-lived process that called `setsid` collects
+/// every one of them as it ends: after 100 attempts, no zombie under `retry`, and the same count
+/// of descriptors as after the first.
+#[test]
+fn a_hundred_attempts_leave_no_zombie_and_no_descriptor() {
+    let r = retry();
+    let counts = r.path("counts");
+    let script = format!(
+        "setsid sh -c 'sleep 0.01' </dev/null >/dev/null 2>&1 &
+         [ $RETRY_ATTEMPT = 1 ] && ls /proc/$PPID/fd | wc -l >> '{counts}'
+         [ $RETRY_ATTEMPT = 100 ] || exit 1
+         wait
+         # Until retry has collected every straggler: no child of retry but this one.
+         n=0
+         while [ \"$(cat /proc/$PPID/task/*/children | wc -w)\" != 1 ]; do
+           n=$((n+1)); [ $n -lt 2000 ] || {{ echo 'children left:'; cat /proc/$PPID/task/*/children; exit 1; }}
+           sleep 0.01
+         done
+         ls /proc/$PPID/fd | wc -l >> '{counts}'",
+        counts = counts.display()
+    );
+    retry()
+        .args(["-r", "99", "--delays", "0"])
+        .args(sh(&script))
+        .assert()
+        .code(0);
+    let counts: Vec<String> = fs::read_to_string(&counts)
+        .unwrap()
+        .lines()
+        .map(|line| line.trim().to_string())
+        .collect();
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert_eq!(counts[0], counts[1], "descriptors after 1 and 100 attempts");
+}
