@@ -18,3 +18,9 @@ pub(crate) fn xdg_base(key: &str, fallback: &str) -> Option<PathBuf> {
 pub(crate) fn non_empty_env(key: &str) -> Option<OsString> {
     std::env::var_os(key).filter(|value| !value.is_empty())
 }
+
+/// Where temporary files go: `TMPDIR`, else `/tmp`. Set but empty, `TMPDIR` counts as unset (the
+/// standard library would read it as the current directory).
+pub(crate) fn temp_dir() -> PathBuf {
+    non_empty_env("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
+}

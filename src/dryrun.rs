@@ -183,11 +183,15 @@ fn timeouts(timeouts: &Timeouts) -> String {
     if !timeouts.vary() {
         return format!("timeout {}", limit(timeouts.of(1)));
     }
-    let list: Vec<String> = timeouts
-        .list()
+    // A list of thousands is said by its first entries; the table shows the rest.
+    let shown = timeouts.list().len().min(10);
+    let mut list: Vec<String> = timeouts.list()[..shown]
         .iter()
         .map(|&d| limit(Some(d).filter(|d| !d.is_zero())))
         .collect();
+    if timeouts.list().len() > shown {
+        list.push(format!("... ({} in all)", timeouts.list().len()));
+    }
     format!(
         "timeouts {} (the last repeats; attempt 1 gets {}, and each row's timeout is the limit of the attempt after its wait)",
         list.join(", "),

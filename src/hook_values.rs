@@ -49,6 +49,8 @@ impl HookValues {
                 skip(number, "the file is longer than the 64 KiB read of it");
                 break;
             }
+            // A line ends before a `\r` at its end, as a file written on Windows has it.
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -93,8 +95,9 @@ impl HookValues {
     }
 }
 
-/// One `KEY=VALUE` line: KEY of letters, digits and `_`, not starting with a digit, and not a
-/// `RETRY_` name (those are `retry`'s own); VALUE all that follows the first `=`, as it is.
+/// One `KEY=VALUE` line (without its line end): KEY of letters, digits and `_`, not starting
+/// with a digit, and not a `RETRY_` name (those are `retry`'s own); VALUE all that follows the
+/// first `=`, as it is.
 fn parse(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
     let Some(equals) = line.iter().position(|&byte| byte == b'=') else {
         return Err("it is not KEY=VALUE");
@@ -183,9 +186,14 @@ mod tests {
     #[test]
     fn values_are_bytes_as_written() {
         let mut values = HookValues::default();
-        assert_eq!(values.take(b"V= spaced \"quoted\" \xff\r\n", false), None);
-        let (_, value) = values.pairs().next().unwrap();
-        assert_eq!(value.as_encoded_bytes(), b" spaced \"quoted\" \xff\r");
+        assert_eq!(
+            values.take(b"V= spaced \"quoted\" \xff\r\r\nW=1\r\n", false),
+            None
+        );
+        let values: Vec<_> = values.pairs().collect();
+        // One `\r` before the line feed ends the line; what is before it is the value's.
+        assert_eq!(values[0].1.as_encoded_bytes(), b" spaced \"quoted\" \xff\r");
+        assert_eq!(values[1].1.as_encoded_bytes(), b"1");
     }
 
     #[test]

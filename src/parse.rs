@@ -79,6 +79,14 @@ fn duration_list(text: &str, what: &str, example: &str) -> Result<Vec<Duration>,
                     i + 1
                 ));
             }
+            // `1s 2s` would read as one duration of 3s: a comma forgotten, most likely.
+            if entry.trim().contains(char::is_whitespace) {
+                return Err(format!(
+                    "entry {} of '{text}' holds a space; separate the entries with commas, \
+                     e.g. {example}",
+                    i + 1
+                ));
+            }
             duration(entry)
         })
         .collect()
@@ -695,6 +703,15 @@ mod tests {
             Err("empty list of timeouts; expected e.g. 5s,30s,2m".into())
         );
         assert_eq!(timeouts("-1s"), Err("negative duration '-1s'".into()));
+        for spaced in ["0.2s 0.3s", "1s, 2m 3s"] {
+            assert!(
+                timeouts(spaced)
+                    .unwrap_err()
+                    .contains("holds a space; separate the entries"),
+                "{spaced}"
+            );
+            assert!(delays(spaced).is_err(), "{spaced}");
+        }
     }
 
     #[test]

@@ -405,6 +405,11 @@ impl Execute for Runner<'_> {
             None => {
                 if let Some(path) = values_file {
                     self.take_hook_values(&path, reporter);
+                    // A directory the hook made in its place is the hook's, under a name no one
+                    // else could know: it goes too (the file itself goes with `path`).
+                    if std::fs::symlink_metadata(&path).is_ok_and(|found| found.is_dir()) {
+                        let _ = std::fs::remove_dir_all(&path);
+                    }
                 }
                 Ok(supervised.end())
             }
@@ -921,12 +926,16 @@ impl Runner<'_> {
     /// mode 0600, under a name no one can foresee, in the temporary directory. One that cannot
     /// be made is said once, and the hook runs without it.
     fn values_file(&mut self, reporter: &mut Reporter) -> Option<tempfile::TempPath> {
-        match tempfile::Builder::new().prefix("retry-env-").tempfile() {
+        let dir = crate::dirs::temp_dir();
+        match tempfile::Builder::new()
+            .prefix("retry-env-")
+            .tempfile_in(&dir)
+        {
             Ok(file) => Some(file.into_temp_path()),
             Err(error) => {
                 let error = format!(
                     "cannot make it in {}: {}",
-                    crate::text::path(&std::env::temp_dir()),
+                    crate::text::path(&dir),
                     crate::text::plain_error(&error)
                 );
                 self.say_once(

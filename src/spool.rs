@@ -152,7 +152,7 @@ fn in_memory_after(more: usize) -> usize {
 
 /// A private temporary file holding `bytes`.
 fn spill(bytes: &[u8]) -> Result<File, String> {
-    let dir = std::env::temp_dir();
+    let dir = crate::dirs::temp_dir();
     let file = tempfile::tempfile_in(&dir).map_err(|error| {
         format!(
             "cannot create a temporary file in {}: {}",

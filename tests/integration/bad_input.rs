@@ -288,3 +288,12 @@ fn a_list_of_time_limits_with_the_one_limit_or_an_empty_entry() {
         misuse(&["--config", file.to_str().unwrap()], said);
     }
 }
+
+/// An entry with a space inside is a comma forgotten (`1s 2s` would read as 3s): misuse.
+#[test]
+fn a_list_entry_with_a_space_inside() {
+    for flag in ["--delays", "--timeouts"] {
+        misuse(&[flag, "0.2s 0.3s"], "separate the entries with commas");
+        misuse(&[flag, "1s, 2m 3s"], "entry 2");
+    }
+}

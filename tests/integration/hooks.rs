@@ -342,3 +342,55 @@ fn no_temporary_directory_no_values_said_once() {
     );
     assert!(stderr.contains("/nonexistent"), "{stderr}");
 }
+
+/// The hook's file is made in `TMPDIR` (set but empty: `/tmp`, never the current directory),
+/// and nothing of it is left there: not the file, nor a directory the hook made in its place.
+#[test]
+fn the_hooks_file_lives_in_tmpdir_and_leaves_nothing_there() {
+    let r = retry();
+    let tmp = r.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let hook = "echo \"file $RETRY_ENV_FILE\"; [ $RETRY_ATTEMPT = 2 ] && { rm \"$RETRY_ENV_FILE\"; mkdir \"$RETRY_ENV_FILE\"; touch \"$RETRY_ENV_FILE/x\"; }; true";
+    let (_, stderr, _) = hand_on(hook, "2", &[], &[("TMPDIR", tmp.to_str().unwrap())]);
+    let files: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("file "))
+        .collect();
+    assert_eq!(files.len(), 2, "{stderr}");
+    assert!(
+        files.iter().all(|f| f.starts_with(tmp.to_str().unwrap())),
+        "{files:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "left in TMPDIR"
+    );
+    // Set but empty: /tmp, whatever the current directory.
+    let output = retry()
+        .args([
+            "-r",
+            "1",
+            "--delays",
+            "0",
+            "--on-retry",
+            "echo \"file $RETRY_ENV_FILE\"",
+            "false",
+        ])
+        .command()
+        .env("TMPDIR", "")
+        .current_dir(&tmp)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("file /tmp/retry-env-"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
+
+/// A file written on Windows ends its lines with `\r\n`: the `\r` is not the value's.
+#[test]
+fn a_crlf_line_end_is_not_part_of_the_value() {
+    let hook = "printf 'URL=https://mirror\\r\\n' > \"$RETRY_ENV_FILE\"";
+    let (lines, _, _) = hand_on(hook, "1", &["URL"], &[]);
+    assert_eq!(lines, ["1 URL=unset", "2 URL=https://mirror"]);
+}
