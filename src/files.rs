@@ -5,7 +5,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::ownership::owned_by_another;
@@ -15,9 +15,14 @@ use crate::ownership::owned_by_another;
 /// (random bits from the caller) makes the temporary file's name.
 pub(crate) fn replace(target: &Path, text: &str, nonce: u64) -> io::Result<()> {
     let (temporary, mut file) = create_temporary_beside(target, nonce)?;
-    let written = file
-        .write_all(text.as_bytes())
-        .and_then(|()| fs::rename(&temporary, target));
+    // The file keeps the permissions it had (a report made private stays private).
+    let kept_mode = fs::metadata(target).map(|found| found.mode() & 0o777);
+    let written = match kept_mode {
+        Ok(mode) => file.set_permissions(fs::Permissions::from_mode(mode)),
+        Err(_) => Ok(()),
+    }
+    .and_then(|()| file.write_all(text.as_bytes()))
+    .and_then(|()| fs::rename(&temporary, target));
     if written.is_err() {
         // This run made it, under a name no one else could have known.
         let _ = fs::remove_file(&temporary);
@@ -36,10 +41,21 @@ pub(crate) fn append(path: &Path, text: &str) -> io::Result<()> {
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(&target)?;
     // Whatever took the name since `writable` looked.
-    if !file.metadata()?.is_file() {
+    let found = file.metadata()?;
+    if !found.is_file() {
         return Err(io::Error::other("it is not a regular file"));
     }
-    file.write_all(text.as_bytes())
+    // All or nothing: half a line (a disk that filled up) would glue itself to the next
+    // writer's first line.
+    match file.write(text.as_bytes()) {
+        Ok(written) if written == text.len() => Ok(()),
+        short => {
+            let _ = file.set_len(found.len());
+            Err(short
+                .err()
+                .unwrap_or_else(|| io::Error::from_raw_os_error(libc::ENOSPC)))
+        }
+    }
 }
 
 /// Where a file of `retry`'s goes: `path` when nothing or a regular file is there, the regular
@@ -51,6 +67,14 @@ pub(crate) fn writable(path: &Path) -> io::Result<PathBuf> {
     let not_regular = |kind: fs::FileType| {
         io::Error::other(format!("it is {}, not a regular file", file_kind(kind)))
     };
+    // The directories on the way: the last name's own chain is followed below.
+    if let Some((link, owner)) = path.parent().and_then(crate::ownership::foreign_symlink) {
+        return Err(io::Error::other(format!(
+            "its directory is reached through {}, a symlink of another user (uid {owner}), \
+             which is not followed",
+            crate::text::path(&link)
+        )));
+    }
     let mut at = path.to_path_buf();
     // As many links as the kernel follows (MAXSYMLINKS).
     for _ in 0..40 {

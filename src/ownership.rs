@@ -13,9 +13,23 @@ pub(crate) fn owned_by_another(uid: u32) -> bool {
     uid != 0 && uid != unsafe { libc::geteuid() }
 }
 
-/// The first symlink along the chain that starts at `path` that another user owns, and its
-/// owner: following it would let them choose where `retry` writes.
+/// The first symlink that another user owns on the way to `path` or along the chain that starts
+/// there, and its owner: following it would let them choose where `retry` writes. On the way:
+/// a directory of the path that is such a symlink (`/tmp/theirs/out.json`, where `/tmp/theirs`
+/// is a neighbour's link into a directory of the victim's) counts as much as the last name.
 pub(crate) fn foreign_symlink(path: &Path) -> Option<(PathBuf, u32)> {
+    let mut on_the_way = PathBuf::new();
+    for component in path.parent().into_iter().flat_map(Path::components) {
+        on_the_way.push(component);
+        if let Some(found) = foreign_link_chain(&on_the_way) {
+            return Some(found);
+        }
+    }
+    foreign_link_chain(path)
+}
+
+/// The first symlink along the chain that starts at `path` that another user owns.
+fn foreign_link_chain(path: &Path) -> Option<(PathBuf, u32)> {
     let mut at = path.to_path_buf();
     // As many links as the kernel follows (MAXSYMLINKS).
     for _ in 0..40 {

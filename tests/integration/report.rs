@@ -561,3 +561,110 @@ fn a_device_takes_no_report() {
         "still a device\n4\n"
     );
 }
+
+/// A directory on the way to FILE that is another user's symlink (in a shared directory such
+/// as /tmp, a neighbour's link into a directory of the victim's) is not followed, for the report
+/// as for the metrics file and the state directory. (Needs root, to make a link another user's.)
+#[test]
+fn a_directory_symlink_of_another_user_is_not_followed() {
+    use std::os::unix::fs::symlink;
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a symlink of another user");
+        return;
+    }
+    let r = retry();
+    let victim = r.path("victim");
+    fs::create_dir(&victim).unwrap();
+    fs::write(victim.join("out.json"), "precious").unwrap();
+    let theirs = r.path("theirs");
+    symlink(&victim, &theirs).unwrap();
+    std::os::unix::fs::lchown(&theirs, Some(65534), None).unwrap();
+    for format in ["json", "github"] {
+        retry()
+            .args([
+                "--report",
+                theirs.join("out.json").to_str().unwrap(),
+                "--report-format",
+                format,
+            ])
+            .args(["true"])
+            .assert()
+            .code(0)
+            .stderr(predicate::str::contains(
+                "a symlink of another user (uid 65534)",
+            ));
+        assert_eq!(
+            fs::read_to_string(victim.join("out.json")).unwrap(),
+            "precious"
+        );
+    }
+    retry()
+        .args([
+            "--metrics-file",
+            theirs.join("out.json").to_str().unwrap(),
+            "true",
+        ])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("a symlink of another user"));
+    assert_eq!(
+        fs::read_to_string(victim.join("out.json")).unwrap(),
+        "precious"
+    );
+    let state = theirs.join("state");
+    retry()
+        .args(["--state", state.to_str().unwrap(), "--budget", "b", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("a symlink of another user"));
+    assert!(!victim.join("state").exists());
+}
+
+/// A report file made private stays private: the new file takes the old one's permissions.
+#[test]
+fn a_replaced_report_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = retry();
+    let file = r.write("report.json", "{}");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+    retry()
+        .args(["--report", file.to_str().unwrap(), "true"])
+        .assert()
+        .code(0);
+    assert_eq!(
+        fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(report_of(&file)["outcome"], "success");
+}
+
+/// On a disk that fills up, the github lines go in whole or not at all: never half a line for
+/// the next step's output to glue onto. (A small tmpfs in a private mount namespace.)
+#[test]
+fn a_full_disk_leaves_no_half_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().display();
+    let script = format!(
+        "mount -t tmpfs -o size=64k tmpfs '{at}' || exit 99
+         head -c 4071 /dev/zero | tr '\\0' x > '{at}/out' && echo >> '{at}/out'
+         head -c 1000000 /dev/zero > '{at}/fill' 2>/dev/null
+         '{BIN}' --report '{at}/out' --report-format github true; echo \"status $?\"
+         wc -c < '{at}/out'; tail -c 1 '{at}/out' | od -An -c
+         exit 0"
+    );
+    let output = Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if output.status.code() != Some(0) {
+        missing("root in a mount namespace (unshare --mount)", "a full disk");
+        return;
+    }
+    let said = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = said.lines().map(str::trim).collect();
+    assert_eq!(lines, ["status 0", "4072", "\\n"], "{said}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("cannot write the report").count(), 1, "{stderr}");
+}
