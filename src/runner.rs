@@ -183,10 +183,12 @@ enum Notice {
     HoldFull(Stream),
 }
 
-/// What a supervised child is, which says whether signals meant for the command reach it.
+/// What a supervised child is, which says whether signals meant for the command reach it, and
+/// how what it leaves behind is told from what others left.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Supervisee {
-    Attempt,
+    /// The attempt of this number.
+    Attempt(u64),
     Hook,
 }
 
@@ -455,6 +457,10 @@ impl Runner<'_> {
         let mut interrupted = None;
         // Once `retry` ends the child: what it leaves outside its group.
         let mut stragglers: Option<Stragglers> = None;
+        let attempt = match supervisee {
+            Supervisee::Attempt(number) => Some(number),
+            Supervisee::Hook => None,
+        };
         let status = loop {
             let wake_at = match phase {
                 Phase::Running => deadline.map(|(at, _)| at),
@@ -476,7 +482,7 @@ impl Runner<'_> {
                 }
                 Some(Event::Suspend) => target.suspend_with_retry(),
                 Some(Event::Resize) => target.pass_resize(),
-                Some(Event::Relay(signal)) if supervisee == Supervisee::Attempt => {
+                Some(Event::Relay(signal)) if matches!(supervisee, Supervisee::Attempt(_)) => {
                     target.relay(signal);
                     notify(Notice::Relayed(signal));
                 }
@@ -488,10 +494,10 @@ impl Runner<'_> {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
                         target.send(libc::SIGKILL);
-                        stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, signal))
-                            .kill();
                         phase = Phase::Killed;
+                        stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal))
+                            .kill();
                     } else {
                         interrupted = Some(signal);
                         // The terminal's Ctrl-C reached an attempt in `retry`'s own group
@@ -500,22 +506,23 @@ impl Runner<'_> {
                         if !(from_terminal && target.in_retry_group()) {
                             target.terminate(signal);
                         }
-                        stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, signal))
-                            .terminate();
                         if phase == Phase::Running {
                             phase = self.terminating();
                         }
+                        stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal))
+                            .terminate();
                     }
                 }
                 None => match phase {
                     Phase::Running => {
                         timed_out = deadline.map(|(_, limit)| limit);
                         target.terminate(self.kill_signal);
-                        stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, self.kill_signal))
-                            .terminate();
                         phase = self.terminating();
+                        let signal = self.kill_signal;
+                        stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal))
+                            .terminate();
                     }
                     Phase::Terminating { .. } | Phase::Killed => {
                         target.send(libc::SIGKILL);
@@ -534,7 +541,8 @@ impl Runner<'_> {
                     interrupted.get_or_insert(signal);
                 }
             }
-            // SIGKILL was sent, or the grace never ends: those seen since get the signal.
+            // SIGKILL was sent (and goes to those found since), or the grace never ends (they
+            // get the terminating signal, once).
             (Phase::Killed, Some(stragglers)) => {
                 stragglers.terminate();
             }
@@ -715,7 +723,7 @@ impl Runner<'_> {
             spec.deadline,
             started,
             &mut notify,
-            Supervisee::Attempt,
+            Supervisee::Attempt(spec.number),
         );
         self.warned.extend(warned_now);
         supervised
@@ -1047,14 +1055,20 @@ struct Stragglers {
     /// (no /proc), or under `--foreground`, where only the child itself is ever signalled:
     /// then none is found.
     since: Option<u64>,
+    /// The attempt's number, which the processes re-parented to `retry` that are its carry in
+    /// `RETRY_ATTEMPT`; `None` for a hook, whose re-parented processes cannot be told from the
+    /// attempt's before it: then only its own descendants are found.
+    attempt: Option<u64>,
     /// The signal that ends them: the one the child got.
     signal: i32,
     /// Those sent `signal` already.
     signalled: Vec<libc::pid_t>,
+    /// SIGKILL was sent: whatever is found from now on gets it too.
+    killed: bool,
 }
 
 impl Stragglers {
-    fn of(child: &Child, target: Target, signal: i32) -> Stragglers {
+    fn of(child: &Child, target: Target, attempt: Option<u64>, signal: i32) -> Stragglers {
         let root = child.id() as libc::pid_t;
         Stragglers {
             root,
@@ -1062,8 +1076,10 @@ impl Stragglers {
                 Target::Group(_) => sweep::start_of(root),
                 Target::Process(_) => None,
             },
+            attempt,
             signal,
             signalled: Vec::new(),
+            killed: false,
         }
     }
 
@@ -1074,7 +1090,13 @@ impl Stragglers {
         };
         // SAFETY: getpid(2) cannot fail.
         let own = unsafe { libc::getpid() };
-        sweep::left_behind(&sweep::table(), self.root, since, own, &plumbing::helpers())
+        let helpers = plumbing::helpers();
+        let adopted = |pid| {
+            self.attempt
+                .is_some_and(|attempt| sweep::marked(pid, attempt))
+        };
+        let family = sweep::family(own, &helpers);
+        sweep::left_behind(&family, self.root, since, own, &helpers, &adopted)
             .into_iter()
             .filter(|entry| !entry.zombie && entry.group != self.root)
             .map(|entry| entry.pid)
@@ -1082,8 +1104,11 @@ impl Stragglers {
     }
 
     /// Sends the signal (and SIGCONT, so a stopped one can act on it) to those not sent it
-    /// yet; whether any is left.
+    /// yet, or SIGKILL to all once that was sent; whether any is left.
     fn terminate(&mut self) -> bool {
+        if self.killed {
+            return self.kill();
+        }
         let living = self.living();
         for &pid in &living {
             if !self.signalled.contains(&pid) {
@@ -1094,10 +1119,21 @@ impl Stragglers {
         !living.is_empty()
     }
 
-    fn kill(&mut self) {
-        for pid in self.living() {
-            Target::Process(pid).send(libc::SIGKILL);
+    /// SIGKILL to every one, again until none is found (one that forks as it is killed has
+    /// children the last look did not see, and a killed one forks no more); whether any is
+    /// still found after the last round.
+    fn kill(&mut self) -> bool {
+        self.killed = true;
+        for _ in 0..100 {
+            let living = self.living();
+            if living.is_empty() {
+                return false;
+            }
+            for pid in living {
+                Target::Process(pid).send(libc::SIGKILL);
+            }
         }
+        !self.living().is_empty()
     }
 }
 

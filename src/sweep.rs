@@ -1,14 +1,16 @@
 //! What an attempt that `retry` ends leaves behind outside its process group: processes that
 //! called `setsid` (still the attempt's descendants by parentage) and daemons that
-//! double-forked (re-parented to `retry`, the subreaper, since the attempt started). Found by
-//! reading the process table in /proc, only when `retry` ends an attempt (a timeout,
-//! `--max-time`, a signal to `retry`): nothing here runs on the path of an attempt that ends on
-//! its own.
+//! double-forked (re-parented to `retry`, the subreaper). Found in /proc, walking down from
+//! `retry` itself, only when `retry` ends an attempt (a timeout, `--max-time`, a signal):
+//! nothing here runs on the path of an attempt that ends on its own.
 //!
-//! What it cannot reach: a process that left through another subreaper (a nested
-//! `retry`, a service manager), one of another user (`sudo`: kill(2) is refused), and one that
-//! a process re-parented to `retry` in the same clock tick (10 ms) as the attempt started from
-//! elsewhere (an earlier attempt's or a hook's), which is taken for the attempt's.
+//! A process re-parented to `retry` is the ended attempt's when it started after the attempt did
+//! and its environment still holds the attempt's `RETRY_ATTEMPT=N`: one that an earlier
+//! attempt or a hook left (`RETRY_ATTEMPT` of another number) is left alone, however late it
+//! was re-parented. What it cannot reach: a process that left through another subreaper (a
+//! nested `retry`, a service manager), one of another user (`sudo`: kill(2) is refused, and its
+//! environment cannot be read), and one that replaced its environment (`env -i`) and was
+//! re-parented to `retry` (while the attempt lives, parentage finds it all the same).
 
 use std::collections::BTreeSet;
 
@@ -41,16 +43,18 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
 }
 
 /// The processes of `table` an ended attempt `root` (started at `since`) leaves behind: its
-/// descendants, and those of the processes re-parented to `retry` (`own`) since it started,
-/// less `retry`'s own helpers (`spared`) and theirs; `root` itself is not one. Every one
-/// started since `root` did: a process with `root`'s number that started at another time is
-/// another process, whose children are not the attempt's.
+/// descendants, and those of the processes re-parented to `retry` (`own`) that are the
+/// attempt's (`adopted`: started since it did, and marked as its), less `retry`'s own helpers
+/// (`spared`) and theirs; `root` itself is not one. Every one started since `root` did: a
+/// process with `root`'s number that started at another time is another process, whose
+/// children are not the attempt's.
 pub(crate) fn left_behind(
     table: &[Entry],
     root: libc::pid_t,
     since: u64,
     own: libc::pid_t,
     spared: &[libc::pid_t],
+    adopted: &dyn Fn(libc::pid_t) -> bool,
 ) -> Vec<Entry> {
     let mut found: BTreeSet<libc::pid_t> = table
         .iter()
@@ -59,6 +63,7 @@ pub(crate) fn left_behind(
                 && entry.pid != root
                 && entry.start >= since
                 && !spared.contains(&entry.pid)
+                && adopted(entry.pid)
         })
         .map(|entry| entry.pid)
         .collect();
@@ -87,25 +92,87 @@ pub(crate) fn left_behind(
         .collect()
 }
 
-/// The process table: every process /proc shows that could be read.
-pub(crate) fn table() -> Vec<Entry> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+/// `retry` (`own`) and every process below it, walking down through
+/// /proc/PID/task/TID/children, less what is below a `spared` one: as dear as `retry`'s own
+/// family, whatever else the machine runs. Where the kernel keeps no such lists, every process
+/// of /proc.
+pub(crate) fn family(own: libc::pid_t, spared: &[libc::pid_t]) -> Vec<Entry> {
+    let Some(children) = children_of(own) else {
+        return every_process();
     };
-    dir.filter_map(|entry| {
-        let name = entry.ok()?.file_name();
-        let pid: libc::pid_t = name.to_str()?.parse().ok()?;
-        let line = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-        parse_stat(pid, &line)
-    })
-    .collect()
+    let mut table: Vec<Entry> = entry_of(own).into_iter().collect();
+    let mut seen: BTreeSet<libc::pid_t> = BTreeSet::from([own]);
+    let mut to_visit: Vec<libc::pid_t> = children;
+    while let Some(pid) = to_visit.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        let Some(entry) = entry_of(pid) else {
+            continue;
+        };
+        table.push(entry);
+        if !spared.contains(&pid) {
+            to_visit.extend(children_of(pid).unwrap_or_default());
+        }
+    }
+    table
+}
+
+/// Whether the environment `pid` started with holds `RETRY_ATTEMPT=attempt`; false when it
+/// cannot be read.
+pub(crate) fn marked(pid: libc::pid_t, attempt: u64) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| holds_mark(&environ, attempt))
+}
+
+/// Whether `environ` (NUL-separated `NAME=VALUE`s, as /proc/PID/environ gives them) holds
+/// `RETRY_ATTEMPT=attempt`.
+fn holds_mark(environ: &[u8], attempt: u64) -> bool {
+    let mark = format!("RETRY_ATTEMPT={attempt}");
+    environ
+        .split(|&byte| byte == 0)
+        .any(|variable| variable == mark.as_bytes())
 }
 
 /// When `pid` started, in clock ticks since boot; `None` once it is gone (a zombie still has
 /// its entry).
 pub(crate) fn start_of(pid: libc::pid_t) -> Option<u64> {
+    entry_of(pid).map(|entry| entry.start)
+}
+
+fn entry_of(pid: libc::pid_t) -> Option<Entry> {
     let line = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &line).map(|entry| entry.start)
+    parse_stat(pid, &line)
+}
+
+/// The children of every thread of `pid`; `None` when the kernel keeps no such lists (or the
+/// process is gone).
+fn children_of(pid: libc::pid_t) -> Option<Vec<libc::pid_t>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut children = Vec::new();
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        any = true;
+        children.extend(
+            text.split_ascii_whitespace()
+                .filter_map(|pid| pid.parse::<libc::pid_t>().ok()),
+        );
+    }
+    any.then_some(children)
+}
+
+/// Every process /proc shows that could be read.
+fn every_process() -> Vec<Entry> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let name = entry.ok()?.file_name();
+        entry_of(name.to_str()?.parse().ok()?)
+    })
+    .collect()
 }
 
 #[cfg(test)]
@@ -143,25 +210,28 @@ mod tests {
             entry(201, 200, 200, 51),
             entry(202, 200, 202, 52),
             entry(203, 202, 202, 53),
-            // A daemon re-parented to retry since the attempt started, with a child.
+            // A daemon of the attempt's re-parented to retry, with a child.
             entry(300, 100, 300, 60),
             entry(301, 300, 300, 61),
             // An earlier attempt's background process, re-parented before, and its child
             // forked since: left alone.
             entry(400, 100, 400, 20),
             entry(401, 400, 400, 70),
+            // A daemon that process started since, re-parented to retry: not the attempt's.
+            entry(402, 100, 402, 71),
             // retry's own helper, started since: spared.
             entry(500, 100, 100, 55),
             // Strangers.
             entry(600, 1, 600, 80),
             entry(601, 600, 600, 81),
         ];
-        let left: Vec<i32> = left_behind(&table, 200, 50, 100, &[500])
+        let ours = |pid| pid != 402;
+        let left: Vec<i32> = left_behind(&table, 200, 50, 100, &[500], &ours)
             .iter()
             .map(|e| e.pid)
             .collect();
         assert_eq!(left, [201, 202, 203, 300, 301]);
-        // Once the attempt is gone, its setsid'd child is re-parented to retry.
+        // Once the attempt is gone, its children are re-parented to retry.
         let after: Vec<Entry> = table
             .iter()
             .filter(|e| e.pid != 200)
@@ -170,26 +240,41 @@ mod tests {
                 ..*e
             })
             .collect();
-        let left: Vec<i32> = left_behind(&after, 200, 50, 100, &[500])
+        let left: Vec<i32> = left_behind(&after, 200, 50, 100, &[500], &ours)
             .iter()
             .map(|e| e.pid)
             .collect();
         assert_eq!(left, [201, 202, 203, 300, 301]);
-        assert!(left_behind(&table, 999, u64::MAX, 100, &[]).is_empty());
+        // Unmarked, a re-parented process is not taken; the attempt's own tree still is.
+        let left: Vec<i32> = left_behind(&table, 200, 50, 100, &[500], &|_| false)
+            .iter()
+            .map(|e| e.pid)
+            .collect();
+        assert_eq!(left, [201, 202, 203]);
+        assert!(left_behind(&table, 999, u64::MAX, 100, &[], &ours).is_empty());
         // Another process has the attempt's number now: its children are not the attempt's.
         let reused = [
             entry(100, 1, 100, 10),
             entry(200, 1, 200, 90),
             entry(201, 200, 200, 91),
         ];
-        assert!(left_behind(&reused, 200, 50, 100, &[]).is_empty());
+        assert!(left_behind(&reused, 200, 50, 100, &[], &ours).is_empty());
     }
 
     #[test]
-    fn this_process_is_in_the_table() {
+    fn the_mark_is_the_whole_variable() {
+        let environ = b"PATH=/bin\0RETRY_ATTEMPT=7\0X_RETRY_ATTEMPT=9\0";
+        assert!(holds_mark(environ, 7));
+        assert!(!holds_mark(environ, 70) && !holds_mark(environ, 9) && !holds_mark(environ, 1));
+        assert!(!holds_mark(b"RETRY_ATTEMPT=77", 7));
+        assert!(!holds_mark(b"", 7));
+    }
+
+    #[test]
+    fn the_family_of_this_process_holds_it() {
         let own = std::process::id() as i32;
-        let table = table();
-        let me = table.iter().find(|e| e.pid == own).expect("this process");
+        let all = family(own, &[]);
+        let me = all.iter().find(|e| e.pid == own).expect("this process");
         assert_eq!(Some(me.start), start_of(own));
         assert!(!me.zombie);
     }

@@ -194,3 +194,114 @@ fn a_hundred_attempts_leave_no_zombie_and_no_descriptor() {
     assert_eq!(counts.len(), 2, "{counts:?}");
     assert_eq!(counts[0], counts[1], "descriptors after 1 and 100 attempts");
 }
+
+/// A process an earlier attempt left (it ended on its own) is not the later attempt's, however
+/// late it is re-parented to `retry`: here that earlier attempt's background job starts a daemon
+/// while attempt 2 runs, and the daemon's parent exits, so it is re-parented to `retry` after
+/// attempt 2 started. A signal to `retry` ends attempt 2 and its own daemon; the earlier one's
+/// lives on.
+#[test]
+fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
+    let r = retry();
+    let (go, earlier, own, ready) = (
+        r.path("go"),
+        r.path("earlier"),
+        r.path("own"),
+        r.path("ready"),
+    );
+    let _reap = Reap(vec![earlier.clone(), own.clone()]);
+    let daemon = |pid_file: &Path| {
+        format!(
+            "sh -c \"setsid sh -c 'echo \\$\\$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &\"",
+            pid_file.display()
+        )
+    };
+    let script = format!(
+        "if [ $RETRY_ATTEMPT = 1 ]; then
+           (while [ ! -e '{go}' ]; do sleep 0.01; done; {earlier_daemon}; exec sleep 600) </dev/null >/dev/null 2>&1 &
+           exit 1
+         fi
+         {own_daemon}
+         touch '{go}'
+         # Both daemons up, and re-parented to retry.
+         for f in '{earlier}' '{own}'; do
+           while [ ! -s \"$f\" ] || [ \"$(cut -d' ' -f4 /proc/$(cat \"$f\")/stat)\" != $PPID ]; do sleep 0.01; done
+         done
+         touch '{ready}'
+         exec sleep 600",
+        go = go.display(),
+        earlier = earlier.display(),
+        own = own.display(),
+        ready = ready.display(),
+        earlier_daemon = daemon(&earlier),
+        own_daemon = daemon(&own),
+    );
+    let mut child = retry()
+        .args(["-r", "1", "--delays", "0"])
+        .args(sh(&script))
+        .spawn();
+    eventually("both daemons re-parented to retry", || ready.exists());
+    let since = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(10)),
+        143
+    );
+    assert!(!alive(pid_in(&own)), "attempt 2's daemon outlived retry");
+    assert!(
+        alive(pid_in(&earlier)),
+        "attempt 1's daemon was ended with attempt 2"
+    );
+}
+
+/// Processes that fork as they are killed (they ignore SIGTERM, and each loop forks a child out
+/// of its group) leave nothing behind once the grace is over: SIGKILL goes round again until
+/// none is found. (A child forked between one look and the SIGKILL that follows it is a race
+/// this test wins only now and then against a single round; it holds the rounds to leaving
+/// nothing, whatever the timing.)
+#[test]
+fn processes_that_fork_as_they_are_killed_leave_nothing() {
+    let r = retry();
+    let marker = r.dir.path().display().to_string();
+    let spawner = "trap '' TERM; while :; do setsid sleep 1001 </dev/null >/dev/null 2>&1 & p=$!; kill -9 $p; wait $p; done";
+    let script = format!(
+        "for i in $(seq 8); do setsid sh -c \"{spawner}\" </dev/null >/dev/null 2>&1 & done; touch '{ready}'; exec sleep 600",
+        ready = r.path("ready").display()
+    );
+    // Every process of the test carries the marker in its environment.
+    let marked = move || -> Vec<i32> {
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| alive(pid))
+            .filter(|pid| {
+                fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                    environ
+                        .split(|&b| b == 0)
+                        .any(|v| v == format!("STRAGGLER_OF={marker}").as_bytes())
+                })
+            })
+            .collect()
+    };
+    struct KillMarked<F: Fn() -> Vec<i32>>(F);
+    impl<F: Fn() -> Vec<i32>> Drop for KillMarked<F> {
+        fn drop(&mut self) {
+            for _ in 0..50 {
+                for pid in (self.0)() {
+                    kill_leftover(pid);
+                }
+            }
+        }
+    }
+    let _cleanup = KillMarked(marked.clone());
+    let output = retry()
+        .args(["--timeout", "1s", "--kill-after", "500ms", "-r", "0"])
+        .args(sh(&script))
+        .command()
+        .env("STRAGGLER_OF", r.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(shell_status(output.status), 124);
+    eventually("no process of the attempt's left", || marked().is_empty());
+}

@@ -666,5 +666,9 @@ fn a_full_disk_leaves_no_half_line() {
     let lines: Vec<&str> = said.lines().map(str::trim).collect();
     assert_eq!(lines, ["status 0", "4072", "\\n"], "{said}");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.matches("cannot write the report").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("cannot write the report").count(),
+        1,
+        "{stderr}"
+    );
 }
