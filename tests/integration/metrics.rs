@@ -546,18 +546,9 @@ fn a_device_is_never_replaced() {
          grep -c 'not a regular file' '{at}/said'
          exit 0"
     );
-    let output = Command::new("unshare")
-        .args(["--mount", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    if output.status.code() != Some(0) {
-        missing(
-            "root in a mount namespace (unshare --mount, mknod)",
-            "a device at the metrics file",
-        );
+    let Some(output) = in_mount_namespace(&script, &[], "a device at the metrics file") else {
         return;
-    }
+    };
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "still a device\n2\n"

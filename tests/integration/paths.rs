@@ -2,8 +2,6 @@
 //! spools' directory) found to be something else: a FIFO, a device, a socket, a symlink to one
 //! of those. `retry` neither hangs on any of them nor writes through any of them.
 
-use std::process::{Command, Stdio};
-
 use crate::util::*;
 
 /// Lays out one of each kind of file in a tmpfs of a private mount namespace (a device may be
@@ -49,20 +47,10 @@ exit 0
 #[test]
 fn no_path_that_is_not_a_regular_file_hangs_retry_or_is_written_through() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new("unshare")
-        .args(["--mount", "sh", "-c", SCRIPT, "sh"])
-        .arg(dir.path())
-        .arg(BIN)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    if output.status.code() != Some(0) {
-        missing(
-            "root in a mount namespace (unshare --mount, mknod)",
-            "paths that are not regular files",
-        );
+    let args = [dir.path().as_os_str(), std::ffi::OsStr::new(BIN)];
+    let Some(output) = in_mount_namespace(SCRIPT, &args, "paths that are not regular files") else {
         return;
-    }
+    };
     let said = String::from_utf8_lossy(&output.stdout);
     let mut runs = 0;
     for line in said.lines() {

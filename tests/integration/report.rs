@@ -193,56 +193,38 @@ fn budget_and_breaker_endings_are_reported() {
     assert_eq!(report["attempts_detail"], serde_json::json!([]));
 }
 
+/// Runs `retry --report FILE ARGS`, sends it `signal` once its stderr says `when`, and returns
+/// the report, holding `retry` to exiting with 128 + `signal`.
+fn report_when_signalled(r: &Retry, args: &[&str], when: &str, signal: i32) -> Value {
+    let file = r.path("report.json");
+    let mut child = retry()
+        .args(["--report", file.to_str().unwrap()])
+        .args(args)
+        .spawn();
+    wait_for_stderr(&mut child, when);
+    let since = Instant::now();
+    send(&child, signal);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(10)),
+        128 + signal
+    );
+    report_of(&file)
+}
+
 /// A signal to `retry` ends the run, and the report is still written, with the attempt it cut.
 #[test]
 fn a_run_ended_by_a_signal_is_reported() {
     let r = retry();
-    let file = r.path("report.json");
-    let mut child = retry()
-        .args([
-            "--report",
-            file.to_str().unwrap(),
-            "-v",
-            "--",
-            "sleep",
-            "30",
-        ])
-        .spawn();
-    wait_for_stderr(&mut child, "attempt 1/6 starting");
-    let since = Instant::now();
-    send(&child, libc::SIGTERM);
-    assert_eq!(
-        status_within(&mut child, since, Duration::from_secs(10)),
-        143
-    );
-    let report = report_of(&file);
+    let args = ["-v", "--", "sleep", "30"];
+    let report = report_when_signalled(&r, &args, "attempt 1/6 starting", libc::SIGTERM);
     assert_eq!(figures(&report), (1, 0, 143, Some(143), "signal".into()));
     assert_eq!(
         detail(&report),
         [("SIGTERM".into(), false.into(), Value::Null)]
     );
-
     // Signalled during a wait: the attempt before it is the last, with no wait after it.
-    let mut child = retry()
-        .args([
-            "--report",
-            file.to_str().unwrap(),
-            "--delays",
-            "1h",
-            "--max",
-            "1h",
-            "--",
-            "false",
-        ])
-        .spawn();
-    wait_for_stderr(&mut child, "next attempt in 1h");
-    let since = Instant::now();
-    send(&child, libc::SIGINT);
-    assert_eq!(
-        status_within(&mut child, since, Duration::from_secs(10)),
-        130
-    );
-    let report = report_of(&file);
+    let args = ["--delays", "1h", "--max", "1h", "--", "false"];
+    let report = report_when_signalled(&r, &args, "next attempt in 1h", libc::SIGINT);
     assert_eq!(figures(&report), (1, 0, 130, Some(1), "signal".into()));
     assert_eq!(detail(&report), [(1.into(), false.into(), Value::Null)]);
 }
@@ -544,18 +526,9 @@ fn a_device_takes_no_report() {
          grep -c 'not a regular file' '{at}/said'
          exit 0"
     );
-    let output = Command::new("unshare")
-        .args(["--mount", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    if output.status.code() != Some(0) {
-        missing(
-            "root in a mount namespace (unshare --mount, mknod)",
-            "a device at the report",
-        );
+    let Some(output) = in_mount_namespace(&script, &[], "a device at the report") else {
         return;
-    }
+    };
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "still a device\n4\n"
@@ -653,15 +626,9 @@ fn a_full_disk_leaves_no_half_line() {
          wc -c < '{at}/out'; tail -c 1 '{at}/out' | od -An -c
          exit 0"
     );
-    let output = Command::new("unshare")
-        .args(["--mount", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    if output.status.code() != Some(0) {
-        missing("root in a mount namespace (unshare --mount)", "a full disk");
+    let Some(output) = in_mount_namespace(&script, &[], "a full disk") else {
         return;
-    }
+    };
     let said = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = said.lines().map(str::trim).collect();
     assert_eq!(lines, ["status 0", "4072", "\\n"], "{said}");

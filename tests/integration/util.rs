@@ -635,6 +635,28 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Runs `sh -c script ARGS` in a private mount namespace (where a test may mount a tmpfs and make
+/// device nodes without touching the real ones) and returns its output; `None`, said by
+/// `missing` as needing what `what` names, when the script cannot run there (exit 99: no root,
+/// no `unshare`, no mount). A script exits 0 when it ran, whatever it found.
+pub fn in_mount_namespace(
+    script: &str,
+    args: &[&OsStr],
+    what: &str,
+) -> Option<std::process::Output> {
+    let output = std::process::Command::new("unshare")
+        .args(["--mount", "sh", "-c", script, "sh"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    if output.status.code() != Some(0) {
+        missing("root in a mount namespace (unshare --mount, mknod)", what);
+        return None;
+    }
+    Some(output)
+}
+
 /// Kills a process (a negative pid: a group) that a test's command left behind on purpose.
 pub fn kill_leftover(pid: i32) {
     // SAFETY: kill(2) on a process or group this test started.
