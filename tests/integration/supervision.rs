@@ -309,8 +309,9 @@ fn as_pid_1_a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
 /// waits for it to have ended before it counts what `retry` holds. Under a limit of 24
 /// descriptors, one held for ever per attempt would stop the run within a few restarts; the
 /// counts do not grow (the slack is for a copy that has not yet closed its pipe when counted).
-/// The last attempt waits until `retry` holds no more than the fewest counted so far (a copy
-/// closes its pipe a moment after its writer ends, later on a loaded machine): a descriptor
+/// The last attempt waits until `retry` holds no more than the fewest counted from the third
+/// attempt on (a copy closes its pipe a moment after its writer ends, later on a loaded
+/// machine; the first two attempts find less of the run's machinery to count): a descriptor
 /// kept for good never comes back, and the count stays above.
 #[test]
 fn restarts_that_leave_background_writers_hold_a_flat_number_of_descriptors() {
@@ -321,8 +322,8 @@ fn restarts_that_leave_background_writers_hold_a_flat_number_of_descriptors() {
         "[ $RETRY_ATTEMPT -gt {ATTEMPTS} ] && exit 3
          while [ $RETRY_ATTEMPT -gt 1 ] && [ ! -e '{done}.'$((RETRY_ATTEMPT - 1)) ]; do sleep 0.01; done
          if [ $RETRY_ATTEMPT = {ATTEMPTS} ]; then
-           fewest=$(sort -n '{counts}' | head -1); n=0
-           while [ $(ls /proc/$PPID/fd | wc -l) -gt $fewest ] && [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done
+           fewest=$(tail -n +3 '{counts}' | sort -n | head -1); n=0
+           while [ $(ls /proc/$PPID/fd | wc -l) -gt $fewest ] && [ $n -lt 300 ]; do sleep 0.01; n=$((n+1)); done
          fi
          ls /proc/$PPID/fd | wc -l >> '{counts}'
          (sleep 0.15; echo late; exec >/dev/null 2>&1; touch '{done}.'$RETRY_ATTEMPT) &
@@ -337,7 +338,7 @@ fn restarts_that_leave_background_writers_hold_a_flat_number_of_descriptors() {
     let output = r.command_with_open_files(24).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{output:?}");
     let counts = descriptor_counts(&r, ATTEMPTS, &output);
-    let fewest_before = counts[..ATTEMPTS - 1].iter().min().unwrap();
+    let fewest_before = counts[2..ATTEMPTS - 1].iter().min().unwrap();
     assert!(counts[ATTEMPTS - 1] <= *fewest_before, "{counts:?}");
 }
 
