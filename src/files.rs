@@ -15,11 +15,17 @@ use crate::ownership::owned_by_another;
 /// (random bits from the caller) makes the temporary file's name.
 pub(crate) fn replace(target: &Path, text: &str, nonce: u64) -> io::Result<()> {
     let (temporary, mut file) = create_temporary_beside(target, nonce)?;
-    // The file keeps the permissions it had (a report made private stays private).
-    let kept_mode = fs::metadata(target).map(|found| found.mode() & 0o777);
-    let written = match kept_mode {
-        Ok(mode) => file.set_permissions(fs::Permissions::from_mode(mode)),
-        Err(_) => Ok(()),
+    // The file keeps the permissions it had (a report made private stays private), and its
+    // group where this user may give it (a file a collector in that group reads); root keeps
+    // its owner too.
+    let kept = fs::metadata(target).ok();
+    if let Some(found) = &kept {
+        let _ = std::os::unix::fs::fchown(&file, Some(found.uid()), Some(found.gid()))
+            .or_else(|_| std::os::unix::fs::fchown(&file, None, Some(found.gid())));
+    }
+    let written = match &kept {
+        Some(found) => file.set_permissions(fs::Permissions::from_mode(found.mode() & 0o777)),
+        None => Ok(()),
     }
     .and_then(|()| file.write_all(text.as_bytes()))
     .and_then(|()| fs::rename(&temporary, target));

@@ -402,19 +402,19 @@ impl Execute for Runner<'_> {
             Supervisee::Hook,
         );
         reap_orphans(None);
+        if let Some(path) = values_file {
+            if supervised.interrupted.is_none() {
+                self.take_hook_values(&path, reporter);
+            }
+            // A directory the hook made in its place is the hook's, under a name no one else
+            // could know: it goes too (the file itself goes with `path`).
+            if std::fs::symlink_metadata(&path).is_ok_and(|found| found.is_dir()) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
         match supervised.interrupted {
             Some(signal) => Err(Interrupted(signal)),
-            None => {
-                if let Some(path) = values_file {
-                    self.take_hook_values(&path, reporter);
-                    // A directory the hook made in its place is the hook's, under a name no one
-                    // else could know: it goes too (the file itself goes with `path`).
-                    if std::fs::symlink_metadata(&path).is_ok_and(|found| found.is_dir()) {
-                        let _ = std::fs::remove_dir_all(&path);
-                    }
-                }
-                Ok(supervised.end())
-            }
+            None => Ok(supervised.end()),
         }
     }
 }
@@ -493,36 +493,36 @@ impl Runner<'_> {
                 }) => {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
+                        let stragglers = stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
                         target.send(libc::SIGKILL);
                         phase = Phase::Killed;
-                        stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal))
-                            .kill();
+                        stragglers.kill();
                     } else {
                         interrupted = Some(signal);
+                        if phase == Phase::Running {
+                            phase = self.terminating();
+                        }
+                        let stragglers = stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
                         // The terminal's Ctrl-C reached an attempt in `retry`'s own group
                         // (--foreground) already; a second copy would read as "again, and
                         // harder", which tells terraform or docker compose to quit at once.
                         if !(from_terminal && target.in_retry_group()) {
                             target.terminate(signal);
                         }
-                        if phase == Phase::Running {
-                            phase = self.terminating();
-                        }
-                        stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal))
-                            .terminate();
+                        stragglers.terminate();
                     }
                 }
                 None => match phase {
                     Phase::Running => {
                         timed_out = deadline.map(|(_, limit)| limit);
-                        target.terminate(self.kill_signal);
                         phase = self.terminating();
                         let signal = self.kill_signal;
-                        stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal))
-                            .terminate();
+                        let stragglers = stragglers
+                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
+                        target.terminate(signal);
+                        stragglers.terminate();
                     }
                     Phase::Terminating { .. } | Phase::Killed => {
                         target.send(libc::SIGKILL);
@@ -1048,19 +1048,23 @@ impl Runner<'_> {
 }
 
 /// What a child that `retry` ends leaves behind outside its process group (see `sweep`): found
-/// anew each time it is asked, so one forked since is found too.
+/// anew each time it is asked, so one forked since is found too, and first looked for before
+/// the child is signalled, while what it started is still below it.
 struct Stragglers {
     root: libc::pid_t,
     /// When the child started, in clock ticks since boot; `None` when that could not be read
     /// (no /proc), or under `--foreground`, where only the child itself is ever signalled:
     /// then none is found.
     since: Option<u64>,
-    /// The attempt's number, which the processes re-parented to `retry` that are its carry in
-    /// `RETRY_ATTEMPT`; `None` for a hook, whose re-parented processes cannot be told from the
-    /// attempt's before it: then only its own descendants are found.
+    /// The attempt's number, which tells the processes re-parented to `retry` that are its (see
+    /// `sweep::adopted_by`); `None` for a hook, whose re-parented processes cannot be told from
+    /// the attempt's before it: then only what is found below it counts.
     attempt: Option<u64>,
     /// The signal that ends them: the one the child got.
     signal: i32,
+    /// Every one found so far, with its start: once re-parented, one that was found below the
+    /// child is still followed (by number and start, so never a process that took its number).
+    known: Vec<(libc::pid_t, u64)>,
     /// Those sent `signal` already.
     signalled: Vec<libc::pid_t>,
     /// SIGKILL was sent: whatever is found from now on gets it too.
@@ -1068,9 +1072,10 @@ struct Stragglers {
 }
 
 impl Stragglers {
+    /// Takes the first look, which must come before the child is signalled.
     fn of(child: &Child, target: Target, attempt: Option<u64>, signal: i32) -> Stragglers {
         let root = child.id() as libc::pid_t;
-        Stragglers {
+        let mut stragglers = Stragglers {
             root,
             since: match target {
                 Target::Group(_) => sweep::start_of(root),
@@ -1078,29 +1083,34 @@ impl Stragglers {
             },
             attempt,
             signal,
+            known: Vec::new(),
             signalled: Vec::new(),
             killed: false,
-        }
+        };
+        stragglers.living();
+        stragglers
     }
 
     /// The living ones, less those of the child's group (which `Target` signals).
-    fn living(&self) -> Vec<libc::pid_t> {
+    fn living(&mut self) -> Vec<libc::pid_t> {
         let Some(since) = self.since else {
             return Vec::new();
         };
         // SAFETY: getpid(2) cannot fail.
         let own = unsafe { libc::getpid() };
         let helpers = plumbing::helpers();
-        let adopted = |pid| {
-            self.attempt
-                .is_some_and(|attempt| sweep::marked(pid, attempt))
-        };
+        let attempt = self.attempt;
+        let adopted = |pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt));
         let family = sweep::family(own, &helpers);
-        sweep::left_behind(&family, self.root, since, own, &helpers, &adopted)
-            .into_iter()
-            .filter(|entry| !entry.zombie && entry.group != self.root)
-            .map(|entry| entry.pid)
-            .collect()
+        for entry in sweep::left_behind(&family, self.root, since, own, &helpers, &adopted) {
+            if entry.group != self.root && !self.known.contains(&(entry.pid, entry.start)) {
+                self.known.push((entry.pid, entry.start));
+            }
+        }
+        self.known.retain(|&(pid, start)| {
+            sweep::entry_of(pid).is_some_and(|now| now.start == start && !now.zombie)
+        });
+        self.known.iter().map(|&(pid, _)| pid).collect()
     }
 
     /// Sends the signal (and SIGCONT, so a stopped one can act on it) to those not sent it

@@ -5,12 +5,13 @@
 //! nothing here runs on the path of an attempt that ends on its own.
 //!
 //! A process re-parented to `retry` is the ended attempt's when it started after the attempt did
-//! and its environment still holds the attempt's `RETRY_ATTEMPT=N`: one that an earlier
+//! and its environment holds the attempt's `RETRY_ATTEMPT=N`, or no `RETRY_ATTEMPT` at all (a
+//! daemon that wrote its title over its environment, or cleared it): one that an earlier
 //! attempt or a hook left (`RETRY_ATTEMPT` of another number) is left alone, however late it
-//! was re-parented. What it cannot reach: a process that left through another subreaper (a
-//! nested `retry`, a service manager), one of another user (`sudo`: kill(2) is refused, and its
-//! environment cannot be read), and one that replaced its environment (`env -i`) and was
-//! re-parented to `retry` (while the attempt lives, parentage finds it all the same).
+//! was re-parented. What was found once, while still below the attempt, is followed by its
+//! number and start time. What it cannot reach: a process that left through another subreaper
+//! (a service manager), one of another user (`sudo`: kill(2) is refused), and one that a
+//! nested `retry` left (it carries the inner run's numbers).
 
 use std::collections::BTreeSet;
 
@@ -118,19 +119,27 @@ pub(crate) fn family(own: libc::pid_t, spared: &[libc::pid_t]) -> Vec<Entry> {
     table
 }
 
-/// Whether the environment `pid` started with holds `RETRY_ATTEMPT=attempt`; false when it
-/// cannot be read.
-pub(crate) fn marked(pid: libc::pid_t, attempt: u64) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| holds_mark(&environ, attempt))
+/// Whether a process re-parented to `retry` (and started since the attempt did) is attempt
+/// `attempt`'s, by the `RETRY_ATTEMPT` its environment holds: yes for that number, no for
+/// another (an earlier attempt's, a hook's), and yes for none at all: a daemon that wrote its
+/// title over its environment (redis, postgres, perl's `$0`), one that cleared it (`env -i`),
+/// or one whose environment cannot be read (it made itself undumpable, as ssh-agent does).
+pub(crate) fn adopted_by(pid: libc::pid_t, attempt: u64) -> bool {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    marked_for(&environ, attempt)
 }
 
-/// Whether `environ` (NUL-separated `NAME=VALUE`s, as /proc/PID/environ gives them) holds
-/// `RETRY_ATTEMPT=attempt`.
-fn holds_mark(environ: &[u8], attempt: u64) -> bool {
-    let mark = format!("RETRY_ATTEMPT={attempt}");
-    environ
+/// `adopted_by` for the environment `environ` (NUL-separated `NAME=VALUE`s, as
+/// /proc/PID/environ gives them).
+fn marked_for(environ: &[u8], attempt: u64) -> bool {
+    let mut marks = environ
         .split(|&byte| byte == 0)
-        .any(|variable| variable == mark.as_bytes())
+        .filter_map(|variable| variable.strip_prefix(b"RETRY_ATTEMPT="));
+    let ours = attempt.to_string();
+    match marks.next() {
+        None => true,
+        Some(first) => first == ours.as_bytes() || marks.any(|mark| mark == ours.as_bytes()),
+    }
 }
 
 /// When `pid` started, in clock ticks since boot; `None` once it is gone (a zombie still has
@@ -139,7 +148,8 @@ pub(crate) fn start_of(pid: libc::pid_t) -> Option<u64> {
     entry_of(pid).map(|entry| entry.start)
 }
 
-fn entry_of(pid: libc::pid_t) -> Option<Entry> {
+/// The process `pid` as /proc shows it now, if it is there.
+pub(crate) fn entry_of(pid: libc::pid_t) -> Option<Entry> {
     let line = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(pid, &line)
 }
@@ -262,12 +272,15 @@ mod tests {
     }
 
     #[test]
-    fn the_mark_is_the_whole_variable() {
+    fn a_re_parented_process_is_the_attempts_by_its_mark_or_for_want_of_one() {
         let environ = b"PATH=/bin\0RETRY_ATTEMPT=7\0X_RETRY_ATTEMPT=9\0";
-        assert!(holds_mark(environ, 7));
-        assert!(!holds_mark(environ, 70) && !holds_mark(environ, 9) && !holds_mark(environ, 1));
-        assert!(!holds_mark(b"RETRY_ATTEMPT=77", 7));
-        assert!(!holds_mark(b"", 7));
+        assert!(marked_for(environ, 7));
+        assert!(!marked_for(environ, 70) && !marked_for(environ, 9) && !marked_for(environ, 1));
+        assert!(!marked_for(b"RETRY_ATTEMPT=77", 7));
+        // No mark at all: a title written over it, a cleared or an unreadable environment.
+        assert!(marked_for(b"", 7));
+        assert!(marked_for(b"mydaemon\0\0\0\0", 7));
+        assert!(marked_for(b"PATH=/bin\0", 7));
     }
 
     #[test]

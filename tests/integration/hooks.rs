@@ -394,3 +394,26 @@ fn a_crlf_line_end_is_not_part_of_the_value() {
     let (lines, _, _) = hand_on(hook, "1", &["URL"], &[]);
     assert_eq!(lines, ["1 URL=unset", "2 URL=https://mirror"]);
 }
+
+/// A signal that ends the run during the hook leaves nothing of its file in TMPDIR either,
+/// not even a directory the hook made in its place.
+#[test]
+fn a_signal_during_the_hook_leaves_nothing_in_tmpdir() {
+    let r = retry();
+    let tmp = r.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let hook =
+        "rm \"$RETRY_ENV_FILE\"; mkdir -p \"$RETRY_ENV_FILE/sub\"; kill -INT $PPID; exec sleep 5";
+    let output = retry()
+        .args(["-r", "1", "--delays", "0", "--on-retry", hook, "false"])
+        .command()
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(shell_status(output.status), 130);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "left in TMPDIR"
+    );
+}

@@ -305,3 +305,52 @@ fn processes_that_fork_as_they_are_killed_leave_nothing() {
     assert_eq!(shell_status(output.status), 124);
     eventually("no process of the attempt's left", || marked().is_empty());
 }
+
+/// What a hook or an attempt started out of its group is looked for before the hook or the
+/// attempt is signalled: once it has died, its `setsid` child is re-parented to `retry`, and a
+/// hook's leftovers (or an attempt's that cleared its environment) could no longer be told
+/// apart.
+#[test]
+fn what_a_signalled_hook_started_is_ended_with_it() {
+    let r = retry();
+    let pid_file = r.path("pid");
+    let _reap = Reap(vec![pid_file.clone()]);
+    let hook = format!(
+        "setsid sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
+        pid = pid_file.display()
+    );
+    let mut child = retry()
+        .args(["-r", "1", "--delays", "0", "--on-retry", &hook, "false"])
+        .spawn();
+    let pid = pid_in(&pid_file);
+    let since = Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(
+        status_within(&mut child, since, Duration::from_secs(10)),
+        143
+    );
+    assert!(!alive(pid), "the hook's setsid child outlived retry");
+}
+
+/// A daemon that wrote over its environment (a process title: redis, postgres, perl's `$0`)
+/// or cleared it, once re-parented to `retry`, carries no `RETRY_ATTEMPT`: started since the
+/// attempt, it is the attempt's, and ended with it.
+#[test]
+fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
+    let r = retry();
+    let pid_file = r.path("pid");
+    let _reap = Reap(vec![pid_file.clone()]);
+    let script = format!(
+        "(setsid env -i sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 &)
+         while [ ! -s '{pid}' ] || [ \"$(cut -d' ' -f4 /proc/$(cat '{pid}')/stat)\" != $PPID ]; do sleep 0.01; done
+         exec sleep 600",
+        pid = pid_file.display()
+    );
+    let mut child = retry()
+        .args(["--timeout", "1s", "-r", "0"])
+        .args(sh(&script))
+        .spawn();
+    let pid = pid_in(&pid_file);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 124);
+    assert!(!alive(pid), "the daemon outlived retry");
+}

@@ -639,3 +639,60 @@ fn a_full_disk_leaves_no_half_line() {
         "{stderr}"
     );
 }
+
+/// Under a file size limit (`ulimit -f`) that the report would pass, the write fails and is
+/// said; `retry` is not ended by SIGXFSZ, and its status stands.
+#[test]
+fn a_file_size_limit_is_a_report_that_cannot_be_written() {
+    let r = retry();
+    let big = r.write("big.out", &"x".repeat(5000));
+    for (file, format) in [(&big, "github"), (&r.path("new.json"), "json")] {
+        let output = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "ulimit -f 0; exec \"$0\" --report \"$1\" --report-format \"$2\" true",
+            ])
+            .args([
+                std::ffi::OsStr::new(BIN),
+                file.as_os_str(),
+                std::ffi::OsStr::new(format),
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(shell_status(output.status), 0, "{format}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("cannot write the report"),
+            "{format}: {stderr}"
+        );
+    }
+    let left: Vec<_> = fs::read_dir(r.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+/// A replaced report keeps its group too (a file shared with a reader in that group). (Needs
+/// root, to give the file a group this user is not in.)
+#[test]
+fn a_replaced_report_keeps_its_group() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a report file of another group");
+        return;
+    }
+    let r = retry();
+    let file = r.write("report.json", "{}");
+    std::os::unix::fs::chown(&file, None, Some(65534)).unwrap();
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
+    retry()
+        .args(["--report", file.to_str().unwrap(), "true"])
+        .assert()
+        .code(0);
+    let found = fs::metadata(&file).unwrap();
+    assert_eq!((found.gid(), found.mode() & 0o777), (65534, 0o640));
+}
