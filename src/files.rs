@@ -73,11 +73,10 @@ pub(crate) fn writable(path: &Path) -> io::Result<PathBuf> {
     let not_regular = |kind: fs::FileType| {
         io::Error::other(format!("it is {}, not a regular file", file_kind(kind)))
     };
-    // The directories on the way: the last name's own chain is followed below.
-    if let Some((link, owner)) = path.parent().and_then(crate::ownership::foreign_symlink) {
+    if let Some((link, owner)) = crate::ownership::foreign_symlink(path) {
         return Err(io::Error::other(format!(
-            "its directory is reached through {}, a symlink of another user (uid {owner}), \
-             which is not followed",
+            "it is reached through {}, a symlink of another user (uid {owner}), not a regular \
+             file of this user's",
             crate::text::path(&link)
         )));
     }
@@ -97,14 +96,10 @@ pub(crate) fn writable(path: &Path) -> io::Result<PathBuf> {
             Ok(found) => found,
         };
         let kind = found.file_type();
-        if (kind.is_file() || kind.is_symlink()) && owned_by_another(found.uid()) {
-            let what = if kind.is_file() {
-                "a file"
-            } else {
-                "a symlink"
-            };
+        // (Another user's symlinks were refused above.)
+        if kind.is_file() && owned_by_another(found.uid()) {
             return Err(io::Error::other(format!(
-                "it is {what} of another user (uid {}), not a regular file of this user's",
+                "it is a file of another user (uid {}), not a regular file of this user's",
                 found.uid()
             )));
         }

@@ -13,40 +13,74 @@ pub(crate) fn owned_by_another(uid: u32) -> bool {
     uid != 0 && uid != unsafe { libc::geteuid() }
 }
 
-/// The first symlink that another user owns on the way to `path` or along the chain that starts
-/// there, and its owner: following it would let them choose where `retry` writes. On the way:
-/// a directory of the path that is such a symlink (`/tmp/theirs/out.json`, where `/tmp/theirs`
-/// is a neighbour's link into a directory of the victim's) counts as much as the last name.
+/// The first symlink that another user owns met in resolving `path` as the kernel does, and its
+/// owner: following it would let them choose where `retry` writes. Every name counts, the
+/// directories on the way as much as the last one, and so does every name of each link's
+/// target: a link of this user's that leads through a neighbour's (`mine -> /tmp/theirs/sub`)
+/// is refused as the neighbour's link itself is.
 pub(crate) fn foreign_symlink(path: &Path) -> Option<(PathBuf, u32)> {
-    let mut on_the_way = PathBuf::new();
-    for component in path.parent().into_iter().flat_map(Path::components) {
-        on_the_way.push(component);
-        if let Some(found) = foreign_link_chain(&on_the_way) {
-            return Some(found);
-        }
-    }
-    foreign_link_chain(path)
-}
-
-/// The first symlink along the chain that starts at `path` that another user owns.
-fn foreign_link_chain(path: &Path) -> Option<(PathBuf, u32)> {
-    let mut at = path.to_path_buf();
-    // As many links as the kernel follows (MAXSYMLINKS).
-    for _ in 0..40 {
-        let found = std::fs::symlink_metadata(&at).ok()?;
+    let mut at = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        std::env::current_dir().ok()?
+    };
+    let mut pending = steps(path);
+    let mut links = 0;
+    while let Some(step) = pending.pop_front() {
+        let name = match step {
+            Step::Root => {
+                at = PathBuf::from("/");
+                continue;
+            }
+            Step::Parent => {
+                at.pop();
+                continue;
+            }
+            Step::Name(name) => name,
+        };
+        let next = at.join(&name);
+        let Ok(found) = std::fs::symlink_metadata(&next) else {
+            // What is not there (yet) leads through no link.
+            at = next;
+            continue;
+        };
         if !found.file_type().is_symlink() {
-            return None;
+            at = next;
+            continue;
         }
         if owned_by_another(found.uid()) {
-            return Some((at, found.uid()));
+            return Some((next, found.uid()));
         }
-        let target = std::fs::read_link(&at).ok()?;
-        at = match at.parent() {
-            Some(parent) => parent.join(target),
-            None => target,
-        };
+        // As many links as the kernel follows (MAXSYMLINKS).
+        links += 1;
+        if links > 40 {
+            return None;
+        }
+        let target = std::fs::read_link(&next).ok()?;
+        for step in steps(&target).into_iter().rev() {
+            pending.push_front(step);
+        }
     }
     None
+}
+
+/// One step of resolving a path.
+enum Step {
+    Root,
+    Parent,
+    Name(std::ffi::OsString),
+}
+
+fn steps(path: &Path) -> std::collections::VecDeque<Step> {
+    use std::path::Component;
+    path.components()
+        .filter_map(|component| match component {
+            Component::RootDir => Some(Step::Root),
+            Component::ParentDir => Some(Step::Parent),
+            Component::Normal(name) => Some(Step::Name(name.to_os_string())),
+            Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
 }
 
 /// A user other than this one (and root) whom the POSIX ACL of `path` lets write it, if one:

@@ -696,3 +696,65 @@ fn a_replaced_report_keeps_its_group() {
     let found = fs::metadata(&file).unwrap();
     assert_eq!((found.gid(), found.mode() & 0o777), (65534, 0o640));
 }
+
+/// A symlink of this user's that leads through another user's (`mine -> theirs/sub`, where
+/// `theirs` is a neighbour's link into a directory of the victim's) is refused as the
+/// neighbour's link itself is, whichever name of the path it is. (Needs root.)
+#[test]
+fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
+    use std::os::unix::fs::symlink;
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a symlink of another user");
+        return;
+    }
+    let r = retry();
+    let victim = r.path("victim");
+    fs::create_dir_all(victim.join("sub")).unwrap();
+    fs::write(victim.join("sub/out.json"), "precious").unwrap();
+    let theirs = r.path("theirs");
+    symlink(&victim, &theirs).unwrap();
+    std::os::unix::fs::lchown(&theirs, Some(65534), None).unwrap();
+    // Mine, to a directory through theirs; mine, to the file through theirs (relative).
+    symlink(theirs.join("sub"), r.path("mydir")).unwrap();
+    symlink("theirs/sub/out.json", r.path("myfile.json")).unwrap();
+    for file in [r.path("mydir/out.json"), r.path("myfile.json")] {
+        for format in ["json", "github"] {
+            retry()
+                .args([
+                    "--report",
+                    file.to_str().unwrap(),
+                    "--report-format",
+                    format,
+                    "true",
+                ])
+                .assert()
+                .code(0)
+                .stderr(predicate::str::contains(
+                    "a symlink of another user (uid 65534)",
+                ));
+        }
+        retry()
+            .args(["--metrics-file", file.to_str().unwrap(), "true"])
+            .assert()
+            .code(0)
+            .stderr(predicate::str::contains("a symlink of another user"));
+    }
+    assert_eq!(
+        fs::read_to_string(victim.join("sub/out.json")).unwrap(),
+        "precious"
+    );
+    symlink(theirs.join("sub"), r.path("mystate")).unwrap();
+    retry()
+        .args([
+            "--state",
+            r.path("mystate").to_str().unwrap(),
+            "--budget",
+            "b",
+            "true",
+        ])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("a symlink of another user"));
+    assert_eq!(fs::read_dir(victim.join("sub")).unwrap().count(), 1);
+}
