@@ -42,9 +42,51 @@ fn free_port() -> u16 {
 }
 
 /// Starts a server with `args` besides its port; `None` (outside CI) without redis-server.
+/// A free port is free only until someone takes it: when another process got it first (the
+/// server then fails to bind, while a connection to the port succeeds, to that other process),
+/// the server is started again on another.
 pub fn server(args: &[&str], socket: bool) -> Option<Server> {
+    for _ in 0..5 {
+        let server = server_on(free_port(), args, socket)?;
+        if listens_on(server.child.id(), server.port) {
+            return Some(server);
+        }
+    }
+    panic!("no free port held by the redis-server started on it, five times");
+}
+
+/// Whether process `pid` holds the socket listening on 127.0.0.1:`port` (from /proc/net/tcp and
+/// the process's descriptors).
+fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return true;
+    };
+    let local = format!(":{port:04X}");
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local_address, ..., st (0A: LISTEN), ..., inode (the tenth field).
+            (fields.get(1)?.ends_with(&local) && *fields.get(3)? == "0A")
+                .then(|| fields.get(9).map(|inode| format!("socket:[{inode}]")))
+                .flatten()
+        })
+        .collect();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            inodes
+                .iter()
+                .any(|inode| target.as_os_str() == inode.as_str())
+        })
+    })
+}
+
+fn server_on(port: u16, args: &[&str], socket: bool) -> Option<Server> {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     let socket = socket.then(|| dir.path().join("redis.sock"));
     let mut command = Command::new("redis-server");
     // SAFETY: runs in the forked child before exec, and only calls prctl(2), which is
@@ -69,7 +111,7 @@ pub fn server(args: &[&str], socket: bool) -> Option<Server> {
         missing("redis-server", "a state kept in Redis");
         return None;
     };
-    let server = Server {
+    let mut server = Server {
         child,
         port,
         socket,
@@ -78,7 +120,15 @@ pub fn server(args: &[&str], socket: bool) -> Option<Server> {
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(started.elapsed() < BOUND, "redis-server did not start");
+        // One that could not bind has ended: it is for the caller to try another port.
+        if matches!(server.child.try_wait(), Ok(Some(_))) {
+            return Some(server);
+        }
         std::thread::sleep(Duration::from_millis(5));
+    }
+    // Another process's listener answers too: the caller tries another port.
+    if !listens_on(server.child.id(), port) {
+        return Some(server);
     }
     // The unix socket is made after the port listens: wait for it to accept too.
     if let Some(socket) = &server.socket {
