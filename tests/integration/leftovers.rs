@@ -209,7 +209,9 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
         r.path("own"),
         r.path("ready"),
     );
-    let _reap = Reap(vec![earlier.clone(), own.clone()]);
+    // The earlier attempt's background job is left alone too: the test ends it.
+    let job = r.path("job");
+    let _reap = Reap(vec![earlier.clone(), own.clone(), job.clone()]);
     let daemon = |pid_file: &Path| {
         format!(
             "sh -c \"setsid sh -c 'echo \\$\\$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &\"",
@@ -219,6 +221,7 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
     let script = format!(
         "if [ $RETRY_ATTEMPT = 1 ]; then
            (while [ ! -e '{go}' ]; do sleep 0.01; done; {earlier_daemon}; exec sleep 600) </dev/null >/dev/null 2>&1 &
+           echo $! > '{job}'
            exit 1
          fi
          {own_daemon}
@@ -230,6 +233,7 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
          touch '{ready}'
          exec sleep 600",
         go = go.display(),
+        job = job.display(),
         earlier = earlier.display(),
         own = own.display(),
         ready = ready.display(),
