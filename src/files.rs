@@ -36,16 +36,16 @@ pub(crate) fn replace(target: &Path, text: &str, nonce: u64) -> io::Result<()> {
     written
 }
 
-/// Appends `text` to the regular file at `path` (or a new one), never replacing what earlier
-/// writers left there; in one write, so that other appenders' lines never land inside it.
-pub(crate) fn append(path: &Path, text: &str) -> io::Result<()> {
-    let target = writable(path)?;
+/// Appends `text` to the regular file at `target` (found by `writable`), or a new one, never
+/// replacing what earlier writers left there; in one write, so that other appenders' lines
+/// never land inside it.
+pub(crate) fn append(target: &Path, text: &str) -> io::Result<()> {
     let mut file = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o644)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(&target)?;
+        .open(target)?;
     // Whatever took the name since `writable` looked.
     let found = file.metadata()?;
     if !found.is_file() {

@@ -177,12 +177,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
             seed,
             history: &ran.history,
         };
-        let written = match format {
-            ReportFormat::Json => files::writable(path).and_then(|target| {
+        let written = files::writable(path).and_then(|target| match format {
+            ReportFormat::Json => {
                 files::replace(&target, &summary::json(&summary), process::entropy())
-            }),
-            ReportFormat::Github => files::append(path, &summary::github(&summary)),
-        };
+            }
+            ReportFormat::Github => files::append(&target, &summary::github(&summary)),
+        });
         if let Err(error) = written {
             reporter.emit(&report::Event::Unwritten {
                 file: OwnFile::Report,

@@ -1078,7 +1078,7 @@ impl Stragglers {
         let mut stragglers = Stragglers {
             root,
             since: match target {
-                Target::Group(_) => sweep::start_of(root),
+                Target::Group(_) => sweep::entry_of(root).map(|entry| entry.start),
                 Target::Process(_) => None,
             },
             attempt,

@@ -142,12 +142,6 @@ fn marked_for(environ: &[u8], attempt: u64) -> bool {
     }
 }
 
-/// When `pid` started, in clock ticks since boot; `None` once it is gone (a zombie still has
-/// its entry).
-pub(crate) fn start_of(pid: libc::pid_t) -> Option<u64> {
-    entry_of(pid).map(|entry| entry.start)
-}
-
 /// The process `pid` as /proc shows it now, if it is there.
 pub(crate) fn entry_of(pid: libc::pid_t) -> Option<Entry> {
     let line = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
@@ -288,7 +282,7 @@ mod tests {
         let own = std::process::id() as i32;
         let all = family(own, &[]);
         let me = all.iter().find(|e| e.pid == own).expect("this process");
-        assert_eq!(Some(me.start), start_of(own));
+        assert_eq!(entry_of(own).map(|e| e.start), Some(me.start));
         assert!(!me.zombie);
     }
 }

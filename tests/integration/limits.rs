@@ -274,14 +274,14 @@ fn splay_waits_before_the_first_attempt() {
 }
 
 /// `--timeouts`: attempt n gets entry n, `0` is none, and the last entry repeats. Attempts 1, 3
-/// and 4 hang and are cut; attempt 2, which has no limit, runs to its own end well past the
+/// and 4 hang and are cut; attempt 2, which has no limit, runs to its own end, twice the
 /// others' limit.
 #[test]
 fn each_attempt_gets_its_entry_of_the_timeouts_list() {
     let r = retry()
         .args(["--timeouts", "300ms,0,300ms", "--retries", "3", "--delays", "0"])
         .args(sh(
-            "echo \"$RETRY_ATTEMPT:${RETRY_LAST_EXIT-unset}\"; case $RETRY_ATTEMPT in 2) sleep 1; exit 3;; *) exec sleep 60;; esac",
+            "echo \"$RETRY_ATTEMPT:${RETRY_LAST_EXIT-unset}\"; case $RETRY_ATTEMPT in 2) sleep 0.6; exit 3;; *) exec sleep 60;; esac",
         ));
     let output = r.command().output().unwrap();
     assert_eq!(output.status.code(), Some(124));
@@ -299,7 +299,7 @@ fn a_timeouts_list_from_the_config_file() {
     let r = retry();
     let file = r.write("cfg.toml", "[defaults]\ntimeouts = [\"300ms\", \"0\"]\n");
     let config = ["--config", file.to_str().unwrap()];
-    let script = sh("case $RETRY_ATTEMPT in 1) exec sleep 60;; *) sleep 1; echo done;; esac");
+    let script = sh("case $RETRY_ATTEMPT in 1) exec sleep 60;; *) sleep 0.6; echo done;; esac");
     let output = retry()
         .args(config)
         .args(["--retries", "1", "--delays", "0"])
