@@ -20,6 +20,7 @@ mod http;
 mod input;
 pub mod interpreter;
 mod lines;
+mod located;
 mod metrics;
 mod outcome;
 mod ownership;

@@ -1,86 +1,15 @@
 //! Whose a file is, for the paths `retry` may share with a neighbour (the state directory, the
-//! metrics file): what another user put there is not followed, read or replaced.
+//! metrics file, the report): what another user put there is not followed, read or replaced.
 //!
-//! A leaf: it asks the kernel who `retry` runs as, and who owns a path, and nothing else.
+//! A leaf: it asks the kernel who `retry` runs as, and who may write a path, and nothing else.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Whether a file owned by `uid` belongs to another user: not this process's, nor root's (root's
 /// own files are root's, and what root made is not a neighbour's).
 pub(crate) fn owned_by_another(uid: u32) -> bool {
     // SAFETY: geteuid(2) cannot fail.
     uid != 0 && uid != unsafe { libc::geteuid() }
-}
-
-/// The first symlink that another user owns met in resolving `path` as the kernel does, and its
-/// owner: following it would let them choose where `retry` writes. Every name counts, the
-/// directories on the way as much as the last one, and so does every name of each link's
-/// target: a link of this user's that leads through a neighbour's (`mine -> /tmp/theirs/sub`)
-/// is refused as the neighbour's link itself is.
-pub(crate) fn foreign_symlink(path: &Path) -> Option<(PathBuf, u32)> {
-    let mut at = if path.is_absolute() {
-        PathBuf::from("/")
-    } else {
-        std::env::current_dir().ok()?
-    };
-    let mut pending = steps(path);
-    let mut links = 0;
-    while let Some(step) = pending.pop_front() {
-        let name = match step {
-            Step::Root => {
-                at = PathBuf::from("/");
-                continue;
-            }
-            Step::Parent => {
-                at.pop();
-                continue;
-            }
-            Step::Name(name) => name,
-        };
-        let next = at.join(&name);
-        let Ok(found) = std::fs::symlink_metadata(&next) else {
-            // What is not there (yet) leads through no link.
-            at = next;
-            continue;
-        };
-        if !found.file_type().is_symlink() {
-            at = next;
-            continue;
-        }
-        if owned_by_another(found.uid()) {
-            return Some((next, found.uid()));
-        }
-        // As many links as the kernel follows (MAXSYMLINKS).
-        links += 1;
-        if links > 40 {
-            return None;
-        }
-        let target = std::fs::read_link(&next).ok()?;
-        for step in steps(&target).into_iter().rev() {
-            pending.push_front(step);
-        }
-    }
-    None
-}
-
-/// One step of resolving a path.
-enum Step {
-    Root,
-    Parent,
-    Name(std::ffi::OsString),
-}
-
-fn steps(path: &Path) -> std::collections::VecDeque<Step> {
-    use std::path::Component;
-    path.components()
-        .filter_map(|component| match component {
-            Component::RootDir => Some(Step::Root),
-            Component::ParentDir => Some(Step::Parent),
-            Component::Normal(name) => Some(Step::Name(name.to_os_string())),
-            Component::CurDir | Component::Prefix(_) => None,
-        })
-        .collect()
 }
 
 /// A user other than this one (and root) whom the POSIX ACL of `path` lets write it, if one:

@@ -8,10 +8,11 @@
 //! wrong (no directory, no space, a lock held too long) is a `StoreError`, and the run fails open.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::ffi::CString;
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
@@ -19,7 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
 use super::{Applied, Op, Store, StoreError};
-use crate::ownership::{acl_writer, foreign_symlink, owned_by_another};
+use crate::located::{self, Dir, Unreachable};
+use crate::ownership::{acl_writer, owned_by_another};
 use crate::text::{self, plain_error};
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
@@ -42,7 +44,10 @@ pub(crate) enum OpenError {
 }
 
 pub(crate) struct FileStore {
-    dir: PathBuf,
+    /// The state directory, held open.
+    dir: Dir,
+    /// Its path, for messages.
+    shown: PathBuf,
     /// This process, which names its temporary files.
     pid: u32,
     /// The time spent waiting for locks so far, of `LOCK_WAIT`.
@@ -50,13 +55,6 @@ pub(crate) struct FileStore {
     /// The lock file of each name used so far, kept open for the run.
     locks: BTreeMap<String, File>,
 }
-
-/// How the state's files are opened: never through a symbolic link, so that a link planted
-/// where a record or lock file should be is a broken state (the run fails open), not a way to
-/// make `retry` write elsewhere; and never blocking, so that a FIFO planted there cannot hold
-/// the run in `open` beyond any signal (what was opened must then be a regular file, see
-/// `regular`). (std adds `O_CLOEXEC`: the command inherits none of them.)
-const NO_LINKS: libc::c_int = libc::O_NOFOLLOW | libc::O_NONBLOCK;
 
 /// Whether others (not the group) may write a file of this mode.
 fn others_can_write(mode: u32) -> bool {
@@ -89,54 +87,73 @@ fn regular(file: File, path: &Path) -> Result<File, StoreError> {
 impl FileStore {
     /// Opens the state directory `dir` for the records of `names`, making it (0700) if it is
     /// not there.
-    pub(crate) fn open(dir: &Path, names: &[&str]) -> Result<FileStore, OpenError> {
-        let shown = text::path(dir);
+    pub(crate) fn open(path: &Path, names: &[&str]) -> Result<FileStore, OpenError> {
+        let shown = text::path(path);
         let unavailable = |what: &str, error: &io::Error| {
             OpenError::Unavailable(format!("{what} {shown}: {}", plain_error(error)))
         };
-        if let Some((link, owner)) = foreign_symlink(dir) {
-            return Err(OpenError::Unsafe(format!(
-                "state directory {shown} is reached through {}, a symlink of another user (uid {owner}); use a directory of your own",
-                text::path(&link)
-            )));
-        }
-        match fs::metadata(dir) {
-            Ok(meta) if !meta.is_dir() => {
-                return Err(OpenError::Unavailable(format!(
-                    "{shown} is not a directory"
-                )));
-            }
-            Ok(meta) if others_can_write(meta.mode()) => {
+        // Resolved name by name and held open: the directory checked below is the one used,
+        // whatever is put on its path later (a neighbour's link in place of a directory).
+        let located = match located::locate(path, true) {
+            Ok(located) => located,
+            Err(Unreachable::Foreign { link, owner }) => {
                 return Err(OpenError::Unsafe(format!(
-                    "state directory {shown} is writable by others (mode {:04o}); make it yours alone (chmod 700)",
-                    meta.mode() & 0o7777
+                    "state directory {shown} is reached through {}, a symlink of another user (uid {owner}); use a directory of your own",
+                    text::path(&link)
                 )));
             }
-            Ok(meta) if owned_by_another(meta.uid()) => {
-                return Err(OpenError::Unsafe(format!(
-                    "state directory {shown} belongs to another user (uid {}); use a directory of your own",
-                    meta.uid()
-                )));
-            }
-            Ok(_) if let Some(writer) = acl_writer(dir) => {
-                return Err(OpenError::Unsafe(format!(
-                    "state directory {shown} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)"
-                )));
-            }
-            Ok(_) => {}
+            Err(Unreachable::Unmade(error)) => return Err(unavailable("cannot make", &error)),
+            Err(Unreachable::Failed(error)) => return Err(unavailable("cannot read", &error)),
+        };
+        let not_a_directory = || OpenError::Unavailable(format!("{shown} is not a directory"));
+        let dir = match located.dir.open_dir(&located.name) {
+            Ok(dir) => dir,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
+                located
+                    .dir
+                    .make_dir(&located.name)
                     .map_err(|error| unavailable("cannot make", &error))?;
+                located
+                    .dir
+                    .open_dir(&located.name)
+                    .map_err(|error| unavailable("cannot read", &error))?
+            }
+            Err(error) if matches!(error.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+                return Err(not_a_directory());
             }
             Err(error) => return Err(unavailable("cannot read", &error)),
+        };
+        let meta = dir
+            .own_metadata()
+            .map_err(|error| unavailable("cannot read", &error))?;
+        if !meta.is_dir() {
+            return Err(not_a_directory());
+        }
+        if others_can_write(meta.mode()) {
+            return Err(OpenError::Unsafe(format!(
+                "state directory {shown} is writable by others (mode {:04o}); make it yours alone (chmod 700)",
+                meta.mode() & 0o7777
+            )));
+        }
+        if owned_by_another(meta.uid()) {
+            return Err(OpenError::Unsafe(format!(
+                "state directory {shown} belongs to another user (uid {}); use a directory of your own",
+                meta.uid()
+            )));
+        }
+        // (ACLs are read by path: a check of the user's own set-up, where the owner and mode
+        // above are what keeps a neighbour out.)
+        if let Some(writer) = acl_writer(path) {
+            return Err(OpenError::Unsafe(format!(
+                "state directory {shown} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)"
+            )));
         }
         for name in names {
-            for path in [state_path(dir, name), lock_path(dir, name)] {
+            for file in [state_name(name), lock_name(name)] {
+                let file = c_name(&file).map_err(|error| unavailable("cannot read", &error))?;
+                let path = path.join(file.to_string_lossy().as_ref());
                 // A link's own mode means nothing; it is never followed (see `load`, `lock`).
-                let Ok(meta) = fs::symlink_metadata(&path) else {
+                let Ok(Some(meta)) = dir.metadata(&file) else {
                     continue;
                 };
                 if meta.file_type().is_symlink() {
@@ -165,7 +182,8 @@ impl FileStore {
             }
         }
         Ok(FileStore {
-            dir: dir.to_path_buf(),
+            dir,
+            shown: path.to_path_buf(),
             pid: std::process::id(),
             waited: Duration::ZERO,
             locks: BTreeMap::new(),
@@ -176,15 +194,9 @@ impl FileStore {
     /// for another run that holds it up to `LOCK_WAIT`.
     fn lock(&mut self, name: &str) -> Result<&File, StoreError> {
         if !self.locks.contains_key(name) {
-            let path = lock_path(&self.dir, name);
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .custom_flags(NO_LINKS)
-                .open(&path)
+            let path = self.shown.join(lock_name(name));
+            let file = self
+                .open_file(&lock_name(name), libc::O_RDWR | libc::O_CREAT, 0o600)
                 .map_err(|error| {
                     StoreError(format!(
                         "cannot open {}: {}",
@@ -199,7 +211,7 @@ impl FileStore {
         let failed = |error: io::Error| {
             StoreError(format!(
                 "cannot lock {}: {}",
-                text::path(&lock_path(&self.dir, name)),
+                text::path(&self.shown.join(lock_name(name))),
                 plain_error(&error)
             ))
         };
@@ -218,7 +230,7 @@ impl FileStore {
             Ok(true) => Ok(file),
             Ok(false) => Err(StoreError(format!(
                 "{} is held by other processes for more than {}ms",
-                text::path(&lock_path(&self.dir, name)),
+                text::path(&self.shown.join(lock_name(name))),
                 LOCK_WAIT.as_millis()
             ))),
             Err(error) => Err(failed(error)),
@@ -228,7 +240,7 @@ impl FileStore {
     /// Reads the record of `name`: `None` when there is none yet; a record that does not parse
     /// comes back as `Err(())`.
     fn load(&self, name: &str) -> Result<Option<Result<Record, ()>>, StoreError> {
-        let path = state_path(&self.dir, name);
+        let path = self.shown.join(state_name(name));
         let unreadable = |error: io::Error| {
             StoreError(format!(
                 "cannot read {}: {}",
@@ -236,11 +248,7 @@ impl FileStore {
                 plain_error(&error)
             ))
         };
-        let mut file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(NO_LINKS)
-            .open(&path)
-        {
+        let mut file = match self.open_file(&state_name(name), libc::O_RDONLY, 0) {
             Ok(file) => regular(file, &path)?,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(unreadable(error)),
@@ -270,7 +278,7 @@ impl FileStore {
 
     /// Replaces the record of `name` at once: a temporary file, renamed over the old one.
     fn save(&self, name: &str, record: &Record) -> Result<(), StoreError> {
-        let path = state_path(&self.dir, name);
+        let path = self.shown.join(state_name(name));
         let cannot_write = |error: io::Error| {
             StoreError(format!(
                 "cannot write {}: {}",
@@ -283,23 +291,32 @@ impl FileStore {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.subsec_nanos());
-        let temporary = self
-            .dir
-            .join(format!("{name}.{}.{nanos:08x}.tmp", self.pid));
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(NO_LINKS)
-            .open(&temporary)
+        let temporary = format!("{name}.{}.{nanos:08x}.tmp", self.pid);
+        let mut file = self
+            .open_file(
+                &temporary,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                0o600,
+            )
             .map_err(cannot_write)?;
-        let written = file
-            .write_all(record.render().as_bytes())
-            .and_then(|()| fs::rename(&temporary, &path));
+        let temporary = c_name(&temporary).map_err(cannot_write)?;
+        let written = file.write_all(record.render().as_bytes()).and_then(|()| {
+            let state = c_name(&state_name(name))?;
+            self.dir.rename(&temporary, &state)
+        });
         written.map_err(|error| {
-            let _ = fs::remove_file(&temporary);
+            let _ = self.dir.remove(&temporary);
             cannot_write(error)
         })
+    }
+
+    /// Opens the file `name` of the state directory: never through a symbolic link, so that a
+    /// link planted where a record or lock file should be is a broken state (the run fails
+    /// open), not a way to make `retry` write elsewhere; and never blocking, so that a FIFO
+    /// planted there cannot hold the run in `open` beyond any signal (what was opened must then
+    /// be a regular file, see `regular`). The command inherits none of them.
+    fn open_file(&self, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
+        self.dir.open(&c_name(name)?, flags, mode)
     }
 }
 
@@ -339,12 +356,17 @@ fn wait_for_lock(file: &File, wait: Duration) -> io::Result<bool> {
     }
 }
 
-fn state_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.state"))
+fn state_name(name: &str) -> String {
+    format!("{name}.state")
 }
 
-fn lock_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.lock"))
+fn lock_name(name: &str) -> String {
+    format!("{name}.lock")
+}
+
+fn c_name(name: &str) -> io::Result<CString> {
+    CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a name holds a NUL byte"))
 }
 
 /// The wall clock in milliseconds: the one clock every run on this machine shares.
@@ -417,6 +439,7 @@ impl Store for FileStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

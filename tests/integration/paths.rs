@@ -83,3 +83,110 @@ fn no_path_that_is_not_a_regular_file_hangs_retry_or_is_written_through() {
         "{said}"
     );
 }
+
+/// A neighbour who swaps a directory on the way to a file of `retry`'s for a link of theirs
+/// into the victim's directory, over and over (an atomic exchange, as fast as it goes), never
+/// makes `retry` write there: each directory is held open as it is checked, and the next name
+/// opened from it without following a link. Each run either refuses the link or writes into
+/// the real directory. (Needs root, to make a link another user's.)
+#[test]
+fn a_directory_swapped_for_a_neighbours_link_mid_run_is_never_written_through() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::symlink;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a symlink of another user");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let at = |name: &str| root.path().join(name);
+    let victim = at("victim");
+    std::fs::create_dir(&victim).unwrap();
+    for name in ["out.json", "out.prom", "out.txt"] {
+        std::fs::write(victim.join(name), "precious").unwrap();
+    }
+    std::fs::create_dir(at("shared")).unwrap();
+    std::fs::create_dir(at("shared/dir")).unwrap();
+    symlink(&victim, at("shared/link")).unwrap();
+    std::os::unix::fs::lchown(at("shared/link"), Some(65534), None).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = Arc::clone(&stop);
+        let dir = std::ffi::CString::new(at("shared/dir").as_os_str().as_bytes()).unwrap();
+        let link = std::ffi::CString::new(at("shared/link").as_os_str().as_bytes()).unwrap();
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: renameat2(2) of two NUL-terminated paths.
+                let done = unsafe {
+                    libc::renameat2(
+                        libc::AT_FDCWD,
+                        dir.as_ptr(),
+                        libc::AT_FDCWD,
+                        link.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+                assert_eq!(done, 0, "{}", std::io::Error::last_os_error());
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let through = at("shared/dir");
+    let path = |name: &str| through.join(name).to_str().unwrap().to_string();
+    let runs: [Vec<String>; 4] = [
+        vec!["--report".into(), path("out.json")],
+        vec![
+            "--report".into(),
+            path("out.txt"),
+            "--report-format".into(),
+            "github".into(),
+        ],
+        vec!["--metrics-file".into(), path("out.prom")],
+        vec![
+            "--state".into(),
+            path("state"),
+            "--budget".into(),
+            "b".into(),
+        ],
+    ];
+    let mut refused = 0;
+    for _ in 0..40 {
+        for args in &runs {
+            let output = retry()
+                .args(args)
+                .args(["-r", "0", "true"])
+                .command()
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            if stderr.contains("a symlink of another user") {
+                refused += 1;
+            } else {
+                assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(&victim)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["out.json", "out.prom", "out.txt"],
+        "written through the link ({refused} of 160 runs refused it; {swaps} swaps)"
+    );
+    for name in ["out.json", "out.prom", "out.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(victim.join(name)).unwrap(),
+            "precious",
+            "{name} written through the link ({refused} of 160 runs refused it; {swaps} swaps)"
+        );
+    }
+}

@@ -1,0 +1,390 @@
+//! A path resolved name by name, as the kernel resolves it, for the files `retry` may share a
+//! directory with a neighbour (the report, the metrics file, the state directory). Each
+//! directory on the way is held open and the next name is opened from it without following a
+//! link, so the directory that was checked is the one written in, whatever a neighbour swaps
+//! in meanwhile (a link in place of a directory, a moment after the look); a symlink another
+//! user owns is never followed.
+//!
+//! A leaf: it makes kernel calls on paths and descriptors, and nothing else.
+
+use std::collections::VecDeque;
+use std::ffi::{CStr, CString, OsStr};
+use std::fs::{File, Metadata};
+use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::ownership::owned_by_another;
+
+/// As many links as the kernel follows in one resolution (MAXSYMLINKS).
+const MOST_LINKS: u32 = 40;
+
+/// An open directory: names in it are opened, made, renamed and removed relative to it, never
+/// following a link at the name itself, and never blocking in `open` (a FIFO put at a name).
+pub(crate) struct Dir(OwnedFd);
+
+/// Where a path leads: the directory holding its last name, and that name (`.` for a path
+/// without one, such as `/`).
+pub(crate) struct Located {
+    pub(crate) dir: Dir,
+    pub(crate) name: CString,
+    /// Whether the last name is a link's target rather than the path's own last name.
+    pub(crate) via_link: bool,
+}
+
+/// Why a path leads nowhere `retry` may go.
+#[derive(Debug)]
+pub(crate) enum Unreachable {
+    /// A symlink of another user's met on the way (the link, as a path, and its owner):
+    /// following it would let them choose where `retry` writes.
+    Foreign {
+        link: PathBuf,
+        owner: u32,
+    },
+    /// A missing directory on the way could not be made.
+    Unmade(io::Error),
+    Failed(io::Error),
+}
+
+impl From<io::Error> for Unreachable {
+    fn from(error: io::Error) -> Self {
+        Unreachable::Failed(error)
+    }
+}
+
+/// One step of resolving a path.
+enum Step {
+    Root,
+    Parent,
+    Name(CString),
+}
+
+fn steps(path: &Path) -> io::Result<VecDeque<Step>> {
+    path.components()
+        .filter_map(|component| match component {
+            Component::RootDir => Some(Ok(Step::Root)),
+            Component::ParentDir => Some(Ok(Step::Parent)),
+            Component::Normal(name) => Some(c_name(name).map(Step::Name)),
+            Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a name holds a NUL byte"))
+}
+
+/// Resolves `path` as the kernel would, links followed (the last name's too), to the directory
+/// holding its last name. A directory on the way that is missing is made (mode 0700) when
+/// `make_dirs`, else the path leads nowhere; the last name itself need not exist.
+pub(crate) fn locate(path: &Path, make_dirs: bool) -> Result<Located, Unreachable> {
+    let mut dir = Dir::open_root(path.is_absolute())?;
+    // Where `dir` is, only to name a link in a message.
+    let mut at = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        std::env::current_dir().unwrap_or_default()
+    };
+    let mut pending = steps(path)?;
+    let mut links = 0;
+    let mut via_link = false;
+    while let Some(step) = pending.pop_front() {
+        let name = match step {
+            Step::Root => {
+                dir = Dir::open_root(true)?;
+                at = PathBuf::from("/");
+                continue;
+            }
+            Step::Parent => {
+                dir = dir.open_dir(c"..")?;
+                at.pop();
+                continue;
+            }
+            Step::Name(name) => name,
+        };
+        let last = pending.is_empty();
+        let Some((found, entry)) = dir.entry(&name)? else {
+            if last {
+                return Ok(Located {
+                    dir,
+                    name,
+                    via_link,
+                });
+            }
+            if !make_dirs {
+                return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
+            }
+            dir.make_dir(&name).map_err(Unreachable::Unmade)?;
+            pending.push_front(Step::Name(name));
+            continue;
+        };
+        let kind = entry.file_type();
+        if kind.is_symlink() {
+            if owned_by_another(entry.uid()) {
+                return Err(Unreachable::Foreign {
+                    link: at.join(OsStr::from_bytes(name.as_bytes())),
+                    owner: entry.uid(),
+                });
+            }
+            links += 1;
+            if links > MOST_LINKS {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP).into());
+            }
+            // The target of the very link whose owner was read (held open), not of whatever
+            // took its name since.
+            let target = read_link(&found)?;
+            for step in steps(OsStr::from_bytes(&target).as_ref())?
+                .into_iter()
+                .rev()
+            {
+                pending.push_front(step);
+            }
+            via_link |= last;
+            continue;
+        }
+        if last {
+            return Ok(Located {
+                dir,
+                name,
+                via_link,
+            });
+        }
+        if !kind.is_dir() {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into());
+        }
+        at.push(OsStr::from_bytes(name.as_bytes()));
+        dir = Dir(found);
+    }
+    Ok(Located {
+        dir,
+        name: c".".to_owned(),
+        via_link,
+    })
+}
+
+/// The target of the symlink open (`O_PATH | O_NOFOLLOW`) as `link`.
+fn read_link(link: &OwnedFd) -> io::Result<Vec<u8>> {
+    let mut buffer = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: readlinkat(2) of the descriptor itself (an empty name) into a buffer of the
+    // length given.
+    let len = unsafe {
+        libc::readlinkat(
+            link.as_raw_fd(),
+            c"".as_ptr(),
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+        )
+    };
+    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
+    buffer.truncate(len);
+    Ok(buffer)
+}
+
+/// What is open as `fd` (a file, a directory, or a link itself).
+fn metadata_of(fd: &OwnedFd) -> io::Result<Metadata> {
+    // SAFETY: a File over the descriptor, only borrowed: ManuallyDrop never closes it.
+    let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd.as_raw_fd()) });
+    file.metadata()
+}
+
+fn check(result: libc::c_int) -> io::Result<()> {
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+impl Dir {
+    fn open_root(absolute: bool) -> io::Result<Dir> {
+        let start = if absolute { c"/" } else { c"." };
+        open_at(libc::AT_FDCWD, start, libc::O_PATH | libc::O_DIRECTORY, 0).map(Dir)
+    }
+
+    /// What is at `name` (a link itself, not followed), held open, with what it is; `None`
+    /// when nothing is.
+    fn entry(&self, name: &CStr) -> io::Result<Option<(OwnedFd, Metadata)>> {
+        match open_at(self.0.as_raw_fd(), name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+            Ok(found) => {
+                let entry = metadata_of(&found)?;
+                Ok(Some((found, entry)))
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// What is at `name`, not followed; `None` when nothing is.
+    pub(crate) fn metadata(&self, name: &CStr) -> io::Result<Option<Metadata>> {
+        Ok(self.entry(name)?.map(|(_, entry)| entry))
+    }
+
+    /// The directory itself.
+    pub(crate) fn own_metadata(&self) -> io::Result<Metadata> {
+        metadata_of(&self.0)
+    }
+
+    /// Opens `name` with `flags` (`O_CREAT` makes it with `mode`), never through a link at the
+    /// name and never blocking on a FIFO.
+    pub(crate) fn open(&self, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
+        open_at(
+            self.0.as_raw_fd(),
+            name,
+            flags | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+            mode,
+        )
+        .map(File::from)
+    }
+
+    /// The directory `name` in this one, not through a link.
+    pub(crate) fn open_dir(&self, name: &CStr) -> io::Result<Dir> {
+        open_at(
+            self.0.as_raw_fd(),
+            name,
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            0,
+        )
+        .map(Dir)
+    }
+
+    /// Makes the directory `name` (mode 0700, less the umask); one that is already there is
+    /// fine.
+    pub(crate) fn make_dir(&self, name: &CStr) -> io::Result<()> {
+        // SAFETY: mkdirat(2) of a NUL-terminated name in a directory this holds open.
+        match check(unsafe { libc::mkdirat(self.0.as_raw_fd(), name.as_ptr(), 0o700) }) {
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            done => done,
+        }
+    }
+
+    /// Gives `from` the name `to`, replacing what had it (a link itself, never what it leads to).
+    pub(crate) fn rename(&self, from: &CStr, to: &CStr) -> io::Result<()> {
+        let dir = self.0.as_raw_fd();
+        // SAFETY: renameat(2) of NUL-terminated names within a directory this holds open.
+        check(unsafe { libc::renameat(dir, from.as_ptr(), dir, to.as_ptr()) })
+    }
+
+    /// Removes the file `name`.
+    pub(crate) fn remove(&self, name: &CStr) -> io::Result<()> {
+        // SAFETY: unlinkat(2) of a NUL-terminated name in a directory this holds open.
+        check(unsafe { libc::unlinkat(self.0.as_raw_fd(), name.as_ptr(), 0) })
+    }
+}
+
+fn open_at(dir: libc::c_int, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+    loop {
+        // SAFETY: openat(2) of a NUL-terminated name; the descriptor it returns is ours alone.
+        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+        if fd >= 0 {
+            // SAFETY: a descriptor just opened, owned by nothing else.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    fn name_of(located: &Located) -> &str {
+        located.name.to_str().unwrap()
+    }
+
+    fn same_dir(located: &Located, path: &Path) -> bool {
+        let held = located.dir.own_metadata().unwrap();
+        let there = fs::metadata(path).unwrap();
+        (held.dev(), held.ino()) == (there.dev(), there.ino())
+    }
+
+    #[test]
+    fn a_plain_path_is_its_parent_and_last_name() {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir(root.path().join("a")).unwrap();
+        let located = locate(&root.path().join("a/file"), false).unwrap();
+        assert_eq!(name_of(&located), "file");
+        assert!(!located.via_link);
+        assert!(same_dir(&located, &root.path().join("a")));
+        let located = locate(Path::new("/"), false).unwrap();
+        assert_eq!(name_of(&located), ".");
+    }
+
+    #[test]
+    fn links_are_followed_as_the_kernel_follows_them() {
+        let root = tempfile::tempdir().unwrap();
+        let path = |name: &str| root.path().join(name);
+        fs::create_dir_all(path("real/sub")).unwrap();
+        symlink("real/sub", path("dirlink")).unwrap();
+        symlink("../other", path("real/sub/filelink")).unwrap();
+        // `..` after a link goes up from where the link led, not from where it stood.
+        let located = locate(&path("dirlink/../x"), false).unwrap();
+        assert!(same_dir(&located, &path("real")));
+        assert_eq!(name_of(&located), "x");
+        // The last name's link is followed too, and said.
+        let located = locate(&path("dirlink/filelink"), false).unwrap();
+        assert!(same_dir(&located, &path("real")));
+        assert_eq!(name_of(&located), "other");
+        assert!(located.via_link);
+        symlink("loop", path("loop")).unwrap();
+        assert!(matches!(
+            locate(&path("loop"), false),
+            Err(Unreachable::Failed(error)) if error.raw_os_error() == Some(libc::ELOOP)
+        ));
+    }
+
+    #[test]
+    fn missing_directories_are_made_only_when_asked() {
+        let root = tempfile::tempdir().unwrap();
+        let deep = root.path().join("a/b/c");
+        assert!(matches!(
+            locate(&deep, false),
+            Err(Unreachable::Failed(error)) if error.kind() == io::ErrorKind::NotFound
+        ));
+        let located = locate(&deep, true).unwrap();
+        assert!(same_dir(&located, &root.path().join("a/b")));
+        assert_eq!(name_of(&located), "c");
+        assert!(!root.path().join("a/b/c").exists());
+    }
+
+    #[test]
+    fn a_file_on_the_way_is_not_a_directory() {
+        let root = tempfile::tempdir().unwrap();
+        fs::write(root.path().join("file"), "").unwrap();
+        assert!(matches!(
+            locate(&root.path().join("file/x"), true),
+            Err(Unreachable::Failed(error)) if error.raw_os_error() == Some(libc::ENOTDIR)
+        ));
+    }
+
+    #[test]
+    fn names_are_opened_made_renamed_and_removed_in_the_held_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let located = locate(&root.path().join("f"), false).unwrap();
+        let dir = &located.dir;
+        assert!(dir.metadata(c"f").unwrap().is_none());
+        drop(
+            dir.open(c"t", libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600)
+                .unwrap(),
+        );
+        dir.rename(c"t", c"f").unwrap();
+        assert!(dir.metadata(c"f").unwrap().unwrap().is_file());
+        symlink("f", root.path().join("l")).unwrap();
+        let error = dir.open(c"l", libc::O_RDONLY, 0).unwrap_err();
+        assert_eq!(
+            error.raw_os_error(),
+            Some(libc::ELOOP),
+            "a link is never followed"
+        );
+        dir.remove(c"f").unwrap();
+        assert!(!root.path().join("f").exists());
+    }
+}
