@@ -387,4 +387,81 @@ mod tests {
         dir.remove(c"f").unwrap();
         assert!(!root.path().join("f").exists());
     }
+
+    /// Where the kernel's own resolution (`stat`, links followed) finds a file, `locate` finds
+    /// the same one; where the kernel finds nothing, the last name is missing or `locate`
+    /// fails too: over trees of directories, files and links of this user's (relative,
+    /// absolute, to nothing, in loops, through `..`).
+    mod against_the_kernel {
+        use super::*;
+        use proptest::prelude::*;
+        use std::os::unix::fs::MetadataExt;
+
+        const NAMES: [&str; 6] = ["a", "b", "f", "l", "m", "n"];
+
+        fn component() -> impl Strategy<Value = &'static str> {
+            proptest::sample::select(vec!["a", "b", "f", "l", "m", "n", "..", "zz"])
+        }
+
+        fn link_target() -> impl Strategy<Value = (bool, Vec<&'static str>)> {
+            (any::<bool>(), proptest::collection::vec(component(), 1..4))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+            #[test]
+            fn locate_finds_what_the_kernel_finds(
+                kinds in proptest::collection::vec(0u8..3, NAMES.len()),
+                targets in proptest::collection::vec(link_target(), NAMES.len()),
+                path in proptest::collection::vec(component(), 1..5),
+            ) {
+                let root = tempfile::tempdir().unwrap();
+                let base = root.path().join("t");
+                // Each name, in the base and in each directory of it: a directory, a file or
+                // a link.
+                for dir in [base.clone(), base.join("a"), base.join("b")] {
+                    fs::create_dir_all(&dir).unwrap();
+                }
+                for (index, name) in NAMES.iter().enumerate() {
+                    for dir in [base.clone(), base.join("a")] {
+                        let at = dir.join(name);
+                        if at.exists() || fs::symlink_metadata(&at).is_ok() {
+                            continue;
+                        }
+                        match kinds[index] {
+                            0 => fs::create_dir(&at).unwrap(),
+                            1 => fs::write(&at, name).unwrap(),
+                            _ => {
+                                let (absolute, parts) = &targets[index];
+                                let mut target = if *absolute { base.clone() } else { PathBuf::new() };
+                                for part in parts {
+                                    target.push(part);
+                                }
+                                symlink(&target, &at).unwrap();
+                            }
+                        }
+                    }
+                }
+                let mut asked = base.clone();
+                for part in &path {
+                    asked.push(part);
+                }
+                let kernel = fs::metadata(&asked);
+                let ours = locate(&asked, false);
+                match (&kernel, &ours) {
+                    (Ok(there), Ok(located)) => {
+                        let found = located.dir.metadata(&located.name).unwrap();
+                        let found = found.unwrap_or_else(|| panic!("{asked:?}: kernel finds it, locate does not"));
+                        prop_assert_eq!((found.dev(), found.ino()), (there.dev(), there.ino()), "{:?}", asked);
+                    }
+                    (Ok(_), Err(error)) => prop_assert!(false, "{:?}: kernel finds it, locate fails: {:?}", asked, error),
+                    (Err(_), Ok(located)) => {
+                        let found = located.dir.metadata(&located.name).unwrap();
+                        prop_assert!(found.is_none(), "{:?}: kernel finds nothing, locate finds {:?}", asked, found);
+                    }
+                    (Err(_), Err(_)) => {}
+                }
+            }
+        }
+    }
 }
