@@ -9,36 +9,38 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use crate::located::{self, Located, Unreachable};
+use crate::located::{self, Located, Unreachable, Way};
 use crate::ownership::owned_by_another;
 
-/// Replaces the regular file at `target` (found by `writable`) with `text`: written to a new
-/// file beside it, which then takes its name, so a reader never sees half of it. `nonce`
-/// (random bits from the caller) makes the temporary file's name.
-pub(crate) fn replace(target: &Located, text: &str, nonce: u64) -> io::Result<()> {
-    let (temporary, mut file) = create_temporary_beside(target, nonce)?;
+/// A file of `retry`'s to write, found by `writable`.
+pub(crate) struct Target {
+    at: Located,
+    /// The regular file of this user's that was there, if one was.
+    found: Option<fs::Metadata>,
+}
+
+/// Replaces the regular file at `target` with `text`: written to a new file beside it, which
+/// then takes its name, so a reader never sees half of it. `nonce` (random bits from the
+/// caller) makes the temporary file's name.
+pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()> {
+    let (temporary, mut file) = create_temporary_beside(&target.at, nonce)?;
     // The file keeps the permissions it had (a report made private stays private), and its
     // group where this user may give it (a file a collector in that group reads); root keeps
-    // its owner too.
-    let kept = target
-        .dir
-        .metadata(&target.name)
-        .ok()
-        .flatten()
-        .filter(fs::Metadata::is_file);
-    if let Some(found) = &kept {
+    // its owner too. Those of the file `writable` found, of this user's: not of whatever a
+    // neighbour put at the name since (they would choose the new file's mode, or its owner).
+    if let Some(found) = &target.found {
         let _ = std::os::unix::fs::fchown(&file, Some(found.uid()), Some(found.gid()))
             .or_else(|_| std::os::unix::fs::fchown(&file, None, Some(found.gid())));
     }
-    let written = match &kept {
+    let written = match &target.found {
         Some(found) => file.set_permissions(fs::Permissions::from_mode(found.mode() & 0o777)),
         None => Ok(()),
     }
     .and_then(|()| file.write_all(text.as_bytes()))
-    .and_then(|()| target.dir.rename(&temporary, &target.name));
+    .and_then(|()| target.at.dir.rename(&temporary, &target.at.name));
     if written.is_err() {
         // This run made it, under a name no one else could have known.
-        let _ = target.dir.remove(&temporary);
+        let _ = target.at.dir.remove(&temporary);
     }
     written
 }
@@ -46,14 +48,22 @@ pub(crate) fn replace(target: &Located, text: &str, nonce: u64) -> io::Result<()
 /// Appends `text` to the regular file at `target` (found by `writable`), or a new one, never
 /// replacing what earlier writers left there; in one write, so that other appenders' lines
 /// never land inside it.
-pub(crate) fn append(target: &Located, text: &str) -> io::Result<()> {
-    let mut file = target.dir.open(
-        &target.name,
+pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
+    let mut file = target.at.dir.open(
+        &target.at.name,
         libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT,
         0o644,
     )?;
     // Whatever took the name since `writable` looked.
     let found = regular_of_ours(&file)?;
+    // A second name is a way in for whoever made it: where hard links to others' files are
+    // allowed (`fs.protected_hardlinks` off), a neighbour's link to a file of this user's
+    // would have the lines appended to that file.
+    if found.nlink() > 1 {
+        return Err(io::Error::other(
+            "it has other names (hard links), which the lines would reach too",
+        ));
+    }
     // All or nothing: half a line (a disk that filled up) would glue itself to the next
     // writer's first line.
     match file.write(text.as_bytes()) {
@@ -91,8 +101,8 @@ fn of_another(uid: u32) -> io::Error {
 /// directory shared with a neighbour, it would turn the write on a file of their choosing, or
 /// feed the run a content of their making. Root's own are root's. The directory found is held
 /// open, so that the file is read and written there whatever is swapped in on the way later.
-pub(crate) fn writable(path: &Path) -> io::Result<Located> {
-    let target = located::locate(path, false).map_err(|unreachable| match unreachable {
+pub(crate) fn writable(path: &Path) -> io::Result<Target> {
+    let at = located::locate(path, Way::AsIs).map_err(|unreachable| match unreachable {
         Unreachable::Foreign { link, owner } => io::Error::other(format!(
             "it is reached through {}, a symlink of another user (uid {owner}), not a regular \
              file of this user's",
@@ -101,22 +111,30 @@ pub(crate) fn writable(path: &Path) -> io::Result<Located> {
         Unreachable::Failed(error) if error.raw_os_error() == Some(libc::ELOOP) => {
             io::Error::other("it is a loop of symlinks, not a regular file")
         }
+        Unreachable::Dangling => symlink_to_nothing(),
+        // (Only a `Way::Private` asks.)
+        Unreachable::OpenToAll { .. } => io::Error::other("it is open to all"),
         Unreachable::Failed(error) | Unreachable::Unmade(error) => error,
     })?;
-    match target.dir.metadata(&target.name)? {
-        None if target.via_link => Err(io::Error::other(
-            "it is a symlink to nothing, not a regular file",
-        )),
-        None => Ok(target),
+    match at.dir.metadata(&at.name)? {
+        None if at.via_link => Err(symlink_to_nothing()),
+        None => Ok(Target { at, found: None }),
         Some(found) if found.is_file() && owned_by_another(found.uid()) => {
             Err(of_another(found.uid()))
         }
-        Some(found) if found.is_file() => Ok(target),
+        Some(found) if found.is_file() => Ok(Target {
+            at,
+            found: Some(found),
+        }),
         Some(found) => Err(io::Error::other(format!(
             "it is {}, not a regular file",
             file_kind(found.file_type())
         ))),
     }
+}
+
+fn symlink_to_nothing() -> io::Error {
+    io::Error::other("it is a symlink to nothing, not a regular file")
 }
 
 fn file_kind(kind: fs::FileType) -> &'static str {
@@ -148,12 +166,12 @@ pub(crate) fn read_bounded(path: &Path, most: u64) -> io::Result<Vec<u8>> {
     bounded(file, most)
 }
 
-/// The bytes of the regular file at `target` (found by `writable`), up to `most`, as
-/// `read_bounded` reads them.
-pub(crate) fn read_located(target: &Located, most: u64) -> io::Result<Vec<u8>> {
+/// The bytes of the regular file at `target`, up to `most`, as `read_bounded` reads them.
+pub(crate) fn read_target(target: &Target, most: u64) -> io::Result<Vec<u8>> {
     let file = target
+        .at
         .dir
-        .open(&target.name, libc::O_RDONLY, 0)
+        .open(&target.at.name, libc::O_RDONLY, 0)
         .map_err(not_a_link)?;
     regular_of_ours(&file)?;
     bounded(file, most)
@@ -176,12 +194,19 @@ fn bounded(file: File, most: u64) -> io::Result<Vec<u8>> {
 /// (`.prom`), so a collector never reads it half written; its name cannot be foreseen, so no
 /// one can have made it first.
 fn create_temporary_beside(target: &Located, nonce: u64) -> io::Result<(CString, File)> {
-    let name = target.name.to_string_lossy();
+    // The name's bytes as they are, cut so that the whole stays within a name's 255 bytes.
+    let name = target.name.as_bytes();
+    let name = &name[..name
+        .len()
+        .min(255 - ".".len() - ".0123456789abcdef.tmp".len())];
     let mut tries = 0u32;
     loop {
         let bits = nonce.rotate_left(17 * tries) ^ u64::from(tries);
-        let temporary = CString::new(format!(".{name}.{bits:016x}.tmp"))
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let mut temporary = b".".to_vec();
+        temporary.extend_from_slice(name);
+        temporary.extend_from_slice(format!(".{bits:016x}.tmp").as_bytes());
+        let temporary =
+            CString::new(temporary).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         match target.dir.open(
             &temporary,
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
@@ -191,5 +216,32 @@ fn create_temporary_beside(target: &Located, nonce: u64) -> io::Result<(CString,
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists && tries < 3 => tries += 1,
             Err(error) => return Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file a neighbour puts at the name between the look and the rename (their mode, their
+    /// ownership) gives the new file neither: it keeps only what the look found, here nothing.
+    #[test]
+    fn a_file_put_at_the_name_after_the_look_lends_the_new_one_nothing() {
+        // SAFETY: geteuid(2) cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: only root can make a file another user's");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.prom");
+        let target = writable(&path).unwrap();
+        fs::write(&path, "theirs").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        replace(&target, "ours", 7).unwrap();
+        let found = fs::metadata(&path).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "ours");
+        assert_eq!((found.uid(), found.gid()), (0, 0));
+        assert_eq!(found.mode() & 0o002, 0, "{:o}", found.mode());
     }
 }

@@ -35,6 +35,17 @@ pub(crate) struct Located {
     pub(crate) via_link: bool,
 }
 
+/// How far `locate` trusts the directories on the way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    /// As they are: a file written for others to read.
+    AsIs,
+    /// Only directories no one else may rearrange, the missing ones the path names made (mode
+    /// 0700): for a state others must not move away (a breaker closed, a budget renewed) or
+    /// replace with their own.
+    Private,
+}
+
 /// Why a path leads nowhere `retry` may go.
 #[derive(Debug)]
 pub(crate) enum Unreachable {
@@ -46,6 +57,16 @@ pub(crate) enum Unreachable {
     },
     /// A missing directory on the way could not be made.
     Unmade(io::Error),
+    /// A directory on the way that anyone may rearrange (writable by others, without the
+    /// sticky bit), and its mode, on a `Way::Private`.
+    OpenToAll {
+        dir: PathBuf,
+        mode: u32,
+    },
+    /// A link on the way leads to a directory that is not there (`retry` makes only the
+    /// directories the path names itself, never those of a link's target: an unmounted disk
+    /// would take them on the wrong file system).
+    Dangling,
     Failed(io::Error),
 }
 
@@ -59,18 +80,33 @@ impl From<io::Error> for Unreachable {
 enum Step {
     Root,
     Parent,
-    Name(CString),
+    /// A name, and whether the path given holds it (rather than a link's target).
+    Name(CString, bool),
 }
 
-fn steps(path: &Path) -> io::Result<VecDeque<Step>> {
-    path.components()
+/// The steps of `path`, its names marked `given`. A path that ends in `/` or `/.` names a
+/// directory, as the kernel reads it: its last step is then `.` in it.
+fn steps(path: &Path, given: bool) -> io::Result<VecDeque<Step>> {
+    let mut steps = path
+        .components()
         .filter_map(|component| match component {
             Component::RootDir => Some(Ok(Step::Root)),
             Component::ParentDir => Some(Ok(Step::Parent)),
-            Component::Normal(name) => Some(c_name(name).map(Step::Name)),
+            Component::Normal(name) => Some(c_name(name).map(|name| Step::Name(name, given))),
             Component::CurDir | Component::Prefix(_) => None,
         })
-        .collect()
+        .collect::<io::Result<VecDeque<Step>>>()?;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || bytes == b"." {
+        steps.push_back(Step::Name(c".".to_owned(), given));
+    }
+    Ok(steps)
+}
+
+/// Whether anyone may rename what is in a directory of `mode`: writable by others, and not
+/// sticky.
+fn open_to_all(mode: u32) -> bool {
+    mode & 0o002 != 0 && mode & 0o1000 == 0
 }
 
 fn c_name(name: &OsStr) -> io::Result<CString> {
@@ -79,32 +115,45 @@ fn c_name(name: &OsStr) -> io::Result<CString> {
 }
 
 /// Resolves `path` as the kernel would, links followed (the last name's too), to the directory
-/// holding its last name. A directory on the way that is missing is made (mode 0700) when
-/// `make_dirs`, else the path leads nowhere; the last name itself need not exist.
-pub(crate) fn locate(path: &Path, make_dirs: bool) -> Result<Located, Unreachable> {
+/// holding its last name. A directory the path names on the way that is missing is made (mode
+/// 0700) on a `Way::Private`, else the path leads nowhere; the last name itself need not exist.
+pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
     let mut dir = Dir::open_root(path.is_absolute())?;
-    // Where `dir` is, only to name a link in a message.
+    // Where `dir` is, to name it in a message.
     let mut at = if path.is_absolute() {
         PathBuf::from("/")
     } else {
         std::env::current_dir().unwrap_or_default()
     };
-    let mut pending = steps(path)?;
+    let note = |dir: &Dir, at: &Path| -> Result<(), Unreachable> {
+        let mode = dir.own_metadata()?.mode();
+        if way == Way::Private && open_to_all(mode) {
+            return Err(Unreachable::OpenToAll {
+                dir: at.to_path_buf(),
+                mode: mode & 0o7777,
+            });
+        }
+        Ok(())
+    };
+    note(&dir, &at)?;
+    let mut pending = steps(path, true)?;
     let mut links = 0;
     let mut via_link = false;
     while let Some(step) = pending.pop_front() {
-        let name = match step {
+        let (name, given) = match step {
             Step::Root => {
                 dir = Dir::open_root(true)?;
                 at = PathBuf::from("/");
+                note(&dir, &at)?;
                 continue;
             }
             Step::Parent => {
                 dir = dir.open_dir(c"..")?;
                 at.pop();
+                note(&dir, &at)?;
                 continue;
             }
-            Step::Name(name) => name,
+            Step::Name(name, given) => (name, given),
         };
         let last = pending.is_empty();
         let Some((found, entry)) = dir.entry(&name)? else {
@@ -112,14 +161,17 @@ pub(crate) fn locate(path: &Path, make_dirs: bool) -> Result<Located, Unreachabl
                 return Ok(Located {
                     dir,
                     name,
-                    via_link,
+                    via_link: via_link || !given,
                 });
             }
-            if !make_dirs {
+            if !given {
+                return Err(Unreachable::Dangling);
+            }
+            if way == Way::AsIs {
                 return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
             }
             dir.make_dir(&name).map_err(Unreachable::Unmade)?;
-            pending.push_front(Step::Name(name));
+            pending.push_front(Step::Name(name, given));
             continue;
         };
         let kind = entry.file_type();
@@ -137,7 +189,7 @@ pub(crate) fn locate(path: &Path, make_dirs: bool) -> Result<Located, Unreachabl
             // The target of the very link whose owner was read (held open), not of whatever
             // took its name since.
             let target = read_link(&found)?;
-            for step in steps(OsStr::from_bytes(&target).as_ref())?
+            for step in steps(OsStr::from_bytes(&target).as_ref(), false)?
                 .into_iter()
                 .rev()
             {
@@ -158,6 +210,7 @@ pub(crate) fn locate(path: &Path, make_dirs: bool) -> Result<Located, Unreachabl
         }
         at.push(OsStr::from_bytes(name.as_bytes()));
         dir = Dir(found);
+        note(&dir, &at)?;
     }
     Ok(Located {
         dir,
@@ -310,11 +363,11 @@ mod tests {
     fn a_plain_path_is_its_parent_and_last_name() {
         let root = tempfile::tempdir().unwrap();
         fs::create_dir(root.path().join("a")).unwrap();
-        let located = locate(&root.path().join("a/file"), false).unwrap();
+        let located = locate(&root.path().join("a/file"), Way::AsIs).unwrap();
         assert_eq!(name_of(&located), "file");
         assert!(!located.via_link);
         assert!(same_dir(&located, &root.path().join("a")));
-        let located = locate(Path::new("/"), false).unwrap();
+        let located = locate(Path::new("/"), Way::AsIs).unwrap();
         assert_eq!(name_of(&located), ".");
     }
 
@@ -326,17 +379,17 @@ mod tests {
         symlink("real/sub", path("dirlink")).unwrap();
         symlink("../other", path("real/sub/filelink")).unwrap();
         // `..` after a link goes up from where the link led, not from where it stood.
-        let located = locate(&path("dirlink/../x"), false).unwrap();
+        let located = locate(&path("dirlink/../x"), Way::AsIs).unwrap();
         assert!(same_dir(&located, &path("real")));
         assert_eq!(name_of(&located), "x");
         // The last name's link is followed too, and said.
-        let located = locate(&path("dirlink/filelink"), false).unwrap();
+        let located = locate(&path("dirlink/filelink"), Way::AsIs).unwrap();
         assert!(same_dir(&located, &path("real")));
         assert_eq!(name_of(&located), "other");
         assert!(located.via_link);
         symlink("loop", path("loop")).unwrap();
         assert!(matches!(
-            locate(&path("loop"), false),
+            locate(&path("loop"), Way::AsIs),
             Err(Unreachable::Failed(error)) if error.raw_os_error() == Some(libc::ELOOP)
         ));
     }
@@ -346,10 +399,10 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let deep = root.path().join("a/b/c");
         assert!(matches!(
-            locate(&deep, false),
+            locate(&deep, Way::AsIs),
             Err(Unreachable::Failed(error)) if error.kind() == io::ErrorKind::NotFound
         ));
-        let located = locate(&deep, true).unwrap();
+        let located = locate(&deep, Way::Private).unwrap();
         assert!(same_dir(&located, &root.path().join("a/b")));
         assert_eq!(name_of(&located), "c");
         assert!(!root.path().join("a/b/c").exists());
@@ -360,7 +413,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         fs::write(root.path().join("file"), "").unwrap();
         assert!(matches!(
-            locate(&root.path().join("file/x"), true),
+            locate(&root.path().join("file/x"), Way::Private),
             Err(Unreachable::Failed(error)) if error.raw_os_error() == Some(libc::ENOTDIR)
         ));
     }
@@ -368,7 +421,7 @@ mod tests {
     #[test]
     fn names_are_opened_made_renamed_and_removed_in_the_held_directory() {
         let root = tempfile::tempdir().unwrap();
-        let located = locate(&root.path().join("f"), false).unwrap();
+        let located = locate(&root.path().join("f"), Way::AsIs).unwrap();
         let dir = &located.dir;
         assert!(dir.metadata(c"f").unwrap().is_none());
         drop(
@@ -447,7 +500,7 @@ mod tests {
                     asked.push(part);
                 }
                 let kernel = fs::metadata(&asked);
-                let ours = locate(&asked, false);
+                let ours = locate(&asked, Way::AsIs);
                 match (&kernel, &ours) {
                     (Ok(there), Ok(located)) => {
                         let found = located.dir.metadata(&located.name).unwrap();

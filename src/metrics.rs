@@ -104,7 +104,7 @@ const EARLIER_MAX: u64 = 64 * 1024;
 /// from the caller) makes the temporary file's name.
 pub(crate) fn write(path: &Path, job: &str, figures: &Figures, nonce: u64) -> io::Result<()> {
     let target = files::writable(path)?;
-    let earlier = files::read_located(&target, EARLIER_MAX)
+    let earlier = files::read_target(&target, EARLIER_MAX)
         .ok()
         .and_then(|previous| last_success(&String::from_utf8_lossy(&previous), job));
     files::replace(&target, &render(job, figures, earlier), nonce)

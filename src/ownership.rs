@@ -28,10 +28,31 @@ pub(crate) fn acl_writer(path: &Path) -> Option<u32> {
             acl.len(),
         )
     };
+    writer_in(&acl, len)
+}
+
+/// `acl_writer` of the file open as `file`: the very file, whatever its path leads to now.
+pub(crate) fn acl_writer_of(file: &std::fs::File) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut acl = [0u8; 1024];
+    // SAFETY: fgetxattr(2) of an open descriptor into a buffer of the size given.
+    let len = unsafe {
+        libc::fgetxattr(
+            file.as_raw_fd(),
+            c"system.posix_acl_access".as_ptr(),
+            acl.as_mut_ptr().cast(),
+            acl.len(),
+        )
+    };
+    writer_in(&acl, len)
+}
+
+/// The writer named in the first `len` bytes of `acl` (a getxattr(2) result; negative: none).
+fn writer_in(acl: &[u8], len: isize) -> Option<u32> {
     let len = usize::try_from(len).ok()?;
     // SAFETY: geteuid(2) cannot fail.
     let me = unsafe { libc::geteuid() };
-    named_writer(&acl[..len], me)
+    named_writer(acl.get(..len)?, me)
 }
 
 /// In the ACL `xattr` (as the kernel stores it: a version, then tag, permissions and id for

@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
 use super::{Applied, Op, Store, StoreError};
-use crate::located::{self, Dir, Unreachable};
-use crate::ownership::{acl_writer, owned_by_another};
+use crate::located::{self, Dir, Unreachable, Way};
+use crate::ownership::{acl_writer, acl_writer_of, owned_by_another};
 use crate::text::{self, plain_error};
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
@@ -94,7 +94,7 @@ impl FileStore {
         };
         // Resolved name by name and held open: the directory checked below is the one used,
         // whatever is put on its path later (a neighbour's link in place of a directory).
-        let located = match located::locate(path, true) {
+        let located = match located::locate(path, Way::Private) {
             Ok(located) => located,
             Err(Unreachable::Foreign { link, owner }) => {
                 return Err(OpenError::Unsafe(format!(
@@ -103,11 +103,29 @@ impl FileStore {
                 )));
             }
             Err(Unreachable::Unmade(error)) => return Err(unavailable("cannot make", &error)),
+            Err(Unreachable::OpenToAll { dir, mode }) => {
+                return Err(OpenError::Unsafe(format!(
+                    "state directory {shown} is reached through {}, which anyone may rearrange (mode {mode:04o}, writable by others without the sticky bit); use a directory of your own",
+                    text::path(&dir)
+                )));
+            }
+            Err(Unreachable::Dangling) => {
+                return Err(OpenError::Unavailable(format!(
+                    "cannot make {shown}: a symlink on the way leads to nothing"
+                )));
+            }
             Err(Unreachable::Failed(error)) => return Err(unavailable("cannot read", &error)),
         };
         let not_a_directory = || OpenError::Unavailable(format!("{shown} is not a directory"));
         let dir = match located.dir.open_dir(&located.name) {
             Ok(dir) => dir,
+            // A link to nothing: made where it leads, the state could land on the wrong file
+            // system (a disk not mounted yet).
+            Err(error) if error.kind() == io::ErrorKind::NotFound && located.via_link => {
+                return Err(OpenError::Unavailable(format!(
+                    "cannot make {shown}: it is a symlink to nothing"
+                )));
+            }
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 located
                     .dir
@@ -141,9 +159,13 @@ impl FileStore {
                 meta.uid()
             )));
         }
-        // (ACLs are read by path: a check of the user's own set-up, where the owner and mode
-        // above are what keeps a neighbour out.)
-        if let Some(writer) = acl_writer(path) {
+        // The ACL of the directory held, read from a descriptor that can read one (`O_PATH`
+        // cannot); by path only when the directory cannot be opened for reading.
+        let acl = match dir.open(c".", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+            Ok(readable) => acl_writer_of(&readable),
+            Err(_) => acl_writer(path),
+        };
+        if let Some(writer) = acl {
             return Err(OpenError::Unsafe(format!(
                 "state directory {shown} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)"
             )));

@@ -1040,6 +1040,21 @@ fn a_state_another_user_may_write_by_its_acl_is_misuse() {
         .stderr(predicate::str::contains(
             "writable by another user (uid 65534, by its ACL)",
         ));
+    // Named through a symlink of the user's own: the ACL read is the directory's, not the
+    // link's.
+    let s = state();
+    std::fs::create_dir(&s.dir).unwrap();
+    assert!(set_acl(&s.dir));
+    let link = s.dir.with_file_name("link");
+    std::os::unix::fs::symlink(&s.dir, &link).unwrap();
+    retry()
+        .args(["--state", link.to_str().unwrap(), "--breaker", "api"])
+        .args(["-r", "0", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(
+            "writable by another user (uid 65534, by its ACL)",
+        ));
     let s = state();
     std::fs::create_dir(&s.dir).unwrap();
     let file = s.dir.join("api.state");
@@ -1321,4 +1336,61 @@ fn a_state_of_another_user_is_misuse() {
         0,
         "nothing written"
     );
+}
+
+/// A state directory reached through a directory anyone may rearrange (writable by others,
+/// without the sticky bit) is misuse: whoever can rename what is in it can move the state away
+/// (a breaker closed, a budget renewed) or put their own in its place. A sticky one such as
+/// /tmp is fine.
+#[test]
+fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let open = root.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let state = open.join("jobs/api");
+    retry()
+        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
+        .args(["-r", "0", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(format!(
+            "state directory {} is reached through {}, which anyone may rearrange (mode 0777",
+            state.display(),
+            open.display()
+        )));
+    assert!(!open.join("jobs").exists(), "nothing made there");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    retry()
+        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
+        .args(["-r", "0", "true"])
+        .assert()
+        .code(0)
+        .stderr("");
+    assert!(state.join("api.state").exists());
+}
+
+/// A state directory named through a symlink of the user's own that leads to nothing is not
+/// made where the link points (an unmounted disk would take it on the wrong file system): the
+/// run fails open, saying so, as `mkdir -p` would refuse.
+#[test]
+fn a_state_through_a_link_to_nothing_is_not_made() {
+    let root = tempfile::tempdir().unwrap();
+    let mount = root.path().join("mnt");
+    std::fs::create_dir(&mount).unwrap();
+    for (link, target) in [("to-missing", "mnt/usb/state"), ("to-last", "mnt/state")] {
+        let link = root.path().join(link);
+        std::os::unix::fs::symlink(target, &link).unwrap();
+        retry()
+            .args(["--state", link.to_str().unwrap(), "--breaker", "api"])
+            .args(["-r", "0", "echo", "ran"])
+            .assert()
+            .code(0)
+            .stdout("ran\n")
+            .stderr(predicate::str::contains("state unavailable").and(
+                predicate::str::contains("symlink").and(predicate::str::contains("to nothing")),
+            ));
+        assert_eq!(std::fs::read_dir(&mount).unwrap().count(), 0, "{link:?}");
+    }
 }

@@ -758,3 +758,83 @@ fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
         .stderr(predicate::str::contains("a symlink of another user"));
     assert_eq!(fs::read_dir(victim.join("sub")).unwrap().count(), 1);
 }
+
+/// A path that ends in `/` or `/.` names a directory, as the kernel reads it: a regular file
+/// (or nothing) there takes no report or metrics file, and nothing is made.
+#[test]
+fn a_path_ending_in_a_slash_names_a_directory() {
+    let r = retry();
+    let file = r.write("f.json", "earlier");
+    let written = |flag: &str, path: String| {
+        retry()
+            .args([flag, &path, "true"])
+            .assert()
+            .code(0)
+            .stderr(predicate::str::contains(path.as_str()).count(1));
+    };
+    for ending in ["/", "/."] {
+        let at = format!("{}{ending}", file.display());
+        written("--report", at.clone());
+        written("--metrics-file", at);
+        assert_eq!(fs::read_to_string(&file).unwrap(), "earlier", "{ending}");
+        let missing = r.path("results");
+        written("--report", format!("{}{ending}", missing.display()));
+        written("--metrics-file", format!("{}{ending}", missing.display()));
+        assert!(!missing.exists(), "{ending}");
+    }
+}
+
+/// A symlink of the user's own that leads into directories that are not there is a symlink to
+/// nothing, and said so.
+#[test]
+fn a_link_into_missing_directories_is_a_link_to_nothing() {
+    let r = retry();
+    let link = r.path("link");
+    std::os::unix::fs::symlink("/nonexistent/x/y", &link).unwrap();
+    for flag in ["--report", "--metrics-file"] {
+        retry()
+            .args([flag, link.to_str().unwrap(), "true"])
+            .assert()
+            .code(0)
+            .stderr(predicate::str::contains("it is a symlink to nothing").count(1));
+    }
+}
+
+/// `github` lines are never appended to a file that has other names: where the kernel lets a
+/// neighbour make a hard link to a file of this user's (`fs.protected_hardlinks` off), the
+/// lines would land in that file too. (A replaced json report takes only the name.)
+#[test]
+fn github_lines_are_not_appended_to_a_file_with_other_names() {
+    let r = retry();
+    let precious = r.write("bashrc", "export PATH\n");
+    let output = r.path("output");
+    fs::hard_link(&precious, &output).unwrap();
+    retry()
+        .args(["--report", output.to_str().unwrap()])
+        .args(["--report-format", "github", "true"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("other names (hard links)").count(1));
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "export PATH\n");
+}
+
+/// A name as long as a name may be takes a report: the temporary file beside it is cut to
+/// fit, also for a name that is not UTF-8.
+#[test]
+fn the_longest_name_takes_a_report() {
+    use std::os::unix::ffi::OsStrExt;
+    let r = retry();
+    for name in [
+        "r".repeat(255).into_bytes(),
+        [vec![0xff; 100], b"r".repeat(150)].concat(),
+    ] {
+        let path = r.path("").join(std::ffi::OsStr::from_bytes(&name));
+        let runner = retry();
+        let mut command = runner.command();
+        command.arg("--report").arg(&path).arg("true");
+        let done = command.output().unwrap();
+        assert_eq!(done.status.code(), Some(0), "{done:?}");
+        assert!(done.stderr.is_empty(), "{done:?}");
+        assert_eq!(report_of(&path)["outcome"], "success");
+    }
+}
