@@ -415,8 +415,9 @@ pub struct Cli {
     /// earlier content when this run did not succeed), each a gauge labelled job="NAME". The
     /// file is replaced atomically, and only a regular file is: a device, a FIFO, a socket or a
     /// directory at PATH (or a symlink to one) is a file that cannot be written, so /dev/null
-    /// turns a configured metrics file off; a symlink to a regular file replaces that file. A
-    /// file that cannot be written is said once and never changes the exit status.
+    /// turns a configured metrics file off; a symlink to a regular file replaces that file, and
+    /// another user's symlink or file is never followed, read or replaced. A file that cannot
+    /// be written is said once and never changes the exit status.
     #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
     pub metrics_file: Option<PathBuf>,
 
@@ -426,8 +427,8 @@ pub struct Cli {
     /// (success, exhausted, deadline, permanent, budget, breaker, signal, broken-pipe) and the
     /// time taken; as JSON, also each attempt's end, duration and the wait after it. Written
     /// once, also when a signal ends retry, and only to a regular file (or a new one), never
-    /// through a device or a FIFO; a report that cannot be written is said once and never
-    /// changes the exit status.
+    /// through a device, a FIFO or another user's symlink; a report that cannot be written is
+    /// said once and never changes the exit status.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
     pub report: Option<PathBuf>,
 
@@ -510,7 +511,8 @@ pub struct Cli {
     ///
     /// Also $RETRY_STATE. Without either, $XDG_STATE_HOME/retry when that is set and absolute,
     /// else ~/.local/state/retry. One file per name; a directory or file that others can write
-    /// is refused. For a fleet of hosts: redis://[[user]:password@]host[:port][/db], rediss://
+    /// or own, or one reached through a directory anyone may rearrange (writable by others
+    /// without the sticky bit) or through another user's symlink, is refused. For a fleet of hosts: redis://[[user]:password@]host[:port][/db], rediss://
     /// (TLS) or unix:///path/to/redis.sock, or a Redis Cluster:
     /// redis+cluster://[[user]:password@]host:port[,host:port...] (rediss+cluster:// for TLS). A
     /// password is never printed; $RETRY_STATE keeps it out of ps. When the state cannot be used, the run goes on without budget and breaker,
