@@ -109,8 +109,9 @@ fn open_to_all(mode: u32) -> bool {
     mode & 0o002 != 0 && mode & 0o1000 == 0
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes())
+/// `name` as the kernel takes it.
+pub(crate) fn c_name(name: impl AsRef<OsStr>) -> io::Result<CString> {
+    CString::new(name.as_ref().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a name holds a NUL byte"))
 }
 

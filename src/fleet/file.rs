@@ -8,7 +8,6 @@
 //! wrong (no directory, no space, a lock held too long) is a `StoreError`, and the run fails open.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
@@ -20,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::rules::Record;
 use super::{Applied, Op, Store, StoreError};
-use crate::located::{self, Dir, Unreachable, Way};
+use crate::located::{self, Dir, Unreachable, Way, c_name};
 use crate::ownership::{acl_writer, acl_writer_of, owned_by_another};
 use crate::text::{self, plain_error};
 
@@ -323,7 +322,7 @@ impl FileStore {
             .map_err(cannot_write)?;
         let temporary = c_name(&temporary).map_err(cannot_write)?;
         let written = file.write_all(record.render().as_bytes()).and_then(|()| {
-            let state = c_name(&state_name(name))?;
+            let state = c_name(state_name(name))?;
             self.dir.rename(&temporary, &state)
         });
         written.map_err(|error| {
@@ -384,11 +383,6 @@ fn state_name(name: &str) -> String {
 
 fn lock_name(name: &str) -> String {
     format!("{name}.lock")
-}
-
-fn c_name(name: &str) -> io::Result<CString> {
-    CString::new(name)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a name holds a NUL byte"))
 }
 
 /// The wall clock in milliseconds: the one clock every run on this machine shares.
