@@ -12,6 +12,15 @@ use std::path::Path;
 use crate::located::{self, Located, Unreachable, Way};
 use crate::ownership::owned_by_another;
 
+/// How a file of `retry`'s is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// Replaced whole (`replace`), maybe read first.
+    Replace,
+    /// Appended to (`append`).
+    Append,
+}
+
 /// A file of `retry`'s to write, found by `writable`.
 pub(crate) struct Target {
     at: Located,
@@ -23,21 +32,25 @@ pub(crate) struct Target {
 /// then takes its name, so a reader never sees half of it. `nonce` (random bits from the
 /// caller) makes the temporary file's name.
 pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()> {
-    let (temporary, mut file) = create_temporary_beside(&target.at, nonce)?;
-    // The file keeps the permissions it had (a report made private stays private), and its
-    // group where this user may give it (a file a collector in that group reads); root keeps
-    // its owner too. Those of the file `writable` found, of this user's: not of whatever a
-    // neighbour put at the name since (they would choose the new file's mode, or its owner).
+    // Made private while it is written: the file it replaces may have been (a report made
+    // 0600 is not to be read through its temporary file).
+    let mode = if target.found.is_some() { 0o600 } else { 0o644 };
+    let (temporary, mut file) = create_temporary_beside(&target.at, nonce, mode)?;
+    // The file keeps the permissions it had, and its group where this user may give it (a
+    // file a collector in that group reads); root keeps its owner too. Those of the file
+    // `writable` found, of this user's: not of whatever a neighbour put at the name since
+    // (they would choose the new file's mode, or its owner).
     if let Some(found) = &target.found {
         let _ = std::os::unix::fs::fchown(&file, Some(found.uid()), Some(found.gid()))
             .or_else(|_| std::os::unix::fs::fchown(&file, None, Some(found.gid())));
     }
-    let written = match &target.found {
-        Some(found) => file.set_permissions(fs::Permissions::from_mode(found.mode() & 0o777)),
-        None => Ok(()),
-    }
-    .and_then(|()| file.write_all(text.as_bytes()))
-    .and_then(|()| target.at.dir.rename(&temporary, &target.at.name));
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| match &target.found {
+            Some(found) => file.set_permissions(fs::Permissions::from_mode(found.mode() & 0o777)),
+            None => Ok(()),
+        })
+        .and_then(|()| target.at.dir.rename(&temporary, &target.at.name));
     if written.is_err() {
         // This run made it, under a name no one else could have known.
         let _ = target.at.dir.remove(&temporary);
@@ -49,21 +62,42 @@ pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()>
 /// replacing what earlier writers left there; in one write, so that other appenders' lines
 /// never land inside it.
 pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
-    let mut file = target.at.dir.open(
-        &target.at.name,
-        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT,
-        0o644,
-    )?;
-    // Whatever took the name since `writable` looked.
-    let found = regular_of_ours(&file)?;
+    // The very file `writable` found, or a new one: not whatever took the name since.
+    let exclusive = if target.found.is_some() {
+        0
+    } else {
+        libc::O_EXCL
+    };
+    let mut file = target
+        .at
+        .dir
+        .open(
+            &target.at.name,
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | exclusive,
+            0o644,
+        )
+        .map_err(|error| match error.kind() {
+            io::ErrorKind::AlreadyExists => taken_since(),
+            _ => error,
+        })?;
+    let opened = file.metadata()?;
+    if let Some(found) = &target.found
+        && (found.dev(), found.ino()) != (opened.dev(), opened.ino())
+    {
+        return Err(taken_since());
+    }
+    if !opened.is_file() {
+        return Err(io::Error::other("it is not a regular file"));
+    }
     // A second name is a way in for whoever made it: where hard links to others' files are
     // allowed (`fs.protected_hardlinks` off), a neighbour's link to a file of this user's
     // would have the lines appended to that file.
-    if found.nlink() > 1 {
+    if opened.nlink() > 1 {
         return Err(io::Error::other(
             "it has other names (hard links), which the lines would reach too",
         ));
     }
+    let found = opened;
     // All or nothing: half a line (a disk that filled up) would glue itself to the next
     // writer's first line.
     match file.write(text.as_bytes()) {
@@ -89,6 +123,19 @@ fn regular_of_ours(file: &File) -> io::Result<fs::Metadata> {
     Ok(found)
 }
 
+/// Whether root appends: it may append to a file of another user's. In a container job, the
+/// file GitHub Actions names in `$GITHUB_OUTPUT` belongs to the runner's user while the steps
+/// run as root; lines appended there reach nothing else (see `append`), and what they say is
+/// the run's figures, which the file's owner is to read anyway.
+fn root_appends(how: Use) -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    how == Use::Append && unsafe { libc::geteuid() } == 0
+}
+
+fn taken_since() -> io::Error {
+    io::Error::other("another file took its name while retry looked")
+}
+
 fn of_another(uid: u32) -> io::Error {
     io::Error::other(format!(
         "it is a file of another user (uid {uid}), not a regular file of this user's"
@@ -99,9 +146,10 @@ fn of_another(uid: u32) -> io::Error {
 /// file a chain of symlinks ends at; anything else cannot be written. What another user put
 /// there (a regular file, or any symlink on the way) is neither read nor written: in a
 /// directory shared with a neighbour, it would turn the write on a file of their choosing, or
-/// feed the run a content of their making. Root's own are root's. The directory found is held
+/// feed the run a content of their making. Root's own are root's; root appends to another
+/// user's regular file (see `root_appends`). The directory found is held
 /// open, so that the file is read and written there whatever is swapped in on the way later.
-pub(crate) fn writable(path: &Path) -> io::Result<Target> {
+pub(crate) fn writable(path: &Path, how: Use) -> io::Result<Target> {
     let at = located::locate(path, Way::AsIs).map_err(|unreachable| match unreachable {
         Unreachable::Foreign { link, owner } => io::Error::other(format!(
             "it is reached through {}, a symlink of another user (uid {owner}), not a regular \
@@ -113,13 +161,13 @@ pub(crate) fn writable(path: &Path) -> io::Result<Target> {
         }
         Unreachable::Dangling => symlink_to_nothing(),
         // (Only a `Way::Private` asks.)
-        Unreachable::OpenToAll { .. } => io::Error::other("it is open to all"),
+        Unreachable::Rearrangeable { .. } => io::Error::other("others may rearrange it"),
         Unreachable::Failed(error) | Unreachable::Unmade(error) => error,
     })?;
     match at.dir.metadata(&at.name)? {
         None if at.via_link => Err(symlink_to_nothing()),
         None => Ok(Target { at, found: None }),
-        Some(found) if found.is_file() && owned_by_another(found.uid()) => {
+        Some(found) if found.is_file() && owned_by_another(found.uid()) && !root_appends(how) => {
             Err(of_another(found.uid()))
         }
         Some(found) if found.is_file() => Ok(Target {
@@ -193,7 +241,7 @@ fn bounded(file: File, most: u64) -> io::Result<Vec<u8>> {
 /// A new file `.NAME.RANDOM.tmp` beside `target`: hidden, and without the file's own ending
 /// (`.prom`), so a collector never reads it half written; its name cannot be foreseen, so no
 /// one can have made it first.
-fn create_temporary_beside(target: &Located, nonce: u64) -> io::Result<(CString, File)> {
+fn create_temporary_beside(target: &Located, nonce: u64, mode: u32) -> io::Result<(CString, File)> {
     // The name's bytes as they are, cut so that the whole stays within a name's 255 bytes.
     let name = target.name.as_bytes();
     let name = &name[..name
@@ -210,7 +258,7 @@ fn create_temporary_beside(target: &Located, nonce: u64) -> io::Result<(CString,
         match target.dir.open(
             &temporary,
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
-            0o644,
+            mode,
         ) {
             Ok(file) => return Ok((temporary, file)),
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists && tries < 3 => tries += 1,
@@ -234,7 +282,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.prom");
-        let target = writable(&path).unwrap();
+        let target = writable(&path, Use::Replace).unwrap();
         fs::write(&path, "theirs").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
         std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
@@ -243,5 +291,30 @@ mod tests {
         assert_eq!(fs::read_to_string(&path).unwrap(), "ours");
         assert_eq!((found.uid(), found.gid()), (0, 0));
         assert_eq!(found.mode() & 0o002, 0, "{:o}", found.mode());
+    }
+
+    /// `github` lines go to the very file `writable` found, or to a new one: never to a file
+    /// that took the name since (a neighbour's hard link to a file of this user's, made and
+    /// undone around the look).
+    #[test]
+    fn lines_go_only_to_the_file_found_or_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.txt");
+        let target = writable(&path, Use::Append).unwrap();
+        fs::write(&path, "theirs\n").unwrap();
+        let error = append(&target, "attempts=1\n").unwrap_err();
+        assert!(error.to_string().contains("took its name"), "{error}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "theirs\n");
+        let target = writable(&path, Use::Append).unwrap();
+        fs::remove_file(&path).unwrap();
+        let precious = dir.path().join("precious");
+        fs::write(&precious, "mine\n").unwrap();
+        fs::rename(&precious, &path).unwrap();
+        let error = append(&target, "attempts=1\n").unwrap_err();
+        assert!(error.to_string().contains("took its name"), "{error}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "mine\n");
+        let target = writable(&path, Use::Append).unwrap();
+        append(&target, "attempts=1\n").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "mine\nattempts=1\n");
     }
 }

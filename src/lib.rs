@@ -178,12 +178,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
             seed,
             history: &ran.history,
         };
-        let written = files::writable(path).and_then(|target| match format {
-            ReportFormat::Json => {
+        let written = match format {
+            ReportFormat::Json => files::writable(path, files::Use::Replace).and_then(|target| {
                 files::replace(&target, &summary::json(&summary), process::entropy())
-            }
-            ReportFormat::Github => files::append(&target, &summary::github(&summary)),
-        });
+            }),
+            ReportFormat::Github => files::writable(path, files::Use::Append)
+                .and_then(|target| files::append(&target, &summary::github(&summary))),
+        };
         if let Err(error) = written {
             reporter.emit(&report::Event::Unwritten {
                 file: OwnFile::Report,

@@ -17,7 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::ownership::owned_by_another;
+use crate::ownership::{acl_writer, acl_writer_of, owned_by_another};
 
 /// As many links as the kernel follows in one resolution (MAXSYMLINKS).
 const MOST_LINKS: u32 = 40;
@@ -57,11 +57,11 @@ pub(crate) enum Unreachable {
     },
     /// A missing directory on the way could not be made.
     Unmade(io::Error),
-    /// A directory on the way that anyone may rearrange (writable by others, without the
-    /// sticky bit), and its mode, on a `Way::Private`.
-    OpenToAll {
+    /// A directory on the way that others may rearrange (writable by others without the
+    /// sticky bit, or by another user by its ACL), and why, on a `Way::Private`.
+    Rearrangeable {
         dir: PathBuf,
-        mode: u32,
+        why: String,
     },
     /// A link on the way leads to a directory that is not there (`retry` makes only the
     /// directories the path names itself, never those of a link's target: an unmounted disk
@@ -119,6 +119,16 @@ pub(crate) fn c_name(name: impl AsRef<OsStr>) -> io::Result<CString> {
 /// holding its last name. A directory the path names on the way that is missing is made (mode
 /// 0700) on a `Way::Private`, else the path leads nowhere; the last name itself need not exist.
 pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
+    // A private way is looked at from the root: the directories above the current one count
+    // as much as those below it.
+    let from_root;
+    let path = match std::env::current_dir() {
+        Ok(current) if way == Way::Private && path.is_relative() => {
+            from_root = current.join(path);
+            &from_root
+        }
+        _ => path,
+    };
     let mut dir = Dir::open_root(path.is_absolute())?;
     // Where `dir` is, to name it in a message.
     let mut at = if path.is_absolute() {
@@ -127,14 +137,24 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
         std::env::current_dir().unwrap_or_default()
     };
     let note = |dir: &Dir, at: &Path| -> Result<(), Unreachable> {
-        let mode = dir.own_metadata()?.mode();
-        if way == Way::Private && open_to_all(mode) {
-            return Err(Unreachable::OpenToAll {
-                dir: at.to_path_buf(),
-                mode: mode & 0o7777,
-            });
+        if way == Way::AsIs {
+            return Ok(());
         }
-        Ok(())
+        let mode = dir.own_metadata()?.mode();
+        let why = if open_to_all(mode) {
+            format!(
+                "mode {:04o}, writable by others without the sticky bit",
+                mode & 0o7777
+            )
+        } else if let Some(writer) = dir.acl_writer() {
+            format!("uid {writer} may write it, by its ACL")
+        } else {
+            return Ok(());
+        };
+        Err(Unreachable::Rearrangeable {
+            dir: at.to_path_buf(),
+            why,
+        })
     };
     note(&dir, &at)?;
     let mut pending = steps(path, true)?;
@@ -280,6 +300,19 @@ impl Dir {
     /// The directory itself.
     pub(crate) fn own_metadata(&self) -> io::Result<Metadata> {
         metadata_of(&self.0)
+    }
+
+    /// A user other than this one and root whom the directory's ACL lets write it, if one.
+    pub(crate) fn acl_writer(&self) -> Option<u32> {
+        match self.open(c".", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+            Ok(readable) => acl_writer_of(&readable),
+            // A descriptor that only holds the place (`O_PATH`) has no attributes to read;
+            // through /proc it names the directory itself.
+            Err(_) => acl_writer(Path::new(&format!(
+                "/proc/self/fd/{}/.",
+                self.0.as_raw_fd()
+            ))),
+        }
     }
 
     /// Opens `name` with `flags` (`O_CREAT` makes it with `mode`), never through a link at the

@@ -103,7 +103,7 @@ const EARLIER_MAX: u64 = 64 * 1024;
 /// is replaced whole, and only a regular file is (see `files::writable`). `nonce` (random bits
 /// from the caller) makes the temporary file's name.
 pub(crate) fn write(path: &Path, job: &str, figures: &Figures, nonce: u64) -> io::Result<()> {
-    let target = files::writable(path)?;
+    let target = files::writable(path, files::Use::Replace)?;
     let earlier = files::read_target(&target, EARLIER_MAX)
         .ok()
         .and_then(|previous| last_success(&String::from_utf8_lossy(&previous), job));

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::rules::Record;
 use super::{Applied, Op, Store, StoreError};
 use crate::located::{self, Dir, Unreachable, Way, c_name};
-use crate::ownership::{acl_writer, acl_writer_of, owned_by_another};
+use crate::ownership::{acl_writer, owned_by_another};
 use crate::text::{self, plain_error};
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
@@ -102,9 +102,9 @@ impl FileStore {
                 )));
             }
             Err(Unreachable::Unmade(error)) => return Err(unavailable("cannot make", &error)),
-            Err(Unreachable::OpenToAll { dir, mode }) => {
+            Err(Unreachable::Rearrangeable { dir, why }) => {
                 return Err(OpenError::Unsafe(format!(
-                    "state directory {shown} is reached through {}, which anyone may rearrange (mode {mode:04o}, writable by others without the sticky bit); use a directory of your own",
+                    "state directory {shown} is reached through {}, which others may rearrange ({why}); use a directory of your own",
                     text::path(&dir)
                 )));
             }
@@ -158,13 +158,7 @@ impl FileStore {
                 meta.uid()
             )));
         }
-        // The ACL of the directory held, read from a descriptor that can read one (`O_PATH`
-        // cannot); by path only when the directory cannot be opened for reading.
-        let acl = match dir.open(c".", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
-            Ok(readable) => acl_writer_of(&readable),
-            Err(_) => acl_writer(path),
-        };
-        if let Some(writer) = acl {
+        if let Some(writer) = dir.acl_writer() {
             return Err(OpenError::Unsafe(format!(
                 "state directory {shown} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)"
             )));

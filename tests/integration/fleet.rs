@@ -1356,7 +1356,7 @@ fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
         .assert()
         .code(125)
         .stderr(predicate::str::contains(format!(
-            "state directory {} is reached through {}, which anyone may rearrange (mode 0777",
+            "state directory {} is reached through {}, which others may rearrange (mode 0777",
             state.display(),
             open.display()
         )));
@@ -1393,4 +1393,73 @@ fn a_state_through_a_link_to_nothing_is_not_made() {
             ));
         assert_eq!(std::fs::read_dir(&mount).unwrap().count(), 0, "{link:?}");
     }
+}
+
+/// A state directory named by a relative path is looked at from the root: a directory above
+/// the current one that anyone may rearrange counts as one below it does. So does a directory
+/// whose ACL lets another user write it.
+#[test]
+fn every_directory_above_the_state_counts() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let open = root.path().join("open");
+    std::fs::create_dir_all(open.join("mine")).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut relative = retry()
+        .args(["--state", "st", "--breaker", "api", "-r", "0", "true"])
+        .command();
+    relative.current_dir(open.join("mine"));
+    relative
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(format!(
+            "is reached through {}, which others may rearrange (mode 0777",
+            open.display()
+        )));
+    assert!(!open.join("mine/st").exists());
+    // USER_OBJ rwx, USER nobody rwx, GROUP_OBJ r-x, MASK rwx, OTHER r-x.
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 7u16, u32::MAX),
+        (0x02, 7, 65534),
+        (0x04, 5, u32::MAX),
+        (0x10, 7, u32::MAX),
+        (0x20, 5, u32::MAX),
+    ] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(perm.to_le_bytes());
+        acl.extend(id.to_le_bytes());
+    }
+    let shared = root.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let path = std::ffi::CString::new(shared.as_os_str().as_bytes()).unwrap();
+    // SAFETY: setxattr(2) with NUL-terminated names and a buffer of the length given.
+    let set = unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            acl.as_ptr().cast(),
+            acl.len(),
+            0,
+        )
+    };
+    if set != 0 {
+        missing(
+            "a file system with POSIX ACLs",
+            "a directory writable by its ACL",
+        );
+        return;
+    }
+    let state = shared.join("st");
+    retry()
+        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
+        .args(["-r", "0", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(format!(
+            "is reached through {}, which others may rearrange (uid 65534 may write it, by its ACL)",
+            shared.display()
+        )));
+    assert!(!state.exists());
 }

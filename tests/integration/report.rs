@@ -838,3 +838,96 @@ fn the_longest_name_takes_a_report() {
         assert_eq!(report_of(&path)["outcome"], "success");
     }
 }
+
+/// As root, `github` lines go to a file of another user's: in a container job, the file GitHub
+/// Actions names in `$GITHUB_OUTPUT` belongs to the runner's user while the steps run as root.
+/// A json report still never replaces another user's file.
+#[test]
+fn root_appends_github_lines_to_a_file_of_another_user() {
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a file of another user");
+        return;
+    }
+    let r = retry();
+    let output = r.write("set_output", "earlier=kept\n");
+    std::os::unix::fs::chown(&output, Some(65534), Some(65534)).unwrap();
+    retry()
+        .args(["--report", output.to_str().unwrap()])
+        .args(["--report-format", "github", "true"])
+        .assert()
+        .code(0)
+        .stderr("");
+    assert!(
+        fs::read_to_string(&output)
+            .unwrap()
+            .starts_with("earlier=kept\nattempts=1\n")
+    );
+    retry()
+        .args(["--report", output.to_str().unwrap(), "true"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("a file of another user (uid 65534)").count(1));
+}
+
+/// What a neighbour watching the directory sees of a report that replaces a private one
+/// (0600): the temporary file beside it is never readable by others, not even for the moment
+/// between its making and its taking the old file's mode. A watcher (inotify) looks at each
+/// temporary file as soon as it appears.
+#[test]
+fn a_private_report_is_never_open_to_others_while_it_is_replaced() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::PermissionsExt;
+    const WATCHER: &str = r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init()
+if fd < 0 or libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x100) < 0:
+    sys.exit(99)
+print("ready", flush=True)
+while True:
+    events = os.read(fd, 65536)
+    at = 0
+    while at < len(events):
+        _, _, _, length = struct.unpack_from("iIII", events, at)
+        name = events[at + 16:at + 16 + length].rstrip(b"\0")
+        at += 16 + length
+        if name.endswith(b".tmp"):
+            try:
+                mode = os.stat(os.path.join(sys.argv[1].encode(), name)).st_mode
+            except FileNotFoundError:
+                continue
+            print(oct(mode & 0o777), flush=True)
+"#;
+    let r = retry();
+    let report = r.write("report.json", "{}\n");
+    fs::set_permissions(&report, fs::Permissions::from_mode(0o600)).unwrap();
+    let mut watcher = Command::new("python3")
+        .args(["-c", WATCHER, r.path("").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = BufReader::new(watcher.stdout.take().unwrap());
+    let mut line = String::new();
+    seen.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    for _ in 0..100 {
+        retry()
+            .args(["--report", report.to_str().unwrap(), "true"])
+            .assert()
+            .code(0)
+            .stderr("");
+    }
+    watcher.kill().unwrap();
+    watcher.wait().unwrap();
+    let mut modes = String::new();
+    std::io::Read::read_to_string(&mut seen, &mut modes).unwrap();
+    assert!(
+        modes.lines().all(|mode| mode == "0o600"),
+        "modes the watcher saw: {modes}"
+    );
+    assert_eq!(
+        fs::metadata(&report).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
