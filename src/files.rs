@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -24,6 +24,7 @@ pub(crate) enum Use {
 /// A file of `retry`'s to write, found by `writable`.
 pub(crate) struct Target {
     at: Located,
+    how: Use,
     /// The regular file of this user's that was there, if one was.
     found: Option<fs::Metadata>,
 }
@@ -62,26 +63,41 @@ pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()>
 /// replacing what earlier writers left there; in one write, so that other appenders' lines
 /// never land inside it.
 pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
-    // The very file `writable` found, or a new one: not whatever took the name since.
-    let exclusive = if target.found.is_some() {
-        0
-    } else {
-        libc::O_EXCL
-    };
-    let mut file = target
-        .at
-        .dir
-        .open(
-            &target.at.name,
-            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | exclusive,
-            0o644,
-        )
-        .map_err(|error| match error.kind() {
-            io::ErrorKind::AlreadyExists => taken_since(),
-            _ => error,
-        })?;
+    let at = &target.at;
+    let mut found = target.found.clone();
+    // The very file found, or a new one: never whatever took the name since. A file another
+    // writer made or removed meanwhile (runs appending to one new file at once) is looked at
+    // again.
+    for _ in 0..3 {
+        let flags = match found {
+            Some(_) => libc::O_WRONLY | libc::O_APPEND,
+            None => libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_EXCL,
+        };
+        match at.dir.open(&at.name, flags, 0o644) {
+            Ok(file) => return append_to(file, found.as_ref(), target, text),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound
+                ) =>
+            {
+                found = look(at, target.how)?;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Err(taken_since())
+}
+
+/// Appends `text` to `file`, opened at the name where `found` was seen (or made new).
+fn append_to(
+    mut file: File,
+    found: Option<&fs::Metadata>,
+    target: &Target,
+    text: &str,
+) -> io::Result<()> {
     let opened = file.metadata()?;
-    if let Some(found) = &target.found
+    if let Some(found) = found
         && (found.dev(), found.ino()) != (opened.dev(), opened.ino())
     {
         return Err(taken_since());
@@ -89,6 +105,8 @@ pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
     if !opened.is_file() {
         return Err(io::Error::other("it is not a regular file"));
     }
+    // Its owner again: an inode number is reused, by a neighbour's file too.
+    may_take(&target.at, opened.uid(), target.how)?;
     // A second name is a way in for whoever made it: where hard links to others' files are
     // allowed (`fs.protected_hardlinks` off), a neighbour's link to a file of this user's
     // would have the lines appended to that file.
@@ -97,17 +115,21 @@ pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
             "it has other names (hard links), which the lines would reach too",
         ));
     }
-    let found = opened;
     // All or nothing: half a line (a disk that filled up) would glue itself to the next
-    // writer's first line.
+    // writer's first line. What was written is cut back only while it is still the end of the
+    // file: another run's lines after it stay.
     match file.write(text.as_bytes()) {
         Ok(written) if written == text.len() => Ok(()),
-        short => {
-            let _ = file.set_len(found.len());
-            Err(short
-                .err()
-                .unwrap_or_else(|| io::Error::from_raw_os_error(libc::ENOSPC)))
+        Ok(written) => {
+            if written > 0
+                && let Ok(end) = file.stream_position()
+                && file.metadata().is_ok_and(|now| now.len() == end)
+            {
+                let _ = file.set_len(end - written as u64);
+            }
+            Err(io::Error::from_raw_os_error(libc::ENOSPC))
         }
+        Err(error) => Err(error),
     }
 }
 
@@ -123,13 +145,24 @@ fn regular_of_ours(file: &File) -> io::Result<fs::Metadata> {
     Ok(found)
 }
 
-/// Whether root appends: it may append to a file of another user's. In a container job, the
-/// file GitHub Actions names in `$GITHUB_OUTPUT` belongs to the runner's user while the steps
-/// run as root; lines appended there reach nothing else (see `append`), and what they say is
-/// the run's figures, which the file's owner is to read anyway.
-fn root_appends(how: Use) -> bool {
+/// Whether a regular file owned by `uid`, in `at`'s directory, may be written `how`: one of
+/// this user's (or root's), or, for root appending, one of a user whose directory holds it and
+/// whom alone it lets write there. In a container job, the file GitHub Actions names in
+/// `$GITHUB_OUTPUT` belongs to the runner's user, in a directory of theirs, while the steps run
+/// as root; a file a neighbour planted in a directory others share (`/tmp`) stays refused.
+fn may_take(at: &Located, uid: u32, how: Use) -> io::Result<()> {
+    if !owned_by_another(uid) {
+        return Ok(());
+    }
     // SAFETY: geteuid(2) cannot fail.
-    how == Use::Append && unsafe { libc::geteuid() } == 0
+    let root = unsafe { libc::geteuid() } == 0;
+    if how == Use::Append && root {
+        let dir = at.dir.own_metadata()?;
+        if (dir.uid() == uid || dir.uid() == 0) && dir.mode() & 0o002 == 0 {
+            return Ok(());
+        }
+    }
+    Err(of_another(uid))
 }
 
 fn taken_since() -> io::Error {
@@ -164,16 +197,19 @@ pub(crate) fn writable(path: &Path, how: Use) -> io::Result<Target> {
         Unreachable::Rearrangeable { .. } => io::Error::other("others may rearrange it"),
         Unreachable::Failed(error) | Unreachable::Unmade(error) => error,
     })?;
+    let found = look(&at, how)?;
+    Ok(Target { at, how, found })
+}
+
+/// What is at `at`'s name: nothing, or a regular file that may be written `how`.
+fn look(at: &Located, how: Use) -> io::Result<Option<fs::Metadata>> {
     match at.dir.metadata(&at.name)? {
         None if at.via_link => Err(symlink_to_nothing()),
-        None => Ok(Target { at, found: None }),
-        Some(found) if found.is_file() && owned_by_another(found.uid()) && !root_appends(how) => {
-            Err(of_another(found.uid()))
+        None => Ok(None),
+        Some(found) if found.is_file() => {
+            may_take(at, found.uid(), how)?;
+            Ok(Some(found))
         }
-        Some(found) if found.is_file() => Ok(Target {
-            at,
-            found: Some(found),
-        }),
         Some(found) => Err(io::Error::other(format!(
             "it is {}, not a regular file",
             file_kind(found.file_type())
@@ -301,12 +337,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
         let target = writable(&path, Use::Append).unwrap();
-        fs::write(&path, "theirs\n").unwrap();
+        let bashrc = dir.path().join("bashrc");
+        fs::write(&bashrc, "export PATH\n").unwrap();
+        fs::hard_link(&bashrc, &path).unwrap();
         let error = append(&target, "attempts=1\n").unwrap_err();
-        assert!(error.to_string().contains("took its name"), "{error}");
-        assert_eq!(fs::read_to_string(&path).unwrap(), "theirs\n");
-        let target = writable(&path, Use::Append).unwrap();
+        assert!(error.to_string().contains("hard links"), "{error}");
+        assert_eq!(fs::read_to_string(&bashrc).unwrap(), "export PATH\n");
         fs::remove_file(&path).unwrap();
+        fs::write(&path, "theirs\n").unwrap();
+        let target = writable(&path, Use::Append).unwrap();
+        // (Kept under another name, so that its inode number is not the next file's.)
+        fs::rename(&path, dir.path().join("moved")).unwrap();
         let precious = dir.path().join("precious");
         fs::write(&precious, "mine\n").unwrap();
         fs::rename(&precious, &path).unwrap();
@@ -316,5 +357,42 @@ mod tests {
         let target = writable(&path, Use::Append).unwrap();
         append(&target, "attempts=1\n").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "mine\nattempts=1\n");
+    }
+
+    /// Runs appending to one new file at once all land: one that finds the file another has
+    /// just made appends to it, as to a file it had found.
+    #[test]
+    fn a_file_made_by_another_appender_since_the_look_takes_the_lines_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.txt");
+        let target = writable(&path, Use::Append).unwrap();
+        let other = writable(&path, Use::Append).unwrap();
+        append(&other, "attempts=2\n").unwrap();
+        append(&target, "attempts=1\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "attempts=2\nattempts=1\n"
+        );
+    }
+
+    /// A file of another user's that took the name (and maybe the inode number) of the file
+    /// found takes no lines.
+    #[test]
+    fn a_file_of_another_user_in_place_of_the_one_found_takes_no_lines() {
+        // SAFETY: geteuid(2) cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: only root can make a file another user's");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+        let path = dir.path().join("out.txt");
+        fs::write(&path, "").unwrap();
+        let target = writable(&path, Use::Append).unwrap();
+        fs::remove_file(&path).unwrap();
+        fs::write(&path, "theirs\n").unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        assert!(append(&target, "attempts=1\n").is_err());
+        assert_eq!(fs::read_to_string(&path).unwrap(), "theirs\n");
     }
 }

@@ -119,16 +119,6 @@ pub(crate) fn c_name(name: impl AsRef<OsStr>) -> io::Result<CString> {
 /// holding its last name. A directory the path names on the way that is missing is made (mode
 /// 0700) on a `Way::Private`, else the path leads nowhere; the last name itself need not exist.
 pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
-    // A private way is looked at from the root: the directories above the current one count
-    // as much as those below it.
-    let from_root;
-    let path = match std::env::current_dir() {
-        Ok(current) if way == Way::Private && path.is_relative() => {
-            from_root = current.join(path);
-            &from_root
-        }
-        _ => path,
-    };
     let mut dir = Dir::open_root(path.is_absolute())?;
     // Where `dir` is, to name it in a message.
     let mut at = if path.is_absolute() {
@@ -141,12 +131,13 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
             return Ok(());
         }
         let mode = dir.own_metadata()?.mode();
+        let sticky = mode & 0o1000 != 0;
         let why = if open_to_all(mode) {
             format!(
                 "mode {:04o}, writable by others without the sticky bit",
                 mode & 0o7777
             )
-        } else if let Some(writer) = dir.acl_writer() {
+        } else if !sticky && let Some(writer) = dir.acl_writer() {
             format!("uid {writer} may write it, by its ACL")
         } else {
             return Ok(());
@@ -157,6 +148,24 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
         })
     };
     note(&dir, &at)?;
+    if way == Way::Private && path.is_relative() {
+        // The directories above the current one count as much as those below it, as far up
+        // as this user may go.
+        let mut here = dir.open_dir(c".")?;
+        let mut above_at = at.clone();
+        loop {
+            let Ok(up) = here.open_dir(c"..") else {
+                break;
+            };
+            let (this, that) = (here.own_metadata()?, up.own_metadata()?);
+            if (this.dev(), this.ino()) == (that.dev(), that.ino()) {
+                break;
+            }
+            above_at.pop();
+            note(&up, &above_at)?;
+            here = up;
+        }
+    }
     let mut pending = steps(path, true)?;
     let mut links = 0;
     let mut via_link = false;

@@ -18,38 +18,43 @@ pub(crate) fn owned_by_another(uid: u32) -> bool {
 pub(crate) fn acl_writer(path: &Path) -> Option<u32> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut acl = [0u8; 1024];
-    // SAFETY: lgetxattr(2) into a buffer of the size given, with NUL-terminated names.
-    let len = unsafe {
-        libc::lgetxattr(
-            path.as_ptr(),
-            c"system.posix_acl_access".as_ptr(),
-            acl.as_mut_ptr().cast(),
-            acl.len(),
-        )
-    };
-    writer_in(&acl, len)
+    writer_in(|buffer: &mut [u8]| {
+        // SAFETY: lgetxattr(2) into a buffer of the size given (none: the size needed), with
+        // NUL-terminated names.
+        unsafe {
+            libc::lgetxattr(
+                path.as_ptr(),
+                c"system.posix_acl_access".as_ptr(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        }
+    })
 }
 
 /// `acl_writer` of the file open as `file`: the very file, whatever its path leads to now.
 pub(crate) fn acl_writer_of(file: &std::fs::File) -> Option<u32> {
     use std::os::fd::AsRawFd;
-    let mut acl = [0u8; 1024];
-    // SAFETY: fgetxattr(2) of an open descriptor into a buffer of the size given.
-    let len = unsafe {
-        libc::fgetxattr(
-            file.as_raw_fd(),
-            c"system.posix_acl_access".as_ptr(),
-            acl.as_mut_ptr().cast(),
-            acl.len(),
-        )
-    };
-    writer_in(&acl, len)
+    writer_in(|buffer: &mut [u8]| {
+        // SAFETY: fgetxattr(2) of an open descriptor into a buffer of the size given (none:
+        // the size needed).
+        unsafe {
+            libc::fgetxattr(
+                file.as_raw_fd(),
+                c"system.posix_acl_access".as_ptr(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        }
+    })
 }
 
-/// The writer named in the first `len` bytes of `acl` (a getxattr(2) result; negative: none).
-fn writer_in(acl: &[u8], len: isize) -> Option<u32> {
-    let len = usize::try_from(len).ok()?;
+/// The writer named in the ACL that `read` (a getxattr(2) call into a buffer) gives: asked its
+/// size first, so that a long ACL is read whole. No ACL, or one that cannot be read, names none.
+fn writer_in(mut read: impl FnMut(&mut [u8]) -> isize) -> Option<u32> {
+    let size = usize::try_from(read(&mut [])).ok()?;
+    let mut acl = vec![0u8; size];
+    let len = usize::try_from(read(&mut acl)).ok()?;
     // SAFETY: geteuid(2) cannot fail.
     let me = unsafe { libc::geteuid() };
     named_writer(acl.get(..len)?, me)
@@ -133,5 +138,46 @@ mod tests {
         assert!(!owned_by_another(0));
         assert!(!owned_by_another(me));
         assert!(owned_by_another(me.wrapping_add(1).max(1)));
+    }
+
+    /// An ACL too long for a small buffer (a named writer among a hundred and fifty other
+    /// users) is read whole.
+    #[test]
+    fn a_long_acl_is_read_whole() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mut acl = 2u32.to_le_bytes().to_vec();
+        let mut entries = vec![(0x01u16, 7u16, u32::MAX)];
+        entries.extend((5000..5150).map(|id| (0x02, 4, id)));
+        entries.extend([
+            (0x02, 7, 65534),
+            (0x04, 5, u32::MAX),
+            (0x10, 7, u32::MAX),
+            (0x20, 5, u32::MAX),
+        ]);
+        for (tag, perm, id) in entries {
+            acl.extend(tag.to_le_bytes());
+            acl.extend(perm.to_le_bytes());
+            acl.extend(id.to_le_bytes());
+        }
+        let path = std::ffi::CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        // SAFETY: setxattr(2) with NUL-terminated names and a buffer of the length given.
+        let set = unsafe {
+            libc::setxattr(
+                path.as_ptr(),
+                c"system.posix_acl_access".as_ptr(),
+                acl.as_ptr().cast(),
+                acl.len(),
+                0,
+            )
+        };
+        if set != 0 {
+            eprintln!("skipped: no POSIX ACLs here");
+            return;
+        }
+        assert!(acl.len() > 1024);
+        assert_eq!(super::acl_writer(dir.path()), Some(65534));
+        let file = std::fs::File::open(dir.path()).unwrap();
+        assert_eq!(super::acl_writer_of(&file), Some(65534));
     }
 }

@@ -1462,4 +1462,12 @@ fn every_directory_above_the_state_counts() {
             shared.display()
         )));
     assert!(!state.exists());
+    // The sticky bit keeps them from renaming what is not theirs, whatever the ACL says.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1775)).unwrap();
+    retry()
+        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
+        .args(["-r", "0", "true"])
+        .assert()
+        .code(0)
+        .stderr("");
 }

@@ -868,6 +868,22 @@ fn root_appends_github_lines_to_a_file_of_another_user() {
         .assert()
         .code(0)
         .stderr(predicate::str::contains("a file of another user (uid 65534)").count(1));
+    // A file a neighbour planted in a directory others share is theirs to read after: no
+    // lines go there.
+    use std::os::unix::fs::PermissionsExt;
+    let shared = r.path("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let planted = shared.join("gh.txt");
+    fs::write(&planted, "planted=by-them\n").unwrap();
+    std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+    retry()
+        .args(["--report", planted.to_str().unwrap()])
+        .args(["--report-format", "github", "true"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("a file of another user (uid 65534)").count(1));
+    assert_eq!(fs::read_to_string(&planted).unwrap(), "planted=by-them\n");
 }
 
 /// What a neighbour watching the directory sees of a report that replaces a private one
