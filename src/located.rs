@@ -149,22 +149,8 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
     };
     note(&dir, &at)?;
     if way == Way::Private && path.is_relative() {
-        // The directories above the current one count as much as those below it, as far up
-        // as this user may go.
-        let mut here = dir.open_dir(c".")?;
-        let mut above_at = at.clone();
-        loop {
-            let Ok(up) = here.open_dir(c"..") else {
-                break;
-            };
-            let (this, that) = (here.own_metadata()?, up.own_metadata()?);
-            if (this.dev(), this.ino()) == (that.dev(), that.ino()) {
-                break;
-            }
-            above_at.pop();
-            note(&up, &above_at)?;
-            here = up;
-        }
+        // The directories above the current one count as much as those below it.
+        for_each_above(&dir, &at, &note)?;
     }
     let mut pending = steps(path, true)?;
     let mut links = 0;
@@ -247,6 +233,28 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
         name: c".".to_owned(),
         via_link,
     })
+}
+
+/// Runs `note` on each directory above `start` (at `at`), up to the root or to one this user
+/// may not go through: walked by `..`, as the kernel goes, not by the names of `at`, which
+/// may pass through a directory this user cannot search.
+fn for_each_above(
+    start: &Dir,
+    at: &Path,
+    note: &impl Fn(&Dir, &Path) -> Result<(), Unreachable>,
+) -> Result<(), Unreachable> {
+    let mut here = start.open_dir(c".")?;
+    let mut at = at.to_path_buf();
+    while let Ok(up) = here.open_dir(c"..") {
+        let (this, that) = (here.own_metadata()?, up.own_metadata()?);
+        if (this.dev(), this.ino()) == (that.dev(), that.ino()) {
+            break;
+        }
+        at.pop();
+        note(&up, &at)?;
+        here = up;
+    }
+    Ok(())
 }
 
 /// The target of the symlink open (`O_PATH | O_NOFOLLOW`) as `link`.
