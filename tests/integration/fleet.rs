@@ -998,33 +998,7 @@ fn a_corrupt_state_is_replaced_said_once_and_used() {
 /// lets others write is: the mode bits say nothing of a named user (`setfacl -m u:nobody:rw`).
 #[test]
 fn a_state_another_user_may_write_by_its_acl_is_misuse() {
-    use std::os::unix::ffi::OsStrExt;
-    // USER_OBJ rwx, USER nobody rw-, GROUP_OBJ r-x, MASK rwx, OTHER ---, as the kernel keeps it.
-    let mut acl = 2u32.to_le_bytes().to_vec();
-    for (tag, perm, id) in [
-        (0x01u16, 7u16, u32::MAX),
-        (0x02, 6, 65534),
-        (0x04, 5, u32::MAX),
-        (0x10, 7, u32::MAX),
-        (0x20, 0, u32::MAX),
-    ] {
-        acl.extend(tag.to_le_bytes());
-        acl.extend(perm.to_le_bytes());
-        acl.extend(id.to_le_bytes());
-    }
-    let set_acl = |path: &Path| {
-        let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-        // SAFETY: setxattr(2) with NUL-terminated names and a buffer of the length given.
-        unsafe {
-            libc::setxattr(
-                path.as_ptr(),
-                c"system.posix_acl_access".as_ptr(),
-                acl.as_ptr().cast(),
-                acl.len(),
-                0,
-            ) == 0
-        }
-    };
+    let set_acl = |path: &Path| set_acl_with_a_writer(path, 65534);
     let s = state();
     std::fs::create_dir(&s.dir).unwrap();
     if !set_acl(&s.dir) {
@@ -1400,7 +1374,6 @@ fn a_state_through_a_link_to_nothing_is_not_made() {
 /// whose ACL lets another user write it.
 #[test]
 fn every_directory_above_the_state_counts() {
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     let root = tempfile::tempdir().unwrap();
     let open = root.path().join("open");
@@ -1418,33 +1391,9 @@ fn every_directory_above_the_state_counts() {
             open.display()
         )));
     assert!(!open.join("mine/st").exists());
-    // USER_OBJ rwx, USER nobody rwx, GROUP_OBJ r-x, MASK rwx, OTHER r-x.
-    let mut acl = 2u32.to_le_bytes().to_vec();
-    for (tag, perm, id) in [
-        (0x01u16, 7u16, u32::MAX),
-        (0x02, 7, 65534),
-        (0x04, 5, u32::MAX),
-        (0x10, 7, u32::MAX),
-        (0x20, 5, u32::MAX),
-    ] {
-        acl.extend(tag.to_le_bytes());
-        acl.extend(perm.to_le_bytes());
-        acl.extend(id.to_le_bytes());
-    }
     let shared = root.path().join("shared");
     std::fs::create_dir(&shared).unwrap();
-    let path = std::ffi::CString::new(shared.as_os_str().as_bytes()).unwrap();
-    // SAFETY: setxattr(2) with NUL-terminated names and a buffer of the length given.
-    let set = unsafe {
-        libc::setxattr(
-            path.as_ptr(),
-            c"system.posix_acl_access".as_ptr(),
-            acl.as_ptr().cast(),
-            acl.len(),
-            0,
-        )
-    };
-    if set != 0 {
+    if !set_acl_with_a_writer(&shared, 65534) {
         missing(
             "a file system with POSIX ACLs",
             "a directory writable by its ACL",
@@ -1470,4 +1419,33 @@ fn every_directory_above_the_state_counts() {
         .assert()
         .code(0)
         .stderr("");
+}
+
+/// Gives `path` a POSIX ACL that lets user `writer` write it (USER_OBJ rwx, USER writer rwx,
+/// GROUP_OBJ r-x, MASK rwx, OTHER ---, as the kernel keeps it): whether the file system took it.
+fn set_acl_with_a_writer(path: &Path, writer: u32) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 7u16, u32::MAX),
+        (0x02, 7, writer),
+        (0x04, 5, u32::MAX),
+        (0x10, 7, u32::MAX),
+        (0x20, 0, u32::MAX),
+    ] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(perm.to_le_bytes());
+        acl.extend(id.to_le_bytes());
+    }
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: setxattr(2) with NUL-terminated names and a buffer of the length given.
+    unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            acl.as_ptr().cast(),
+            acl.len(),
+            0,
+        ) == 0
+    }
 }
