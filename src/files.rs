@@ -197,13 +197,18 @@ pub(crate) fn writable(path: &Path, how: Use) -> io::Result<Target> {
         Unreachable::Rearrangeable { .. } => io::Error::other("others may rearrange it"),
         Unreachable::Failed(error) | Unreachable::Unmade(error) => error,
     })?;
-    let found = look(&at, how)?;
+    let found = judge(&at, at.found.clone(), how)?;
     Ok(Target { at, how, found })
 }
 
-/// What is at `at`'s name: nothing, or a regular file that may be written `how`.
+/// What is at `at`'s name now: nothing, or a regular file that may be written `how`.
 fn look(at: &Located, how: Use) -> io::Result<Option<fs::Metadata>> {
-    match at.dir.metadata(&at.name)? {
+    judge(at, at.dir.metadata(&at.name)?, how)
+}
+
+/// `found` at `at`'s name, if it is nothing or a regular file that may be written `how`.
+fn judge(at: &Located, found: Option<fs::Metadata>, how: Use) -> io::Result<Option<fs::Metadata>> {
+    match found {
         None if at.via_link => Err(symlink_to_nothing()),
         None => Ok(None),
         Some(found) if found.is_file() => {

@@ -33,6 +33,8 @@ pub(crate) struct Located {
     pub(crate) name: CString,
     /// Whether the last name is a link's target rather than the path's own last name.
     pub(crate) via_link: bool,
+    /// What was at the last name when the walk reached it (never a link), if anything.
+    pub(crate) found: Option<Metadata>,
 }
 
 /// How far `locate` trusts the directories on the way.
@@ -153,6 +155,10 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
         for_each_above(&dir, &at, &note)?;
     }
     let mut pending = steps(path, true)?;
+    if path.is_absolute() {
+        // (The root is open already.)
+        pending.pop_front();
+    }
     let mut links = 0;
     let mut via_link = false;
     while let Some(step) = pending.pop_front() {
@@ -172,12 +178,30 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
             Step::Name(name, given) => (name, given),
         };
         let last = pending.is_empty();
+        if !last {
+            // Mostly a directory: held in one call; anything else is looked at below.
+            match dir.open_dir(&name) {
+                Ok(next) => {
+                    at.push(OsStr::from_bytes(name.as_bytes()));
+                    dir = next;
+                    note(&dir, &at)?;
+                    continue;
+                }
+                Err(error)
+                    if matches!(
+                        error.raw_os_error(),
+                        Some(libc::ENOTDIR | libc::ELOOP | libc::ENOENT)
+                    ) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
         let Some((found, entry)) = dir.entry(&name)? else {
             if last {
                 return Ok(Located {
                     dir,
                     name,
                     via_link: via_link || !given,
+                    found: None,
                 });
             }
             if !given {
@@ -219,6 +243,7 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
                 dir,
                 name,
                 via_link,
+                found: Some(entry),
             });
         }
         if !kind.is_dir() {
@@ -228,10 +253,12 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
         dir = Dir(found);
         note(&dir, &at)?;
     }
+    let found = dir.own_metadata()?;
     Ok(Located {
         dir,
         name: c".".to_owned(),
         via_link,
+        found: Some(found),
     })
 }
 
