@@ -1021,10 +1021,7 @@ fn a_state_another_user_may_write_by_its_acl_is_misuse() {
     assert!(set_acl(&s.dir));
     let link = s.dir.with_file_name("link");
     std::os::unix::fs::symlink(&s.dir, &link).unwrap();
-    retry()
-        .args(["--state", link.to_str().unwrap(), "--breaker", "api"])
-        .args(["-r", "0", "true"])
-        .assert()
+    breaker_run_on(&link)
         .code(125)
         .stderr(predicate::str::contains(
             "writable by another user (uid 65534, by its ACL)",
@@ -1324,10 +1321,7 @@ fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
     let state = open.join("jobs/api");
-    retry()
-        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
-        .args(["-r", "0", "true"])
-        .assert()
+    breaker_run_on(&state)
         .code(125)
         .stderr(predicate::str::contains(format!(
             "state directory {} is reached through {}, which others may rearrange (mode 0777",
@@ -1336,12 +1330,7 @@ fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
         )));
     assert!(!open.join("jobs").exists(), "nothing made there");
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    retry()
-        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
-        .args(["-r", "0", "true"])
-        .assert()
-        .code(0)
-        .stderr("");
+    breaker_run_on(&state).code(0).stderr("");
     assert!(state.join("api.state").exists());
 }
 
@@ -1401,10 +1390,7 @@ fn every_directory_above_the_state_counts() {
         return;
     }
     let state = shared.join("st");
-    retry()
-        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
-        .args(["-r", "0", "true"])
-        .assert()
+    breaker_run_on(&state)
         .code(125)
         .stderr(predicate::str::contains(format!(
             "is reached through {}, which others may rearrange (uid 65534 may write it, by its ACL)",
@@ -1413,12 +1399,7 @@ fn every_directory_above_the_state_counts() {
     assert!(!state.exists());
     // The sticky bit keeps them from renaming what is not theirs, whatever the ACL says.
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1775)).unwrap();
-    retry()
-        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
-        .args(["-r", "0", "true"])
-        .assert()
-        .code(0)
-        .stderr("");
+    breaker_run_on(&state).code(0).stderr("");
 }
 
 /// Gives `path` a POSIX ACL that lets user `writer` write it (USER_OBJ rwx, USER writer rwx,
@@ -1448,4 +1429,12 @@ fn set_acl_with_a_writer(path: &Path, writer: u32) -> bool {
             0,
         ) == 0
     }
+}
+
+/// `retry --state STATE --breaker api -r 0 true`, asserted on.
+fn breaker_run_on(state: &Path) -> assert_cmd::assert::Assert {
+    retry()
+        .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
+        .args(["-r", "0", "true"])
+        .assert()
 }
