@@ -309,11 +309,11 @@ fn create_temporary_beside(target: &Located, nonce: u64, mode: u32) -> io::Resul
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// Says why a test checks nothing here; under CI, where it must check, fails instead.
-    pub(crate) fn skipped(why: &str) {
+    fn skipped(why: &str) {
         let in_ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
         assert!(!in_ci, "{why}, and CI must allow it");
         eprintln!("skipped: {why}");

@@ -172,7 +172,9 @@ mod tests {
             )
         };
         if set != 0 {
-            crate::files::tests::skipped("no POSIX ACLs here");
+            let in_ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
+            assert!(!in_ci, "no POSIX ACLs here, and CI must have them");
+            eprintln!("skipped: no POSIX ACLs here");
             return;
         }
         assert!(acl.len() > 1024);
