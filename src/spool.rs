@@ -25,8 +25,11 @@ pub(crate) const MEMORY_BOUND: usize = 64 * 1024 * 1024;
 /// The bytes all spools of the process hold in memory.
 static IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Spool {
+    /// Where the bytes this spool holds in memory are counted: the process's count, or, in a
+    /// unit test, the test's own (tests run side by side in one process).
+    in_memory: &'static AtomicUsize,
     /// The first bytes, once they outgrew memory.
     file: Option<File>,
     /// How many bytes the file holds.
@@ -35,6 +38,18 @@ pub(crate) struct Spool {
     memory: Vec<u8>,
     /// Why bytes stay in memory past `MEMORY_LIMIT`, once a spill has failed.
     spill_error: Option<String>,
+}
+
+impl Default for Spool {
+    fn default() -> Self {
+        Self {
+            in_memory: &IN_MEMORY,
+            file: None,
+            in_file: 0,
+            memory: Vec::new(),
+            spill_error: None,
+        }
+    }
 }
 
 impl Spool {
@@ -53,7 +68,8 @@ impl Spool {
     /// The bytes in memory are in `file` now.
     fn spilled_to(&mut self, file: File) {
         self.in_file = self.memory.len() as u64;
-        IN_MEMORY.fetch_sub(self.memory.len(), Ordering::Relaxed);
+        self.in_memory
+            .fetch_sub(self.memory.len(), Ordering::Relaxed);
         self.memory = Vec::new();
         self.file = Some(file);
     }
@@ -65,7 +81,7 @@ impl Spool {
         let untried = self.file.is_none() && self.spill_error.is_none();
         (self.file.is_some() && self.spill_error.is_none())
             || untried
-            || in_memory_after(more) <= MEMORY_BOUND
+            || self.in_memory_after(more) <= MEMORY_BOUND
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -76,7 +92,7 @@ impl Spool {
         if self.spill_error.is_none()
             && self.file.is_none()
             && (self.memory.len() + bytes.len() > MEMORY_LIMIT
-                || in_memory_after(bytes.len()) > MEMORY_BOUND)
+                || self.in_memory_after(bytes.len()) > MEMORY_BOUND)
         {
             match spill(&self.memory) {
                 Ok(file) => self.spilled_to(file),
@@ -95,7 +111,7 @@ impl Spool {
             }
         }
         self.memory.extend_from_slice(bytes);
-        IN_MEMORY.fetch_add(bytes.len(), Ordering::Relaxed);
+        self.in_memory.fetch_add(bytes.len(), Ordering::Relaxed);
     }
 
     /// Copies bytes from `offset` into `buffer`; returns how many (0 at the end).
@@ -132,6 +148,11 @@ impl Spool {
         self.spill_error.as_deref()
     }
 
+    /// What all spools counted with this one would hold in memory with `more` bytes.
+    fn in_memory_after(&self, more: usize) -> usize {
+        self.in_memory.load(Ordering::Relaxed).saturating_add(more)
+    }
+
     /// Whether the bytes live in a file now.
     #[cfg(test)]
     fn spilled(&self) -> bool {
@@ -141,13 +162,9 @@ impl Spool {
 
 impl Drop for Spool {
     fn drop(&mut self) {
-        IN_MEMORY.fetch_sub(self.memory.len(), Ordering::Relaxed);
+        self.in_memory
+            .fetch_sub(self.memory.len(), Ordering::Relaxed);
     }
-}
-
-/// What all spools together would hold in memory with `more` bytes.
-fn in_memory_after(more: usize) -> usize {
-    IN_MEMORY.load(Ordering::Relaxed).saturating_add(more)
 }
 
 /// A private temporary file holding `bytes`.
@@ -176,7 +193,7 @@ mod tests {
 
     #[test]
     fn small_data_stays_in_memory() {
-        let mut spool = Spool::default();
+        let mut spool = alone();
         assert_eq!(spool.len(), 0);
         spool.append(b"hello ");
         spool.append(b"world");
@@ -194,7 +211,7 @@ mod tests {
     /// The reference's "past 4 MiB" (docs/reference.md): exactly 4 MiB stays in memory, one byte more spills.
     #[test]
     fn the_memory_limit_is_four_mebibytes() {
-        let mut spool = Spool::default();
+        let mut spool = alone();
         spool.append(&vec![b'x'; 4 * 1024 * 1024]);
         assert!(!spool.spilled());
         spool.append(b"y");
@@ -204,7 +221,7 @@ mod tests {
 
     #[test]
     fn large_data_spills_to_a_file_and_reads_back_whole() {
-        let mut spool = Spool::default();
+        let mut spool = alone();
         let piece: Vec<u8> = (0..=255u8).cycle().take(1024 * 1024 + 7).collect();
         for _ in 0..5 {
             spool.append(&piece);
@@ -229,14 +246,14 @@ mod tests {
     /// and none past it; a spool whose file works always has room.
     #[test]
     fn memory_without_a_file_is_bounded_for_all_spools_together() {
-        let _alone = one_bound_test_at_a_time();
+        let in_memory = Box::leak(Box::new(AtomicUsize::new(0)));
         let without_file = || {
-            let mut spool = Spool::default();
+            let mut spool = counted_in(in_memory);
             spool.spill_error = Some("no file".into());
             spool
         };
         let mut spool = without_file();
-        assert!(Spool::default().has_room(MEMORY_BOUND * 2));
+        assert!(counted_in(in_memory).has_room(MEMORY_BOUND * 2));
         let piece = vec![7u8; 1024 * 1024];
         let mut appended = 0;
         while spool.has_room(piece.len()) {
@@ -254,26 +271,31 @@ mod tests {
         );
     }
 
-    /// The bound is the process's: two tests that fill it may not run side by side.
-    fn one_bound_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-        static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        ALONE
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// A spool counted on its own, as if it were the process's only one: the process's count
+    /// is shared by the tests that run beside this one.
+    fn alone() -> Spool {
+        counted_in(Box::leak(Box::new(AtomicUsize::new(0))))
+    }
+
+    /// A spool counted with the others counted in `in_memory`.
+    fn counted_in(in_memory: &'static AtomicUsize) -> Spool {
+        let mut spool = Spool::default();
+        spool.in_memory = in_memory;
+        spool
     }
 
     /// Memory a spool holds before it has tried a file counts toward the bound too: an append
     /// that would pass it tries the file first.
     #[test]
     fn an_append_that_would_pass_the_bound_tries_a_file_first() {
-        let _alone = one_bound_test_at_a_time();
-        let mut full = Spool::default();
+        let in_memory = Box::leak(Box::new(AtomicUsize::new(0)));
+        let mut full = counted_in(in_memory);
         full.spill_error = Some("no file".into());
         let piece = vec![7u8; 1024 * 1024];
         while full.has_room(piece.len()) {
             full.append(&piece);
         }
-        let mut fresh = Spool::default();
+        let mut fresh = counted_in(in_memory);
         assert!(fresh.has_room(piece.len()), "a file may yet take it");
         fresh.append(&piece);
         assert!(
@@ -286,7 +308,7 @@ mod tests {
     /// memory, and everything reads back whole and in order.
     #[test]
     fn bytes_a_file_will_not_take_stay_in_memory() {
-        let mut spool = Spool::default();
+        let mut spool = alone();
         let piece: Vec<u8> = (0..=250u8).cycle().take(3 * 1024 * 1024 + 11).collect();
         spool.append(&piece);
         spool.append(&piece);
@@ -339,7 +361,7 @@ mod tests {
             no_file in any::<bool>(),
             offsets in proptest::collection::vec(any::<u64>(), 4),
         ) {
-            let mut spool = Spool::default();
+            let mut spool = alone();
             if no_file {
                 spool.spill_error = Some("no file".into());
             }
