@@ -418,7 +418,7 @@ pub struct Cli {
     /// turns a configured metrics file off; a symlink to a regular file replaces that file, and
     /// another user's symlink or file is never followed, read or replaced. A file that cannot
     /// be written is said once and never changes the exit status.
-    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, value_parser = written_path(), help_heading = "Reports for cron and CI")]
     pub metrics_file: Option<PathBuf>,
 
     /// When the run ends, write a summary of it to FILE
@@ -429,7 +429,7 @@ pub struct Cli {
     /// once, also when a signal ends retry, and only to a regular file (or a new one), never
     /// through a device, a FIFO or another user's symlink; a report that cannot be written is
     /// said once and never changes the exit status.
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = "Reports for cron and CI")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, value_parser = written_path(), help_heading = "Reports for cron and CI")]
     pub report: Option<PathBuf>,
 
     /// The --report's format [default: json]
@@ -630,8 +630,34 @@ pub fn parse_state(text: &str) -> Result<StateLocation, String> {
             Ok(StateLocation::Redis(text.to_string()))
         }
         Some((scheme, _)) => Err(format!("unknown state scheme '{scheme}'; {STATE_FORMS}")),
-        None => Ok(StateLocation::Directory(PathBuf::from(text))),
+        None => match unexpanded_tilde(text.as_bytes()) {
+            Some(reason) => Err(reason),
+            None => Ok(StateLocation::Directory(PathBuf::from(text))),
+        },
     }
+}
+
+/// `--metrics-file` and `--report`: any path but one whose `~` no shell expanded.
+fn written_path() -> impl TypedValueParser<Value = PathBuf> {
+    clap::builder::OsStringValueParser::new().try_map(|value| {
+        use std::os::unix::ffi::OsStrExt;
+        match unexpanded_tilde(value.as_bytes()) {
+            Some(reason) => Err(reason),
+            None => Ok(PathBuf::from(value)),
+        }
+    })
+}
+
+/// Why a path that begins with `~` or `~USER` is refused: no shell expanded it (`--state=~/x`,
+/// a quoted word, an environment variable), and taken as it is it would make a directory named
+/// `~` wherever the run starts. (The config file expands `~` itself.)
+fn unexpanded_tilde(path: &[u8]) -> Option<String> {
+    path.starts_with(b"~").then(|| {
+        "a path beginning with ~ was not expanded: a shell expands ~ only at the start of a \
+         word (--flag ~/x, not --flag=~/x) and not in quotes; write $HOME/..., or ./~ for a \
+         directory named ~"
+            .to_string()
+    })
 }
 
 /// The option given a value that is not UTF-8, which clap reports without naming it. Only an
@@ -698,6 +724,25 @@ impl<T: Clone + Send + Sync + 'static> TypedValueParser for Suggesting<T> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// A `~` that reaches `retry` was not expanded by a shell: as a directory, file or state it
+    /// would be made in the current directory. Anything after the first byte is the path's own.
+    #[test]
+    fn a_leading_tilde_is_refused() {
+        for text in ["~", "~/x", "~bob", "~bob/x", "~~"] {
+            assert!(parse_state(text).is_err(), "{text}");
+            assert!(unexpanded_tilde(text.as_bytes()).is_some(), "{text}");
+        }
+        for text in ["./~", "a~", "a/~/b", "/~"] {
+            assert!(
+                matches!(parse_state(text), Ok(StateLocation::Directory(_))),
+                "{text}"
+            );
+            assert_eq!(unexpanded_tilde(text.as_bytes()), None, "{text}");
+        }
+        let parsed = |flag: &str| Cli::try_parse_from(["retry", flag, "~/r", "true"]).is_err();
+        assert!(parsed("--report") && parsed("--metrics-file"));
+    }
 
     #[test]
     fn definition_is_consistent() {

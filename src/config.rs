@@ -5,11 +5,13 @@
 //! a configurable flag, and its value is checked by that flag's own parser. So a new flag is a new
 //! key with nothing else to write, and the file can never accept what the command line refuses.
 //!
-//! Pure: this module takes the file's name and text, never a path to open. Discovery and reading
-//! are in `lib.rs`.
+//! Pure: this module takes the file's name and text (and the home directory a path's `~` stands
+//! for), never a path to open. Discovery and reading are in `config_file.rs`.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
 
 use clap::CommandFactory;
 use clap::parser::ValueSource;
@@ -75,6 +77,45 @@ struct Entry {
     key_offset: usize,
     /// `FILE:LINE` of the value, for a key that takes one.
     value_at: Option<String>,
+}
+
+/// The keys whose value is a path `retry` writes: there, as in git's and ssh's files, a
+/// leading `~` is the home directory, which no shell expands in a file (and `./~` would
+/// otherwise be made wherever the run starts).
+const PATH_KEYS: &[&str] = &["state", "metrics-file", "report"];
+
+impl Entry {
+    /// The entry's arguments, with a path's leading `~` (alone or before `/`) read as `home`.
+    /// Another user's home (`~USER`) is not looked up: that would read the password database
+    /// for a path one can as well write in full.
+    fn arguments(&self, home: Option<&Path>) -> Result<Vec<OsString>, ConfigError> {
+        let [flag, value] = self.args.as_slice() else {
+            return Ok(self.args.clone());
+        };
+        let rest = match value.as_bytes().strip_prefix(b"~") {
+            Some(rest) if PATH_KEYS.contains(&self.key.as_str()) => rest,
+            _ => return Ok(self.args.clone()),
+        };
+        let at = self.value_at.as_deref().unwrap_or_default();
+        if !(rest.is_empty() || rest.starts_with(b"/")) {
+            return Err(ConfigError(format!(
+                "{at}: key '{}': only ~ and ~/ are expanded (to $HOME), not ~USER; write the path in full",
+                self.key
+            )));
+        }
+        let Some(home) = home else {
+            return Err(ConfigError(format!(
+                "{at}: key '{}' begins with ~, the home directory, but $HOME is unset, empty or relative",
+                self.key
+            )));
+        };
+        let mut path = home.as_os_str().as_bytes().to_vec();
+        if path.ends_with(b"/") && rest.starts_with(b"/") {
+            path.pop();
+        }
+        path.extend_from_slice(rest);
+        Ok(vec![flag.clone(), OsString::from_vec(path)])
+    }
 }
 
 /// What a key's value is, beyond what its flag's parser checks. Named here, key by key, and
@@ -236,11 +277,12 @@ impl ConfigFile {
 
     /// The arguments the file contributes for `profile`, ahead of the command line's own: the
     /// profile's settings over `[defaults]`, minus whatever `cli_keys` (keys given on the command
-    /// line) replace.
+    /// line) replace; `home` is what a path's leading `~` stands for.
     pub fn arguments(
         &self,
         profile: Option<&str>,
         cli_keys: &[String],
+        home: Option<&Path>,
     ) -> Result<Vec<OsString>, ConfigError> {
         let mut merged: Vec<Entry> = self.defaults.clone();
         if let Some(profile) = profile {
@@ -265,7 +307,11 @@ impl ConfigFile {
             }
         }
         merged.retain(|entry| !cli_keys.iter().any(|key| replaces(key, &entry.key)));
-        Ok(merged.into_iter().flat_map(|entry| entry.args).collect())
+        let mut arguments = Vec::new();
+        for entry in &merged {
+            arguments.extend(entry.arguments(home)?);
+        }
+        Ok(arguments)
     }
 
     /// Whether any table, selected or not, sets a hook: a command that `retry` will run.
@@ -496,18 +542,24 @@ fn check_values(
     entries: &[Entry],
     label: &str,
 ) -> Result<(), ConfigError> {
-    let all = entries.iter().flat_map(|entry| entry.args.iter().cloned());
+    // A path's `~` is checked as expanded: the home it stands for is known only when the file
+    // is used.
+    let mut expanded = Vec::new();
+    for entry in entries {
+        expanded.push(entry.arguments(Some(Path::new("/")))?);
+    }
+    let all = expanded.iter().flatten().cloned();
     if command
         .try_get_matches_from_mut(std::iter::once("retry".into()).chain(all))
         .is_ok()
     {
         return Ok(());
     }
-    for entry in entries {
+    for (entry, arguments) in entries.iter().zip(&expanded) {
         let Some(value_at) = &entry.value_at else {
             continue;
         };
-        let line = std::iter::once("retry".into()).chain(entry.args.iter().cloned());
+        let line = std::iter::once("retry".into()).chain(arguments.iter().cloned());
         if let Err(error) = command.try_get_matches_from_mut(line) {
             return Err(ConfigError(format!(
                 "{value_at}: key '{}' in {label}: {}",
@@ -609,7 +661,7 @@ mod tests {
 
     fn args(file: &ConfigFile, profile: Option<&str>, cli: &[&str]) -> Vec<String> {
         let cli: Vec<String> = cli.iter().map(|s| s.to_string()).collect();
-        file.arguments(profile, &cli)
+        file.arguments(profile, &cli, Some(Path::new("/home/u")))
             .unwrap()
             .into_iter()
             .map(|a| a.into_string().unwrap())
@@ -809,6 +861,55 @@ mod tests {
         assert!(args(&file, None, &["timeouts"]).is_empty());
     }
 
+    /// `~` and `~/` begin a path in `$HOME` for the keys that are paths, and nowhere else.
+    #[test]
+    fn a_paths_tilde_is_home() {
+        let file = ConfigFile::parse(
+            "cfg.toml",
+            r#"
+            [defaults]
+            report = "~/r.json"
+            metrics-file = "~"
+            state = "~/"
+            until-stdout = "~/x"
+            [profile.plain]
+            report = "a/~/b"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            args(&file, None, &[]),
+            [
+                "--metrics-file",
+                "/home/u",
+                "--report",
+                "/home/u/r.json",
+                "--state",
+                "/home/u/",
+                "--until-stdout",
+                "~/x"
+            ]
+        );
+        let rooted = file.arguments(None, &[], Some(Path::new("/"))).unwrap();
+        assert_eq!(rooted[1], "/");
+        assert_eq!(rooted[3], "/r.json", "no // from a home of /");
+        assert!(
+            args(&file, Some("plain"), &[]).contains(&"a/~/b".to_string()),
+            "only a leading ~ is the home"
+        );
+        let no_home = file.arguments(None, &[], None).unwrap_err().0;
+        assert!(no_home.contains("$HOME is unset"), "{no_home}");
+        assert!(no_home.starts_with("cfg.toml:"), "{no_home}");
+        let other_user = error("[profile.bob]\nreport = \"~bob/r\"\n");
+        assert!(
+            other_user.starts_with("cfg.toml:2:") && other_user.contains("not ~USER"),
+            "{other_user}"
+        );
+        // A file that does not use the key at all needs no home.
+        let unused = ConfigFile::parse("cfg.toml", "[defaults]\nbase = \"1s\"\n").unwrap();
+        assert!(unused.arguments(None, &[], None).is_ok());
+    }
+
     #[test]
     fn natural_types_become_arguments() {
         let file = ConfigFile::parse(
@@ -978,7 +1079,7 @@ mod tests {
     fn a_missing_profile_names_the_file_and_the_profile() {
         let file = ConfigFile::parse("cfg.toml", "[profile.nightly]\nretries = 1\n").unwrap();
         assert_eq!(
-            file.arguments(Some("nightli"), &[]).unwrap_err().0,
+            file.arguments(Some("nightli"), &[], None).unwrap_err().0,
             "cfg.toml: profile 'nightli' not found; did you mean 'nightly'?"
         );
     }
@@ -987,12 +1088,12 @@ mod tests {
     fn a_missing_profile_with_no_near_name_lists_those_there_are() {
         let file = ConfigFile::parse("cfg.toml", "[profile.ci]\n[profile.nightly]\n").unwrap();
         assert_eq!(
-            file.arguments(Some("api"), &[]).unwrap_err().0,
+            file.arguments(Some("api"), &[], None).unwrap_err().0,
             "cfg.toml: profile 'api' not found; the file has 'ci', 'nightly'"
         );
         let file = ConfigFile::parse("cfg.toml", "[defaults]\nretries = 1\n").unwrap();
         assert_eq!(
-            file.arguments(Some("api"), &[]).unwrap_err().0,
+            file.arguments(Some("api"), &[], None).unwrap_err().0,
             "cfg.toml: profile 'api' not found; the file has no [profile.NAME] table"
         );
     }
@@ -1016,7 +1117,7 @@ mod tests {
         let file = ConfigFile::parse("config.example.toml", EXAMPLE).unwrap();
         assert!(!file.defaults.is_empty());
         for profile in ["api", "nightly", "ci"] {
-            let args = file.arguments(Some(profile), &[]).unwrap();
+            let args = file.arguments(Some(profile), &[], None).unwrap();
             let argv = std::iter::once(OsString::from("retry")).chain(args);
             Cli::command().try_get_matches_from(argv).unwrap();
         }

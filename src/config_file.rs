@@ -60,7 +60,12 @@ pub(crate) fn with_config_file(
             );
         }
     }
-    let file_args = file.arguments(profile.as_deref(), &config::command_line_keys(matches))?;
+    let home = non_empty_env("HOME").map(PathBuf::from);
+    let file_args = file.arguments(
+        profile.as_deref(),
+        &config::command_line_keys(matches),
+        home.as_deref().filter(|home| home.is_absolute()),
+    )?;
     if file_args.is_empty() {
         return Ok(cli);
     }

@@ -297,3 +297,33 @@ fn a_list_entry_with_a_space_inside() {
         misuse(&[flag, "1s, 2m 3s"], "entry 2");
     }
 }
+
+/// `--state=~/x` (and a quoted `~`, or one in `RETRY_STATE`) reaches `retry` unexpanded: taken
+/// as it is, it would make a directory named `~` wherever the run starts. Refused instead,
+/// naming the way out; `./~` is that directory, and a `~` further on is an ordinary character.
+#[test]
+fn a_path_whose_tilde_no_shell_expanded_is_misuse() {
+    for flag in ["--state", "--report", "--metrics-file"] {
+        for value in ["~/x", "~", "~bob/x"] {
+            let r = retry().args([&format!("{flag}={value}"), "--budget", "b", "true"]);
+            r.assert()
+                .code(125)
+                .stderr(predicate::str::contains("was not expanded"))
+                .stderr(predicate::str::contains("$HOME"))
+                .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+            assert!(!r.path("~").exists(), "{flag}={value} made ~");
+        }
+    }
+    let r = retry().args(["--budget", "b", "true"]);
+    r.command()
+        .env("RETRY_STATE", "~/s")
+        .assert()
+        .code(125)
+        .stderr(
+            predicate::str::contains("$RETRY_STATE")
+                .and(predicate::str::contains("was not expanded")),
+        );
+    let r = retry().args(["--state", "./~", "--report", "a~b", "--budget", "b", "true"]);
+    r.assert().success();
+    assert!(r.path("~/b.state").is_file() && r.path("a~b").is_file());
+}

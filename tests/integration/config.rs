@@ -393,3 +393,45 @@ fn the_example_config_works_for_real() {
         .assert()
         .code(0);
 }
+
+/// No shell reads a config file, so `~` there is the home directory, for each path `retry`
+/// writes; a report, a metrics file and a state directory land under `$HOME`, not in a
+/// directory named `~` wherever the run starts.
+#[test]
+fn a_paths_tilde_in_the_config_file_is_home() {
+    let r = retry();
+    let config = r.write(
+        "c.toml",
+        "[defaults]\nreport = \"~/r.json\"\nmetrics-file = \"~/m.prom\"\nstate = \"~/s\"\nbudget = \"b\"\n",
+    );
+    std::fs::create_dir_all(r.path("home")).unwrap();
+    r.command()
+        .args(["--config", config.to_str().unwrap(), "true"])
+        .assert()
+        .success()
+        .stderr("");
+    assert!(r.path("home/r.json").is_file(), "the report is in $HOME");
+    assert!(r.path("home/m.prom").is_file(), "the metrics are in $HOME");
+    assert!(r.path("home/s/b.state").is_file(), "the state is in $HOME");
+    assert!(!r.path("~").exists(), "nothing named ~ was made");
+}
+
+#[test]
+fn a_tilde_the_config_file_cannot_expand_is_misuse() {
+    config_error(
+        "[defaults]\nreport = \"~bob/r.json\"\n",
+        &[],
+        &["bad.toml:2", "not ~USER"],
+    );
+    let r = retry();
+    let config = r.write("c.toml", "[defaults]\nstate = \"~/s\"\n");
+    r.command()
+        .env_remove("HOME")
+        .args(["--config", config.to_str().unwrap(), "true"])
+        .assert()
+        .code(125)
+        .stderr(
+            predicate::str::contains("c.toml:2").and(predicate::str::contains("$HOME is unset")),
+        );
+    assert!(!r.path("~").exists());
+}
