@@ -351,19 +351,26 @@ fn report_target(cli: &Cli) -> Result<Option<(PathBuf, ReportFormat)>> {
 }
 
 /// Refuses a file `path` for `flag` whose directory does not exist: it could never be written.
+/// What stands in the way is named: nothing, something else than a directory, or the error
+/// met on the way (a path too long, a directory that cannot be searched, a loop of links).
 fn in_a_directory(flag: &str, path: &Path) -> Result<()> {
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    if !directory.is_dir() {
-        bail!(
-            "{flag} {}: there is no directory {}",
-            text::path(path),
-            text::path(&directory)
-        );
-    }
-    Ok(())
+    let why = match std::fs::metadata(&directory) {
+        Ok(found) if found.is_dir() => return Ok(()),
+        Ok(_) => format!("{} is not a directory", text::path(&directory)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            format!("there is no directory {}", text::path(&directory))
+        }
+        Err(error) => format!(
+            "cannot reach the directory {}: {}",
+            text::path(&directory),
+            text::plain_error(&error)
+        ),
+    };
+    bail!("{flag} {}: {why}", text::path(path))
 }
 
 /// The delay schedule: a backoff curve, or the list `--delays` gives, whose jitter is none

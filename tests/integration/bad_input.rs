@@ -327,3 +327,28 @@ fn a_path_whose_tilde_no_shell_expanded_is_misuse() {
     r.assert().success();
     assert!(r.path("~/b.state").is_file() && r.path("a~b").is_file());
 }
+
+/// A report's or metrics file's directory that cannot be used is named with what stands in the
+/// way, not called missing: a file, a loop of links, a path longer than the kernel takes.
+#[test]
+fn what_stands_in_the_way_of_a_files_directory_is_named() {
+    let r = retry();
+    r.write("file", "");
+    std::os::unix::fs::symlink("loop", r.path("loop")).unwrap();
+    let long = format!("{}x", "a/".repeat(2100));
+    for (path, says) in [
+        ("file/r.json", "/file is not a directory"),
+        ("loop/r.json", "/loop: Too many levels of symbolic links"),
+        (long.as_str(), "File name too long"),
+    ] {
+        for flag in ["--report", "--metrics-file"] {
+            retry()
+                .args([flag, &r.path(path).to_string_lossy(), "true"])
+                .assert()
+                .code(125)
+                .stderr(predicate::str::contains(says))
+                .stderr(predicate::str::contains("there is no directory").not())
+                .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+        }
+    }
+}
