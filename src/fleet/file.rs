@@ -549,6 +549,8 @@ mod tests {
         let error = store.transact("api", &mut |_, _| ()).err().unwrap();
         assert!(error.0.contains("held by other processes"), "{error:?}");
         assert!(started.elapsed() >= LOCK_WAIT);
-        assert!(started.elapsed() < Duration::from_secs(1));
+        // That it gives up at all, not how promptly: a loaded machine may take its time (the
+        // 200 ms between LOCK_WAIT and the 1 s bound is no margin for a test).
+        assert!(started.elapsed() < 10 * LOCK_WAIT);
     }
 }

@@ -596,36 +596,41 @@ mod tests {
         assert_eq!(breaker.unwrap().failures, 0);
     }
 
-    /// The table of cases every store must agree on, on the store's own clock (so with real
-    /// waits, each a few hundred milliseconds so that a loaded machine cannot make a step late
-    /// enough to change its answer): the budget's exact counts and window, every breaker
-    /// transition, the single probe, a dead probe's lease.
+    /// The table of cases every store must agree on, on the store's own clock: the budget's
+    /// exact counts and window, every breaker transition, the single probe, a dead probe's
+    /// lease. A step that must come before a time passes is given a minute, and a step that
+    /// must come after it first sleeps past it (a late step only passes it further), so no
+    /// answer depends on how fast a loaded machine gets from one step to the next; a doubled
+    /// cooldown is read off the store's reply, on its clock.
     /// Returns how many steps ran, so a caller sees the table was walked.
     pub(crate) fn scenarios<S: Store>(store: &mut S) -> usize {
+        const LONG: Duration = Duration::from_secs(60);
+        const SHORT: Duration = Duration::from_millis(100);
         let floor = |floor, ratio| BudgetPolicy {
             ratio,
             floor,
-            window: Duration::from_secs(60),
+            window: LONG,
         };
-        let breaker = BreakerPolicy {
+        let breaker = |cooldown| BreakerPolicy {
             threshold: 2,
-            cooldown: Duration::from_millis(150),
+            cooldown,
         };
-        let failure = |id| Op::Record {
+        let failure = |id, cooldown| Op::Record {
             id,
             outcome: Outcome::Failure,
-            policy: breaker,
+            policy: breaker(cooldown),
         };
         let success = |id| Op::Record {
             id,
             outcome: Outcome::Success,
-            policy: breaker,
+            policy: breaker(SHORT),
         };
-        let admit = |id| Op::Admit {
+        let admit = |id, lease: Duration| Op::Admit {
             id,
-            lease: 1_000,
+            lease: lease.as_millis() as u64,
             earn: None,
         };
+        let past = |time: Duration| std::thread::sleep(time + Duration::from_millis(15));
         let mut apply = |name: &str, op: Op| store.apply(name, &op).expect("the store").reply;
         let paid = |reply: Reply| match reply {
             Reply::Paid { spent, .. } => spent,
@@ -677,53 +682,72 @@ mod tests {
             .filter(|_| paid(apply("ratio", Op::Retry(floor(1, 0.5)))))
             .count();
         check(paid_count == 3, "three retries for 1 + 0.5 x 4");
-        // The breaker: opens at the threshold, one probe after the cooldown, a failed probe
-        // opens it again, a successful one closes it.
-        check(kind(apply("b", admit(1))) == "closed", "closed at first");
-        check(kind(apply("b", failure(1))) == "-", "one failure");
+        // The breaker: opens at the threshold and holds for its cooldown.
         check(
-            kind(apply("b", failure(2))) == "opened",
+            kind(apply("b", admit(1, LONG))) == "closed",
+            "closed at first",
+        );
+        check(kind(apply("b", failure(1, LONG))) == "-", "one failure");
+        check(
+            kind(apply("b", failure(2, LONG))) == "opened",
             "opens at the threshold",
         );
         check(
-            kind(apply("b", admit(3))) == "open",
+            kind(apply("b", admit(3, LONG))) == "open",
             "no attempt while open",
         );
-        std::thread::sleep(Duration::from_millis(160));
+        // One probe after the cooldown, alone while its lease runs; a failed probe opens it
+        // again for twice the cooldown, a successful one closes it.
+        apply("p", failure(1, SHORT));
+        apply("p", failure(1, SHORT));
+        past(SHORT);
         check(
-            kind(apply("b", admit(4))) == "probe",
+            kind(apply("p", admit(4, LONG))) == "probe",
             "the first to ask probes",
         );
-        check(kind(apply("b", admit(5))) == "open", "one probe at a time");
+        check(
+            kind(apply("p", admit(5, LONG))) == "open",
+            "one probe at a time",
+        );
         let refusal = |reply: Reply, id| match reply {
             Reply::Breaker { record, now } => record.refusal(now, id),
             other => panic!("{other:?}"),
         };
         check(
-            refusal(apply("b", Op::ShowBreaker), 5).is_some(),
+            refusal(apply("p", Op::ShowBreaker), 5).is_some(),
             "the record read back refuses another run while the probe runs",
         );
         check(
-            refusal(apply("b", Op::ShowBreaker), 4).is_none(),
+            refusal(apply("p", Op::ShowBreaker), 4).is_none(),
             "and not the probe's own run",
         );
+        let reopened = apply("p", failure(4, SHORT));
         check(
-            kind(apply("b", failure(4))) == "reopened",
-            "a failed probe reopens",
+            matches!(reopened, Reply::Recorded { transition: Some(Transition::Reopened { until }), now }
+                if until == now + 2 * SHORT.as_millis() as u64),
+            "a failed probe reopens for twice the cooldown",
         );
-        check(kind(apply("b", admit(6))) == "open", "open again");
-        std::thread::sleep(Duration::from_millis(310));
+        past(2 * SHORT);
         check(
-            kind(apply("b", admit(6))) == "probe",
-            "after twice the cooldown",
+            kind(apply("p", admit(6, LONG))) == "probe",
+            "a probe again after twice the cooldown",
         );
         check(
-            kind(apply("b", success(6))) == "closed",
+            kind(apply("p", success(6))) == "closed",
             "a good probe closes",
         );
         check(
-            matches!(apply("b", Op::ShowBreaker), Reply::Breaker { record, .. } if record == BreakerRecord::default()),
+            matches!(apply("p", Op::ShowBreaker), Reply::Breaker { record, .. } if record == BreakerRecord::default()),
             "closed and clear",
+        );
+        apply("reopened", failure(1, SHORT));
+        apply("reopened", failure(1, SHORT));
+        past(SHORT);
+        apply("reopened", admit(1, LONG));
+        apply("reopened", failure(1, LONG));
+        check(
+            kind(apply("reopened", admit(2, LONG))) == "open",
+            "open again after a failed probe",
         );
         // Reset: a full budget.
         apply("floor", Op::ResetBudget);
@@ -732,44 +756,50 @@ mod tests {
             "whole after a reset",
         );
         // The window: spent within it, whole again once it (and its last slice) has passed.
-        let short = BudgetPolicy {
+        let window = |window| BudgetPolicy {
             ratio: 0.0,
             floor: 1,
-            window: Duration::from_millis(300),
+            window,
         };
         check(
-            paid(apply("window", Op::Retry(short))),
+            paid(apply("window", Op::Retry(window(LONG)))),
             "the floor of the window",
         );
         check(
-            !paid(apply("window", Op::Retry(short))),
+            !paid(apply("window", Op::Retry(window(LONG)))),
             "spent within the window",
         );
-        std::thread::sleep(Duration::from_millis(335));
+        let short = Duration::from_millis(300);
         check(
-            paid(apply("window", Op::Retry(short))),
+            paid(apply("short", Op::Retry(window(short)))),
+            "the floor of a short window",
+        );
+        past(short + short / 10);
+        check(
+            paid(apply("short", Op::Retry(window(short)))),
             "whole once the window passed",
         );
         // A probe whose run died holds the breaker only for its lease.
-        apply("lease", failure(1));
-        apply("lease", failure(1));
-        std::thread::sleep(Duration::from_millis(160));
-        let lease = |id| Op::Admit {
-            id,
-            lease: 150,
-            earn: None,
-        };
+        for name in ["held", "lease"] {
+            apply(name, failure(1, SHORT));
+            apply(name, failure(1, SHORT));
+        }
+        past(SHORT);
         check(
-            kind(apply("lease", lease(7))) == "probe",
+            kind(apply("held", admit(7, LONG))) == "probe",
             "a probe, that then dies",
         );
         check(
-            kind(apply("lease", lease(8))) == "open",
+            kind(apply("held", admit(8, LONG))) == "open",
             "held while its lease runs",
         );
-        std::thread::sleep(Duration::from_millis(160));
         check(
-            kind(apply("lease", lease(8))) == "probe",
+            kind(apply("lease", admit(7, SHORT))) == "probe",
+            "a probe with a short lease, that then dies",
+        );
+        past(SHORT);
+        check(
+            kind(apply("lease", admit(8, LONG))) == "probe",
             "forgotten after its lease",
         );
         steps
@@ -780,7 +810,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store =
             file::FileStore::open(&dir.path().join("state"), &["floor", "ratio", "b"]).unwrap();
-        assert_eq!(scenarios(&mut store), 25);
+        assert_eq!(scenarios(&mut store), 27);
     }
 
     #[test]
@@ -800,6 +830,6 @@ mod tests {
                 })
             }
         }
-        assert_eq!(scenarios(&mut Clocked(BTreeMap::new())), 25);
+        assert_eq!(scenarios(&mut Clocked(BTreeMap::new())), 27);
     }
 }
