@@ -637,10 +637,14 @@ pub fn parse_state(text: &str) -> Result<StateLocation, String> {
     }
 }
 
-/// `--metrics-file` and `--report`: any path but one whose `~` no shell expanded.
+/// `--metrics-file` and `--report`: any path but an empty one (an unset variable's) or one
+/// whose `~` no shell expanded.
 fn written_path() -> impl TypedValueParser<Value = PathBuf> {
     clap::builder::OsStringValueParser::new().try_map(|value| {
         use std::os::unix::ffi::OsStrExt;
+        if value.is_empty() {
+            return Err("an empty path names no file".to_string());
+        }
         match unexpanded_tilde(value.as_bytes()) {
             Some(reason) => Err(reason),
             None => Ok(PathBuf::from(value)),
@@ -648,9 +652,10 @@ fn written_path() -> impl TypedValueParser<Value = PathBuf> {
     })
 }
 
-/// Why a path that begins with `~` or `~USER` is refused: no shell expanded it (`--state=~/x`,
-/// a quoted word, an environment variable), and taken as it is it would make a directory named
-/// `~` wherever the run starts. (The config file expands `~` itself.)
+/// Why a path on the command line that begins with `~` or `~USER` is refused: no shell
+/// expanded it (`--state=~/x`, a quoted word), and taken as it is it would make a directory
+/// named `~` wherever the run starts. (The config file and `RETRY_STATE`, which no shell reads,
+/// expand `~` themselves.)
 fn unexpanded_tilde(path: &[u8]) -> Option<String> {
     path.starts_with(b"~").then(|| {
         "a path beginning with ~ was not expanded: a shell expands ~ only at the start of a \

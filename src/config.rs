@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
 use clap::CommandFactory;
@@ -18,6 +17,7 @@ use clap::parser::ValueSource;
 use toml::de::{DeTable, DeValue};
 
 use crate::cli::Cli;
+use crate::dirs::home_expanded;
 use crate::parse::suggestion;
 use crate::settings::HookKind;
 
@@ -77,6 +77,8 @@ struct Entry {
     key_offset: usize,
     /// `FILE:LINE` of the value, for a key that takes one.
     value_at: Option<String>,
+    /// The table it is in: `[defaults]`, `[profile.NAME]`.
+    table: String,
 }
 
 /// The keys whose value is a path `retry` writes: there, as in git's and ssh's files, a
@@ -86,35 +88,27 @@ const PATH_KEYS: &[&str] = &["state", "metrics-file", "report"];
 
 impl Entry {
     /// The entry's arguments, with a path's leading `~` (alone or before `/`) read as `home`.
-    /// Another user's home (`~USER`) is not looked up: that would read the password database
-    /// for a path one can as well write in full.
     fn arguments(&self, home: Option<&Path>) -> Result<Vec<OsString>, ConfigError> {
         let [flag, value] = self.args.as_slice() else {
             return Ok(self.args.clone());
         };
-        let rest = match value.as_bytes().strip_prefix(b"~") {
-            Some(rest) if PATH_KEYS.contains(&self.key.as_str()) => rest,
-            _ => return Ok(self.args.clone()),
-        };
-        let at = self.value_at.as_deref().unwrap_or_default();
-        if !(rest.is_empty() || rest.starts_with(b"/")) {
+        if !PATH_KEYS.contains(&self.key.as_str()) {
+            return Ok(self.args.clone());
+        }
+        let context = format!(
+            "{}: key '{}' in {}",
+            self.value_at.as_deref().unwrap_or_default(),
+            self.key,
+            self.table
+        );
+        let expanded =
+            home_expanded(value, home).map_err(|why| ConfigError(format!("{context}: {why}")))?;
+        if self.key == "state" && expanded.to_str().is_none() {
             return Err(ConfigError(format!(
-                "{at}: key '{}': only ~ and ~/ are expanded (to $HOME), not ~USER; write the path in full",
-                self.key
+                "{context}: $HOME is not valid UTF-8, which a state location must be"
             )));
         }
-        let Some(home) = home else {
-            return Err(ConfigError(format!(
-                "{at}: key '{}' begins with ~, the home directory, but $HOME is unset, empty or relative",
-                self.key
-            )));
-        };
-        let mut path = home.as_os_str().as_bytes().to_vec();
-        if path.ends_with(b"/") && rest.starts_with(b"/") {
-            path.pop();
-        }
-        path.extend_from_slice(rest);
-        Ok(vec![flag.clone(), OsString::from_vec(path)])
+        Ok(vec![flag.clone(), expanded])
     }
 }
 
@@ -396,6 +390,7 @@ fn table_entries(
             args,
             key_offset: key.span().start,
             value_at: takes_value.then_some(value_at),
+            table: label.to_string(),
         });
     }
     check_one_spelling(&entries, label, at)?;

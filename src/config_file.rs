@@ -60,11 +60,10 @@ pub(crate) fn with_config_file(
             );
         }
     }
-    let home = non_empty_env("HOME").map(PathBuf::from);
     let file_args = file.arguments(
         profile.as_deref(),
         &config::command_line_keys(matches),
-        home.as_deref().filter(|home| home.is_absolute()),
+        crate::dirs::home().as_deref(),
     )?;
     if file_args.is_empty() {
         return Ok(cli);

@@ -221,9 +221,17 @@ impl Settings {
             // Read as --state is, so that a bad one is misuse in --dry-run too.
             None => match crate::dirs::non_empty_env("RETRY_STATE") {
                 Some(value) => {
-                    let value = value
+                    // No shell expands a `~` that reaches the environment this way (a CI
+                    // file's `env:`, a unit's `Environment=`): it is read as one would.
+                    let not_utf8 = if value.to_str().is_some() {
+                        "$RETRY_STATE: $HOME is not valid UTF-8, which a state location must be"
+                    } else {
+                        "$RETRY_STATE is not valid UTF-8"
+                    };
+                    let value = crate::dirs::home_expanded(&value, crate::dirs::home().as_deref())
+                        .map_err(|why| anyhow::anyhow!("$RETRY_STATE: {why}"))?
                         .into_string()
-                        .map_err(|_| anyhow::anyhow!("$RETRY_STATE is not valid UTF-8"))?;
+                        .map_err(|_| anyhow::anyhow!(not_utf8))?;
                     Some(
                         crate::cli::parse_state(&value)
                             .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))?,

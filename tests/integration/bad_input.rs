@@ -298,9 +298,10 @@ fn a_list_entry_with_a_space_inside() {
     }
 }
 
-/// `--state=~/x` (and a quoted `~`, or one in `RETRY_STATE`) reaches `retry` unexpanded: taken
-/// as it is, it would make a directory named `~` wherever the run starts. Refused instead,
-/// naming the way out; `./~` is that directory, and a `~` further on is an ordinary character.
+/// `--state=~/x` (or a quoted `~`) reaches `retry` unexpanded: taken as it is, it would make a
+/// directory named `~` wherever the run starts. Refused instead, naming the way out; `./~` is
+/// that directory, and a `~` further on is an ordinary character. An empty path (an unset
+/// variable's) names no file.
 #[test]
 fn a_path_whose_tilde_no_shell_expanded_is_misuse() {
     for flag in ["--state", "--report", "--metrics-file"] {
@@ -314,18 +315,40 @@ fn a_path_whose_tilde_no_shell_expanded_is_misuse() {
             assert!(!r.path("~").exists(), "{flag}={value} made ~");
         }
     }
-    let r = retry().args(["--budget", "b", "true"]);
-    r.command()
-        .env("RETRY_STATE", "~/s")
-        .assert()
-        .code(125)
-        .stderr(
-            predicate::str::contains("$RETRY_STATE")
-                .and(predicate::str::contains("was not expanded")),
-        );
+    for flag in ["--report", "--metrics-file"] {
+        misuse(&[&format!("{flag}=")], "an empty path names no file");
+    }
     let r = retry().args(["--state", "./~", "--report", "a~b", "--budget", "b", "true"]);
     r.assert().success();
     assert!(r.path("~/b.state").is_file() && r.path("a~b").is_file());
+}
+
+/// `RETRY_STATE: ~/.cache/retry` in a CI file's `env:` or a unit's `Environment=` reaches
+/// `retry` with no shell to expand it: read as one would, as the config file's is.
+#[test]
+fn retry_state_expands_its_tilde() {
+    let r = retry().args(["--budget", "b", "true"]);
+    std::fs::create_dir_all(r.path("home")).unwrap();
+    r.command().env("RETRY_STATE", "~/s").assert().success();
+    assert!(r.path("home/s/b.state").is_file(), "the state is in $HOME");
+    assert!(!r.path("~").exists());
+    for (home, says) in [(None, "$HOME is unset"), (Some("rel"), "$HOME is unset")] {
+        let mut command = r.command();
+        command.env("RETRY_STATE", "~/s");
+        match home {
+            Some(home) => command.env("HOME", home),
+            None => command.env_remove("HOME"),
+        };
+        command
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains("$RETRY_STATE").and(predicate::str::contains(says)));
+    }
+    r.command()
+        .env("RETRY_STATE", "~bob/s")
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("not ~USER"));
 }
 
 /// A report's or metrics file's directory that cannot be used is named with what stands in the
