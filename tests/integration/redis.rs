@@ -831,11 +831,14 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
         args.extend(["--requirepass", password, "--masterauth", password]);
     }
     let (cert, key, ca) = (file("server.pem"), file("server.key"), file("ca.pem"));
+    let mut bus_ports = Vec::new();
     for tls_port in &tls_ports {
         let tls_port = tls_port.to_string();
         // The bus port is the node's port + 10000 unless given, which nothing keeps another
         // test's server from holding: a free one of its own instead.
-        let bus_port = free_port().to_string();
+        let bus_port = free_port();
+        bus_ports.push(bus_port);
+        let bus_port = bus_port.to_string();
         let mut node_args = args.clone();
         node_args.extend(["--cluster-port", &bus_port]);
         if tls {
@@ -866,8 +869,12 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
         create.args(["--tls", "--cacert", &ca]);
     }
     create.arg("--cluster").arg("create");
-    for (node, tls_port) in nodes.iter().zip(&tls_ports) {
-        let port = if tls { *tls_port } else { node.port };
+    let ports: Vec<u16> = if tls {
+        tls_ports.clone()
+    } else {
+        nodes.iter().map(|node| node.port).collect()
+    };
+    for port in &ports {
         create.arg(format!("127.0.0.1:{port}"));
     }
     let cluster = Cluster {
@@ -875,18 +882,51 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
         password: password.map(str::to_string),
         tls: tls.then_some((tls_ports, certificates_dir)),
     };
-    let Ok(created) = create
+    let Ok(mut creating) = create
         .args(["--cluster-replicas", "1", "--cluster-yes"])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
     else {
         missing("redis-cli", "a Redis Cluster");
         return None;
     };
+    // The create has each node meet the first once; a first node that a loaded machine kept
+    // from ending a handshake within the node timeout forgets that node for good, and the
+    // node, which did end it, never meets it again: the cluster never joins, and the create
+    // waits for ever (seen once, 15 minutes). While it waits, the first node meets every other
+    // again (a node it knows already is left as it is).
+    let output = read_all_in_the_background(creating.stdout.take().unwrap());
+    let errors = read_all_in_the_background(creating.stderr.take().unwrap());
+    let password = cluster.password.as_deref();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = creating.try_wait().unwrap() {
+            break status;
+        }
+        // A bound on a hang, not on speed.
+        if started.elapsed() > 3 * BOUND {
+            let _ = creating.kill();
+            let _ = creating.wait();
+            panic!(
+                "redis-cli --cluster create did not end: {}",
+                String::from_utf8_lossy(&output.lock().unwrap())
+            );
+        }
+        let waiting = String::from_utf8_lossy(&output.lock().unwrap())
+            .contains("Waiting for the cluster to join");
+        if waiting {
+            for (port, bus_port) in ports.iter().zip(&bus_ports).skip(1) {
+                cluster.nodes[0].meet(password, *port, *bus_port);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     assert!(
-        created.status.success(),
+        status.success(),
         "redis-cli --cluster create: {}{}",
-        String::from_utf8_lossy(&created.stdout),
-        String::from_utf8_lossy(&created.stderr)
+        String::from_utf8_lossy(&output.lock().unwrap()),
+        String::from_utf8_lossy(&errors.lock().unwrap())
     );
     // Up: every slot served, and every replica in sync with its master (a replica that never
     // synced cannot take over).
@@ -913,6 +953,35 @@ impl Server {
     /// The bulk reply of a two-word command (`CLUSTER INFO`), whole.
     fn info(&self, first: &str, second: &str) -> String {
         self.info_as(None, first, second)
+    }
+
+    /// `CLUSTER MEET 127.0.0.1 port bus_port`, after `AUTH password` when one is given; what
+    /// it answers is not looked at.
+    fn meet(&self, password: Option<&str>, port: u16, bus_port: u16) {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return;
+        };
+        stream.set_read_timeout(Some(BOUND)).unwrap();
+        let encode = |words: &[&str]| {
+            let mut out = format!("*{}\r\n", words.len());
+            for word in words {
+                out += &format!("${}\r\n{word}\r\n", word.len());
+            }
+            out
+        };
+        let mut request = String::new();
+        let mut replies = 1;
+        if let Some(password) = password {
+            request += &encode(&["AUTH", password]);
+            replies += 1;
+        }
+        let (port, bus_port) = (port.to_string(), bus_port.to_string());
+        request += &encode(&["CLUSTER", "MEET", "127.0.0.1", &port, &bus_port]);
+        let _ = stream.write_all(request.as_bytes());
+        let mut reader = BufReader::new(stream);
+        for _ in 0..replies {
+            let _ = reader.read_line(&mut String::new());
+        }
     }
 
     /// `info`, after `AUTH password` when one is given.
@@ -1605,4 +1674,19 @@ fn a_server_that_answers_without_end_fails_open_within_the_bound() {
             assert!(usage.ru_maxrss < 400 * 1024, "{} KiB", usage.ru_maxrss);
         }
     }
+}
+
+/// Everything `stream` gives, as it comes, read on a thread of its own.
+fn read_all_in_the_background(
+    mut stream: impl std::io::Read + Send + 'static,
+) -> std::sync::Arc<Mutex<Vec<u8>>> {
+    let read = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let filling = std::sync::Arc::clone(&read);
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(count @ 1..) = stream.read(&mut buffer) {
+            filling.lock().unwrap().extend_from_slice(&buffer[..count]);
+        }
+    });
+    read
 }
