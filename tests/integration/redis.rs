@@ -1126,9 +1126,9 @@ fn master_of(cluster: &Cluster, name: &str) -> usize {
         .expect("a master owns the slot")
 }
 
-/// The master of a name's slot is killed while runs go on: each run fails open within a
-/// second while the slot has no master, and once its replica is promoted (without being told,
-/// from the seeds that are left), the budget counts again.
+/// The master of a name's slot is killed while runs go on: each run fails open at once while
+/// the slot has no master, none waits for the failover, and once its replica is promoted
+/// (without being told, from the seeds that are left), the budget counts again.
 #[test]
 fn a_failover_delays_each_run_by_at_most_a_second_and_then_heals() {
     let Some(mut cluster) = cluster() else {
@@ -1158,10 +1158,11 @@ fn a_failover_delays_each_run_by_at_most_a_second_and_then_heals() {
     let mut failed_open = 0;
     loop {
         let (took, said) = run(&url);
-        assert!(
-            took < Duration::from_millis(1500),
-            "a run took {took:?}: {said}"
-        );
+        // A dead master refuses at once: a run here takes tens of milliseconds, and one that
+        // waited out the failover (seconds) would never fail open, which the count below
+        // holds. The one-second bound itself is held where the wait is the whole run (the
+        // silent servers and seeds); here only a hang, with ten times the usual margin.
+        assert!(took < 5 * BOUND / 10, "a run took {took:?}: {said}");
         if said.is_empty() {
             break;
         }
