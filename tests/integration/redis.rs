@@ -149,18 +149,11 @@ impl Server {
     pub fn command(&self, db: u8, words: &[&str]) -> String {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream.set_read_timeout(Some(BOUND)).unwrap();
-        let encode = |words: &[&str]| {
-            let mut out = format!("*{}\r\n", words.len());
-            for word in words {
-                out += &format!("${}\r\n{word}\r\n", word.len());
-            }
-            out
-        };
         let db = db.to_string();
         stream
-            .write_all(encode(&["SELECT", &db]).as_bytes())
+            .write_all(encode_command(&["SELECT", &db]).as_bytes())
             .unwrap();
-        stream.write_all(encode(words).as_bytes()).unwrap();
+        stream.write_all(encode_command(words).as_bytes()).unwrap();
         let mut reader = BufReader::new(stream);
         let mut line = String::new();
         reader.read_line(&mut line).unwrap();
@@ -962,21 +955,14 @@ impl Server {
             return;
         };
         stream.set_read_timeout(Some(BOUND)).unwrap();
-        let encode = |words: &[&str]| {
-            let mut out = format!("*{}\r\n", words.len());
-            for word in words {
-                out += &format!("${}\r\n{word}\r\n", word.len());
-            }
-            out
-        };
         let mut request = String::new();
         let mut replies = 1;
         if let Some(password) = password {
-            request += &encode(&["AUTH", password]);
+            request += &encode_command(&["AUTH", password]);
             replies += 1;
         }
         let (port, bus_port) = (port.to_string(), bus_port.to_string());
-        request += &encode(&["CLUSTER", "MEET", "127.0.0.1", &port, &bus_port]);
+        request += &encode_command(&["CLUSTER", "MEET", "127.0.0.1", &port, &bus_port]);
         let _ = stream.write_all(request.as_bytes());
         let mut reader = BufReader::new(stream);
         for _ in 0..replies {
@@ -1675,6 +1661,15 @@ fn a_server_that_answers_without_end_fails_open_within_the_bound() {
             assert!(usage.ru_maxrss < 400 * 1024, "{} KiB", usage.ru_maxrss);
         }
     }
+}
+
+/// `words` as one command in the server's own protocol.
+fn encode_command(words: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", words.len());
+    for word in words {
+        out += &format!("${}\r\n{word}\r\n", word.len());
+    }
+    out
 }
 
 /// Everything `stream` gives, as it comes, read on a thread of its own.
