@@ -130,7 +130,8 @@ impl RedisStore {
                     .build()
                     .map_err(unreachable)?;
                 let connection = within(
-                    (waits.cluster_open, waits.flood_most),
+                    waits.cluster_open,
+                    waits.flood_most,
                     &shown,
                     &others_sockets,
                     move || client.get_connection(),
@@ -143,7 +144,8 @@ impl RedisStore {
                 // Connecting is a connect and then a reply for each step of the handshake
                 // (HELLO, AUTH, SELECT), each with its own wait: `open` bounds them all.
                 let connection = within(
-                    (waits.open, waits.flood_most),
+                    waits.open,
+                    waits.flood_most,
                     &shown,
                     &others_sockets,
                     move || client.get_connection_with_timeout(waits.connect),
@@ -250,7 +252,8 @@ struct Decider {
 /// sockets that talk to a server but those of `others` are shut, so the thread left behind
 /// reads no more.
 fn within<T: Send + 'static>(
-    (wait, flood_most): (Duration, u64),
+    wait: Duration,
+    flood_most: u64,
     shown: &str,
     others: &[u64],
     connect: impl FnOnce() -> T + Send + 'static,

@@ -47,8 +47,9 @@ fn free_port() -> u16 {
 /// the server is started again on another.
 pub fn server(args: &[&str], socket: bool) -> Option<Server> {
     for _ in 0..5 {
-        let server = server_on(free_port(), args, socket)?;
-        if listens_on(server.child.id(), server.port) {
+        let mut server = server_on(free_port(), args, socket)?;
+        let port = server.port;
+        if holds_all(&mut server, &[port]) {
             return Some(server);
         }
     }
