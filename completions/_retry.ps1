@@ -35,7 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--kill-signal', '--kill-signal', [CompletionResultType]::ParameterName, 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]')
             [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'First nominal delay (for ethernet: the slot time) [default: 1s]')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'First nominal delay (for ethernet: the slot time) [default: 1s]')
-            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Cap on any single delay, after jitter too [default: 30s]')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Cap on any single delay, after jitter too [default: 30s, or --base when larger]')
             [CompletionResult]::new('--multiplier', '--multiplier', [CompletionResultType]::ParameterName, 'Growth factor of exponential backoff, at least 1 [default: 2]')
             [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'How the nominal delay grows [default: exponential]')
             [CompletionResult]::new('--delays', '--delays', [CompletionResultType]::ParameterName, 'The delays as a list, instead of a backoff curve: retry n waits entry n')

@@ -32,7 +32,7 @@ var retry-options~ = {|@words|
             cand --kill-signal 'Signal that terminates an attempt: a name (TERM, SIGINT, RTMIN+1) or a number [default: TERM]'
             cand -b 'First nominal delay (for ethernet: the slot time) [default: 1s]'
             cand --base 'First nominal delay (for ethernet: the slot time) [default: 1s]'
-            cand --max 'Cap on any single delay, after jitter too [default: 30s]'
+            cand --max 'Cap on any single delay, after jitter too [default: 30s, or --base when larger]'
             cand --multiplier 'Growth factor of exponential backoff, at least 1 [default: 2]'
             cand --backoff 'How the nominal delay grows [default: exponential]'
             cand --delays 'The delays as a list, instead of a backoff curve: retry n waits entry n'

@@ -13,7 +13,7 @@ KILL\t'kill, with no chance to clean up'
 USR1\t'user-defined signal 1'
 USR2\t'user-defined signal 2'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s b -l base -d 'First nominal delay (for ethernet: the slot time) [default: 1s]' -r -f
-complete -c retry -n 'not __fish_retry_command >/dev/null' -l max -d 'Cap on any single delay, after jitter too [default: 30s]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l max -d 'Cap on any single delay, after jitter too [default: 30s, or --base when larger]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l multiplier -d 'Growth factor of exponential backoff, at least 1 [default: 2]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l backoff -d 'How the nominal delay grows [default: exponential]' -r -f -a "exponential\t'base * multiplier^(n-1)'
 constant\t'base, every time'

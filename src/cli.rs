@@ -138,8 +138,11 @@ pub struct Cli {
 
     /// Deadline for the whole run, measured from start; 0 disables it [default: none]
     ///
-    /// No attempt starts after it, a wait that would cross it ends the run at once, and an
-    /// attempt still running at the deadline is terminated (status 124). Output that a reader
+    /// Retry keeps trying until then: no attempt starts after it, a wait after a failure that
+    /// would cross it is cut short so that one last attempt starts in time (twice the longest
+    /// attempt before the deadline, 100ms at least; no wait follows it), and an attempt still
+    /// running at the deadline is terminated (status 124). A wait a server asked for is never
+    /// cut: it ends the run. Output that a reader
     /// downstream has not taken by the deadline plus --kill-after is dropped, so retry ends by
     /// then whatever its readers do.
     #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
@@ -192,7 +195,10 @@ pub struct Cli {
     #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub base: Option<Duration>,
 
-    /// Cap on any single delay, after jitter too [default: 30s]
+    /// Cap on any single delay, after jitter too [default: 30s, or --base when larger]
+    ///
+    /// Only a --max that is given caps the entries of --delays: the default never shortens a
+    /// delay written down.
     #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Delay schedule")]
     pub max: Option<Duration>,
 
@@ -213,8 +219,8 @@ pub struct Cli {
 
     /// The delays as a list, instead of a backoff curve: retry n waits entry n
     ///
-    /// A comma list of durations (0,2s,5s,30s); the last entry repeats, and --max still caps
-    /// each. It replaces --backoff, --base and --multiplier, and the jitter is none unless
+    /// A comma list of durations (0,2s,5s,30s); the last entry repeats, and only a --max that
+    /// is given caps them. It replaces --backoff, --base and --multiplier, and the jitter is none unless
     /// --jitter is given.
     #[arg(long, value_name = "LIST", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::delays, conflicts_with_all = ["backoff", "base", "multiplier"], help_heading = "Delay schedule")]
     pub delays: Option<parse::DelayList>,
@@ -424,7 +430,7 @@ pub struct Cli {
     /// When the run ends, write a summary of it to FILE
     ///
     /// The attempts made, the retries, retry's exit status, the last attempt's, the outcome
-    /// (success, exhausted, deadline, permanent, budget, breaker, signal, broken-pipe) and the
+    /// (success, exhausted, max-time, permanent, budget, breaker, signal, broken-pipe) and the
     /// time taken; as JSON, also each attempt's end, duration and the wait after it. Written
     /// once, also when a signal ends retry, and only to a regular file (or a new one), never
     /// through a device, a FIFO or another user's symlink; a report that cannot be written is

@@ -10,6 +10,7 @@ use rand::Rng;
 
 use crate::backoff::Delays;
 use crate::cli::FailedOutput;
+use crate::deadline::{self, Fit, WaitKind};
 use crate::fleet::{Admit, Gate, GoOn, Outcome};
 use crate::http::{self, HintSource, StatusClass};
 use crate::outcome::{AttemptEnd, Limit, RunEnd};
@@ -175,8 +176,6 @@ pub(crate) struct Ran {
     /// How the run ended, as a report names it.
     pub(crate) ending: Ending,
     pub(crate) attempts: u64,
-    /// Attempts made after a failed attempt.
-    pub(crate) retries: u64,
     /// How the last attempt ended, if one ran.
     pub(crate) last: Option<AttemptEnd>,
     pub(crate) history: History,
@@ -206,10 +205,11 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         reporter,
         attempts: 0,
         held_back: None,
-        retries: 0,
         history: History::default(),
         wait_after_latest: None,
         gave_up: None,
+        longest: Duration::ZERO,
+        last_chance: false,
     };
     // Before the first word is said: a reader that does not read must not hold even that one
     // past the deadline.
@@ -243,7 +243,6 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         end,
         ending,
         attempts: run.attempts,
-        retries: run.retries,
         last: run.history.latest().map(|latest| latest.end),
         history: run.history,
     }
@@ -267,8 +266,6 @@ struct Progress {
     restarting_after: Option<(AttemptEnd, Duration)>,
     /// What the `CODE@N` limits of `--retry-on-exit` have left.
     code_limits: CodeLimits,
-    /// The last attempt failed and is to be retried: the next attempt is a retry.
-    retrying: bool,
 }
 
 /// What follows an attempt.
@@ -286,11 +283,29 @@ enum Next {
 enum Between {
     /// A retryable failure; the wait may have heeded the attempt's hint, or be d(1) again
     /// because the attempt ran past `--reset-after`.
-    Failure { hint: Option<HintUse>, reset: bool },
+    /// A last chance is a wait shortened so that one last attempt starts before `--max-time`.
+    Failure {
+        hint: Option<HintUse>,
+        reset: bool,
+        last_chance: bool,
+    },
     /// A success that leaves a `--consecutive` streak unfinished.
     Streak,
     /// A success under `--restart`.
     Restart,
+}
+
+impl Between {
+    /// What the deadline may do to the wait that follows.
+    fn wait_kind(self) -> WaitKind {
+        match self {
+            Between::Failure {
+                hint: Some(hint), ..
+            } if hint.lengthened => WaitKind::Hinted,
+            Between::Failure { .. } => WaitKind::AfterFailure,
+            Between::Streak | Between::Restart => WaitKind::AfterSuccess,
+        }
+    }
 }
 
 struct Run<'a, E, S, R, G: ?Sized> {
@@ -309,8 +324,6 @@ struct Run<'a, E, S, R, G: ?Sized> {
     /// it an earlier attempt's. Should the run end first (the breaker found open, the deadline, a signal
     /// during the wait), it is the final attempt's.
     held_back: Option<(u64, AttemptEnd)>,
-    /// Attempts made after a failed attempt.
-    retries: u64,
     /// The attempts, for `--report`.
     history: History,
     /// The wait after the latest attempt, and whether a hint set it: the report tells it once
@@ -318,6 +331,11 @@ struct Run<'a, E, S, R, G: ?Sized> {
     wait_after_latest: Option<(Duration, bool)>,
     /// Why the run gave up, once it has.
     gave_up: Option<Ending>,
+    /// The longest attempt so far (a timed-out one counting as its limit): the last chance
+    /// before `--max-time` leaves twice this.
+    longest: Duration,
+    /// The latest attempt was the last chance before `--max-time`: no wait follows it.
+    last_chance: bool,
 }
 
 impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
@@ -385,9 +403,6 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             self.clock.interrupted()?;
             // The attempt is certain to start: the one before it was not the final one.
             self.release_held_back(|attempt, end| OutputOf::EarlierAttempt { attempt, end })?;
-            if progress.retrying {
-                self.retries += 1;
-            }
             let report = self.attempt(attempt, &mut progress)?;
             let mut verdict = self.settings.judge.judge(report.end, report.matches);
             if verdict == Verdict::Retry
@@ -395,7 +410,6 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             {
                 verdict = Verdict::Stop(Permanent::RetryLimit(spent));
             }
-            progress.retrying = verdict == Verdict::Retry;
             self.gate.record(match verdict {
                 Verdict::Succeed => Outcome::Success,
                 // Retryable, but a system short of processes says nothing of the service.
@@ -531,6 +545,11 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             }
         };
         self.history.push(record(report.end, report.ran));
+        let took = match (report.end, settings.timeouts.of(attempt)) {
+            (AttemptEnd::TimedOut(Limit::Attempt), Some(limit)) => limit,
+            _ => report.ran,
+        };
+        self.longest = self.longest.max(took);
         progress.last = Some(report.end);
         progress.restarting_after = None;
         if let Some(error) = &report.start_error
@@ -562,7 +581,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         } else {
             Telling::Always
         };
-        let event = self.failure(count, report, None, None, false);
+        let event = self.failure(count, report, None, None, false, false);
         self.reporter.tell(&event, telling);
         let reason = GiveUp::Permanent(rule);
         self.give_up(reason, count.attempt, Some(report.end), telling)
@@ -588,6 +607,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         let settings = self.settings;
         let count = self.count(attempt, progress);
         progress.streak += 1;
+        self.last_chance = false;
         if settings.restart {
             self.hook(HookKind::Success, attempt, report.end.status(), None)?;
         }
@@ -654,8 +674,34 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             self.reporter.emit(&Event::HintIgnored { attempt, value });
         }
         let (wait, hint) = self.hinted(delay, report.hint);
-        let between = Between::Failure { hint, reset };
+        let mut between = Between::Failure {
+            hint,
+            reset,
+            last_chance: false,
+        };
+        let mut wait = wait;
+        // No wait follows a last chance: after_attempt ends the run.
+        if !self.last_chance
+            && let Fit::LastChance(shorter) = self.fit(wait, between.wait_kind(), attempt)
+        {
+            wait = shorter;
+            between = Between::Failure {
+                hint,
+                reset,
+                last_chance: true,
+            };
+        }
         self.after_attempt(count, report, wait, between, progress)
+    }
+
+    /// Fits a wait of `wait` after attempt `attempt` to the deadline, if the run has one.
+    fn fit(&self, wait: Duration, kind: WaitKind, attempt: u64) -> Fit {
+        let Some(deadline) = self.deadline else {
+            return Fit::Keep;
+        };
+        let left = deadline.saturating_duration_since(self.clock.now());
+        let next_limit = self.settings.timeouts.of(attempt.saturating_add(1));
+        deadline::fit(wait, left, kind, self.longest, next_limit)
     }
 
     /// What follows an attempt after which the run would wait `wait` and go on: the run's end
@@ -671,10 +717,12 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     ) -> Result<Next, Halt> {
         let attempt = count.attempt;
         let is_last = self.is_last(attempt, progress);
-        let crosses_deadline = self.wait_crosses_deadline(wait);
+        let crosses_deadline = self.fit(wait, between.wait_kind(), attempt) == Fit::End;
         // The fleet limits are asked first: an attempt after which they refuse is the final one.
         let refusal = if is_last {
             Some(GiveUp::Exhausted)
+        } else if self.last_chance && matches!(between, Between::Failure { .. }) {
+            Some(GiveUp::LastChanceUsed)
         } else if crosses_deadline {
             Some(self.max_time_end(wait))
         } else {
@@ -724,12 +772,29 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
                 self.reporter.emit(&Event::StdinShared);
             }
             self.hook(HookKind::Retry, attempt, report.end.status(), Some(wait))?;
-            if self.wait_crosses_deadline(wait) {
-                // The hook used up the time the wait had.
-                let reason = self.max_time_end(wait);
-                return self
-                    .give_up(reason, attempt, Some(report.end), Telling::Always)
-                    .map(Next::End);
+            // The hook may have used up the time the wait had; a last chance is fitted again
+            // to the time it left, so that it still starts when it should.
+            let planned = match between {
+                Between::Failure {
+                    last_chance: true, ..
+                } => Duration::MAX,
+                _ => wait,
+            };
+            match self.fit(planned, between.wait_kind(), attempt) {
+                Fit::Keep => {}
+                Fit::LastChance(shorter) => {
+                    self.last_chance = true;
+                    return Ok(Next::Wait {
+                        wait: shorter,
+                        hinted: false,
+                    });
+                }
+                Fit::End => {
+                    let reason = self.max_time_end(wait);
+                    return self
+                        .give_up(reason, attempt, Some(report.end), Telling::Always)
+                        .map(Next::End);
+                }
             }
         }
         let hinted =
@@ -770,9 +835,14 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         progress: &Progress,
     ) -> Event<'r> {
         match between {
-            Between::Failure { hint, reset } => {
+            Between::Failure {
+                hint,
+                reset,
+                last_chance,
+            } => {
                 let hint = hint.filter(|_| next.is_some());
-                self.failure(count, report, next, hint, reset)
+                let last_chance = last_chance && next.is_some();
+                self.failure(count, report, next, hint, reset, last_chance)
             }
             Between::Streak => Event::StreakContinues {
                 count,
@@ -817,8 +887,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             .is_some_and(|max| attempt - progress.limit_from >= max)
     }
 
-    /// The event of a failed attempt, with the wait that follows it, if one does, and the hint
-    /// that wait heeded.
+    /// The event of a failed attempt, with the wait that follows it, if one does, the hint
+    /// that wait heeded, and whether it is the last chance before `--max-time`.
     fn failure<'r>(
         &self,
         count: Count,
@@ -826,6 +896,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         next: Option<Duration>,
         hint: Option<HintUse>,
         reset: bool,
+        last_chance: bool,
     ) -> Event<'r> {
         let judge = &self.settings.judge;
         let matches = &report.matches;
@@ -852,6 +923,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             next,
             hint,
             reset,
+            last_chance,
         }
     }
 
@@ -910,7 +982,9 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         self.gave_up = Some(match reason {
             GiveUp::Exhausted => Ending::Exhausted,
             GiveUp::Permanent(_) => Ending::Permanent,
-            GiveUp::MaxTime | GiveUp::MaxTimeAhead { .. } => Ending::Deadline,
+            GiveUp::MaxTime | GiveUp::LastChanceUsed | GiveUp::MaxTimeAhead { .. } => {
+                Ending::MaxTime
+            }
             GiveUp::Budget(_) => Ending::Budget,
             GiveUp::Breaker { .. } => Ending::Breaker,
         });
@@ -1653,7 +1727,7 @@ mod tests {
     }
 
     /// The limits are asked to pay only for an attempt that would come: not after the last
-    /// the limit allows, nor when the wait would cross the deadline, nor after a permanent
+    /// the limit allows, nor after the last chance before the deadline, nor after a permanent
     /// failure or a success that ends the run.
     #[test]
     fn the_budget_is_asked_only_for_an_attempt_that_would_come() {
@@ -1671,7 +1745,17 @@ mod tests {
         );
         let mut gate = ScriptedGate::default();
         run_gated(&["--max-time", "150ms"], &[exited(1, 60)], &mut gate);
-        assert_eq!(gate.asked, ["admit 1", "record Failure"], "60 + 100 > 150");
+        assert_eq!(
+            gate.asked,
+            [
+                "admit 1",
+                "record Failure",
+                "go_on",
+                "admit 2",
+                "record Failure"
+            ],
+            "60 + 100 > 150: the last chance is a retry as any other, and none follows it"
+        );
         let mut gate = ScriptedGate::default();
         run_gated(&["--stop-on-exit", "4"], &[exited(4, 5)], &mut gate);
         assert_eq!(gate.asked, ["admit 1", "record Nothing"]);
@@ -1897,10 +1981,7 @@ mod tests {
                 .collect()
         };
         let out = run(&["-r", "2"], &[exited(1, 5), exited(1, 5), exited(0, 5)]);
-        assert_eq!(
-            (out.ran.ending, out.ran.retries, out.ran.attempts),
-            (Ending::Success, 2, 3)
-        );
+        assert_eq!((out.ran.ending, out.ran.attempts), (Ending::Success, 3));
         assert_eq!(
             waits(&out.ran),
             [
@@ -1911,19 +1992,16 @@ mod tests {
         );
         assert_eq!(out.ran.last, Some(AttemptEnd::Exited(0)));
         let out = run(&["-r", "1"], &[exited(1, 5)]);
-        assert_eq!((out.ran.ending, out.ran.retries), (Ending::Exhausted, 1));
+        assert_eq!((out.ran.ending, out.ran.attempts), (Ending::Exhausted, 2));
         let out = run(&["--stop-on-exit", "2"], &[exited(2, 5)]);
         assert_eq!(out.ran.ending, Ending::Permanent);
         let out = run(&["--max-time", "250ms", "--forever"], &[exited(1, 100)]);
-        assert_eq!(out.ran.ending, Ending::Deadline);
+        assert_eq!(out.ran.ending, Ending::MaxTime);
         let out = run(&["--consecutive", "2"], &[exited(0, 5)]);
-        assert_eq!(
-            (out.ran.ending, out.ran.retries, out.ran.attempts),
-            (Ending::Success, 0, 2)
-        );
+        assert_eq!((out.ran.ending, out.ran.attempts), (Ending::Success, 2));
         // A signal during the wait: the wait it cut is not told.
         let out = run_with(&["-r", "3"], &[exited(1, 5)], Some(0));
-        assert_eq!((out.ran.ending, out.ran.retries), (Ending::Signal, 0));
+        assert_eq!((out.ran.ending, out.ran.attempts), (Ending::Signal, 1));
         assert_eq!(waits(&out.ran), [(1, None, false)]);
         // A hint that lengthened the wait is marked.
         let hint = Some(AskedWait {
@@ -1954,19 +2032,100 @@ mod tests {
     }
 
     #[test]
-    fn max_time_stops_a_wait_that_would_cross_it() {
-        // Waits of 100, 200, 400ms: the third would end at 700+ms > 500ms.
+    fn max_time_shortens_the_wait_that_would_cross_it_into_a_last_chance() {
+        // Waits of 100, 200, then 400ms, which would end at 700ms > 500ms: the attempts take no
+        // time, so the last one starts 100ms before the deadline, and no wait follows it.
         let out = run(&["--max-time", "500ms", "--forever"], &[exited(1, 0)]);
         assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
-        assert_eq!(out.slept, vec![ms(100), ms(200)]);
+        assert_eq!(out.slept, vec![ms(100), ms(200), ms(100)]);
         assert!(
             out.output.contains(
-                "giving up after 3 attempts in 300ms: the next attempt, due in 400ms, would start \
-                 past --max-time (exit status 1)"
+                "attempt 3 failed (exit 1) after 0s; next attempt in 100ms, the last before \
+                 --max-time\n"
             ),
             "{}",
             out.output
         );
+        assert!(
+            out.output.contains(
+                "giving up after 4 attempts in 400ms: that was the last attempt --max-time left \
+                 time for (exit status 1)"
+            ),
+            "{}",
+            out.output
+        );
+        assert_eq!(out.ran.ending, Ending::MaxTime);
+    }
+
+    /// The last chance leaves twice the longest attempt so far before the deadline: attempts
+    /// of 200ms, waits of 100, 200, 400, then 800ms, which would end at 2.3s > 2s; the last
+    /// attempt starts at 1.6s.
+    #[test]
+    fn the_last_chance_leaves_twice_the_longest_attempt() {
+        let out = run(&["--max-time", "2s", "--forever"], &[exited(1, 200)]);
+        assert_eq!(out.slept, vec![ms(100), ms(200), ms(400), ms(100)]);
+        assert_eq!(out.ends.len(), 5);
+        // A timed-out attempt counts as its limit (here the 300ms it was given, not the
+        // 1.5s it would have taken), and a next attempt's own, shorter limit is what it needs.
+        let out = run(
+            &["--max-time", "3s", "--forever", "--timeouts", "300ms,50ms"],
+            &[(AttemptEnd::Exited(1), ms(1500)), exited(1, 10)],
+        );
+        // The first attempt times out at 300ms; the next ones take 10ms: waits of 100, 200,
+        // 400 and 800ms bring the fifth to an end at 1.84s, and 1.6s more would cross 3s.
+        // Twice the longest attempt would start the last at 2.4s, but its own limit is 50ms:
+        // it starts 100ms before the deadline, at 2.9s.
+        assert_eq!(
+            out.slept,
+            vec![ms(100), ms(200), ms(400), ms(800), ms(1060)]
+        );
+        // Attempts longer than the time left: the last chance comes at once.
+        let out = run(&["--max-time", "1s", "--forever"], &[exited(1, 400)]);
+        assert_eq!(out.slept, vec![ms(100), ms(0)]);
+        assert_eq!(out.ends.len(), 3, "{:?}", out.ends);
+        assert_eq!(out.ends[2].0, AttemptEnd::TimedOut(Limit::Run));
+    }
+
+    /// A server's wait is never shortened into a last chance, nor a wait after a success.
+    #[test]
+    fn hinted_waits_and_waits_after_a_success_are_not_shortened() {
+        let hint = Some(AskedWait {
+            wait: Duration::from_secs(3),
+            source: HintSource::RetryAfter,
+        });
+        let out = run_with_hints(
+            &["--max-time", "2s", "--forever"],
+            &[exited(1, 5)],
+            &[hint],
+            None,
+        );
+        assert_eq!(out.ends.len(), 1);
+        assert!(out.slept.is_empty(), "{:?}", out.slept);
+        assert!(
+            out.output.contains("would start past --max-time"),
+            "{}",
+            out.output
+        );
+        let out = run(
+            &["--max-time", "250ms", "--consecutive", "5", "--forever"],
+            &[exited(0, 5)],
+        );
+        // Successes at 0 and 105ms; the next wait (after a success, d(1) = 100ms) ends at
+        // 210ms: then 315ms would cross, and a streak's wait is not shortened.
+        assert_eq!(out.ends.len(), 3, "{}", out.output);
+        assert_eq!(out.slept, vec![ms(100), ms(100)]);
+    }
+
+    /// `--on-retry` that uses up time: the last chance is fitted again to what is left, and
+    /// the hook is told the wait as it will be.
+    #[test]
+    fn a_hook_before_the_last_chance_is_told_the_shortened_wait() {
+        let out = run(
+            &["--max-time", "500ms", "--forever", "--on-retry", "r"],
+            &[exited(1, 0)],
+        );
+        assert_eq!(out.slept, vec![ms(100), ms(200), ms(100)]);
+        assert!(out.hooks[2].contains("next=Some(100ms)"), "{:?}", out.hooks);
     }
 
     #[test]
@@ -2163,8 +2322,8 @@ mod tests {
         let out = run(&["--max-time", "150ms", "--forever"], &[exited(1, 0)]);
         assert_eq!(
             out.released,
-            [false, true],
-            "the wait after the second would cross max-time"
+            [false, false, true],
+            "the third attempt is the last chance before max-time"
         );
         let out = run(&["--consecutive", "2", "-r", "3"], &[exited(0, 0)]);
         assert_eq!(out.released, [false, true]);
@@ -2262,8 +2421,10 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Whatever the schedule and however long attempts take, no wait ends past --max-time
-        /// and the run is over by the deadline (an attempt running at it is cut there).
+        /// Whatever the schedule and however long attempts take, no attempt starts and no wait
+        /// ends past --max-time, the run is over by the deadline (an attempt running at it is
+        /// cut there), a run that ends with time left ends after its last chance, and that
+        /// chance leaves twice the longest attempt before the deadline (100ms at least).
         #[test]
         fn nothing_sleeps_past_max_time(
             max_time_ms in 1u64..5_000,
@@ -2299,12 +2460,21 @@ mod tests {
                 elapsed += splay;
                 proptest::prop_assert!(elapsed < deadline, "the splay crosses the deadline");
             }
+            // The longest attempt before the latest one, and when the latest started.
+            let (mut longest, mut longest_before_last, mut last_start) =
+                (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+            let mut last_wait = None;
             for (index, _) in attempts.by_ref().enumerate() {
+                (longest_before_last, last_start) = (longest, elapsed);
+                proptest::prop_assert!(elapsed < deadline, "an attempt starts at or past the deadline");
                 let ran = ms(ran_ms[index.min(ran_ms.len() - 1)]);
-                elapsed += ran.min(deadline.saturating_sub(elapsed));
+                let ran = ran.min(deadline.saturating_sub(elapsed));
+                longest = longest.max(ran);
+                elapsed += ran;
                 proptest::prop_assert!(elapsed <= deadline);
                 if let Some(&wait) = sleeps.next() {
                     elapsed += wait;
+                    last_wait = Some(wait);
                     proptest::prop_assert!(elapsed < deadline, "a wait ends at or past the deadline");
                 }
             }
@@ -2312,6 +2482,30 @@ mod tests {
                 matches!(out.end, RunEnd::Failed { .. }),
                 "a run of failures under --forever ends by --max-time"
             );
+            let last_chances = out.output.matches(", the last before --max-time").count();
+            proptest::prop_assert!(last_chances <= 1, "{}", out.output);
+            if !out.specs.is_empty() && elapsed < deadline {
+                // Time was left when the run ended: the attempt it ended after was the last
+                // chance.
+                proptest::prop_assert_eq!(last_chances, 1, "{}", out.output);
+            }
+            if last_chances == 1 {
+                let announced = format!("attempt {} failed (exit 1) after", out.specs.len() - 1);
+                let line = out.output.lines().find(|line| line.contains(&announced));
+                proptest::prop_assert!(
+                    line.is_some_and(|line| line.contains("the last before --max-time")),
+                    "the last chance is the attempt before the run's last\n{}",
+                    out.output
+                );
+                // Twice the longest attempt before the deadline, and 100ms at least, unless
+                // that moment had passed: then at once.
+                let needed = (longest_before_last * 2).max(ms(100));
+                proptest::prop_assert!(
+                    deadline - last_start >= needed || last_wait == Some(Duration::ZERO),
+                    "the last chance starts at {last_start:?}, {needed:?} are needed\n{}",
+                    out.output
+                );
+            }
         }
     }
 

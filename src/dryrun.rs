@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::backoff::{Backoff, Delays, Jitter};
+use crate::deadline::{self, Fit, LAST_CHANCE_MARGIN, WaitKind};
 use crate::settings::{Settings, Timeouts};
 use crate::text::human;
 
@@ -82,9 +83,13 @@ fn preamble(settings: &Settings) -> String {
         let list: Vec<String> = schedule.list.iter().copied().map(human).collect();
         let _ = writeln!(
             out,
-            "schedule: delays {} (the last repeats), max {}, {jitter}",
+            "schedule: delays {} (the last repeats), {}, {jitter}",
             list.join(", "),
-            human(schedule.max),
+            if schedule.max == Duration::MAX {
+                "no cap".to_string()
+            } else {
+                format!("max {}", human(schedule.max))
+            },
         );
     }
     let _ = writeln!(
@@ -396,30 +401,18 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
     }
 
     let retries = settings.max_attempts.map(|max| max - 1);
+    if let (Some(limit), Some(drawn)) = (max_time, drawn_elapsed)
+        && drawn >= limit
+    {
+        // Only a drawn splay can reach the limit before any attempt: the run then exits 124.
+        let footer = format!(
+            "the splay this seed draws passes --max-time {}: no attempt runs, and the run exits 124",
+            human(limit)
+        );
+        return (rows, Some(footer));
+    }
     let mut n = 0u64;
     loop {
-        if let Some(limit) = max_time {
-            let ended = match drawn_elapsed {
-                Some(drawn) => drawn >= limit,
-                None => elapsed_least >= limit,
-            };
-            if ended {
-                let footer = match n {
-                    // Only a drawn splay can reach the limit before any attempt: the run then
-                    // exits 124.
-                    0 => format!(
-                        "the splay this seed draws passes --max-time {}: no attempt runs, and the run exits 124",
-                        human(limit)
-                    ),
-                    1 => format!("--max-time {} allows at most 1 attempt", human(limit)),
-                    n => format!(
-                        "--max-time {} allows at most {n} attempts (fewer when attempts take time)",
-                        human(limit)
-                    ),
-                };
-                return (rows, Some(footer));
-            }
-        }
         if retries.is_some_and(|retries| n >= retries) {
             return (rows, None);
         }
@@ -432,16 +425,48 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
                 rows,
                 Some(format!(
                     "... {rest}, each waiting at most {}",
-                    human(schedule.max)
+                    human(schedule.range(n.saturating_add(1)).1)
                 )),
             );
         }
         n += 1;
         let (least, most) = schedule.range(n);
         let drawn = draws.as_mut().map(|d| d.delay(n));
-        elapsed_least = elapsed_least.saturating_add(least);
-        elapsed_most = elapsed_most.saturating_add(most);
-        drawn_elapsed = drawn_elapsed.zip(drawn).map(|(e, d)| e.saturating_add(d));
+        // Each wait as the deadline leaves it, from the elapsed time it starts at: with
+        // ranges, the corners of the elapsed times and the waits bound what may happen.
+        let fitted = |wait: Duration, from: Duration| match max_time {
+            Some(limit) => fit_to(limit, wait, from),
+            None => (wait, false),
+        };
+        let corners = [
+            (elapsed_least, least),
+            (elapsed_least, most),
+            (elapsed_most, least),
+            (elapsed_most, most),
+        ]
+        .map(|(from, wait)| {
+            let (wait, cut) = fitted(wait, from);
+            (wait, from.saturating_add(wait), cut)
+        });
+        let least_cut = corners[0].2;
+        let most_cut = corners.iter().any(|&(_, _, cut)| cut);
+        let least = corners.iter().map(|c| c.0).min().unwrap_or_default();
+        let most = corners.iter().map(|c| c.0).max().unwrap_or_default();
+        let drawn = drawn_elapsed.zip(drawn).map(|(from, d)| fitted(d, from));
+        elapsed_least = corners.iter().map(|c| c.1).min().unwrap_or_default();
+        elapsed_most = corners.iter().map(|c| c.1).max().unwrap_or_default();
+        drawn_elapsed = drawn_elapsed
+            .zip(drawn)
+            .map(|(e, (d, _))| e.saturating_add(d));
+        // The last chance is certain when the shortest wait (or the drawn one) is cut.
+        let last = drawn.map_or(least_cut, |(_, cut)| cut);
+        let note = if last {
+            "  <- the last chance: cut short so the last attempt starts before --max-time"
+        } else if most_cut && drawn.is_none() {
+            "  <- may be cut short into the last chance before --max-time"
+        } else {
+            ""
+        };
         rows.push(Row {
             label: n.to_string(),
             nominal: Some(schedule.nominal(n)),
@@ -450,14 +475,36 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
             elapsed_least,
             elapsed_most,
             limit: settings.timeouts.of(n.saturating_add(1)),
-            drawn,
-            note: past(max_time, elapsed_least, elapsed_most, drawn_elapsed),
+            drawn: drawn.map(|(d, _)| d),
+            note,
         });
+        if last && let Some(limit) = max_time {
+            let footer = format!(
+                "--max-time {} allows at most {} attempts: the last starts by {}, {} before \
+                 it (or twice the longest attempt, when attempts take longer)",
+                human(limit),
+                n + 1,
+                human(limit.saturating_sub(LAST_CHANCE_MARGIN)),
+                human(LAST_CHANCE_MARGIN),
+            );
+            return (rows, Some(footer));
+        }
     }
 }
 
-/// The note for a row whose wait may reach `--max-time`; a wait that would reach the deadline
-/// ends the run instead.
+/// A wait of `wait` after a failure, starting `from` into the run, as `--max-time` at `limit`
+/// leaves it, assuming attempts take no time, and whether the deadline cut it into the last
+/// chance. A wait that reaches a deadline already passed (an earlier cut left none) is none.
+fn fit_to(limit: Duration, wait: Duration, from: Duration) -> (Duration, bool) {
+    let left = limit.saturating_sub(from);
+    match deadline::fit(wait, left, WaitKind::AfterFailure, Duration::ZERO, None) {
+        Fit::Keep => (wait, false),
+        Fit::LastChance(shorter) => (shorter, true),
+        Fit::End => (Duration::ZERO, true),
+    }
+}
+
+/// The note for the splay's row when it may reach `--max-time`: no attempt runs then.
 fn past(
     max_time: Option<Duration>,
     least: Duration,
@@ -611,8 +658,10 @@ mod tests {
         );
     }
 
+    /// The wait that would cross `--max-time` is cut into the last chance, which starts 100ms
+    /// before the deadline when attempts take no time; the table ends there.
     #[test]
-    fn max_time_cuts_the_table() {
+    fn max_time_cuts_the_table_at_the_last_chance() {
         let text = plan_for(&[
             "--forever",
             "--jitter",
@@ -623,17 +672,31 @@ mod tests {
             "10s",
         ]);
         assert!(
-            text.contains("--max-time 10s allows at most 4 attempts"),
-            "{text}"
-        );
-        assert!(
-            text.contains("<- --max-time ends the run instead"),
+            text.contains(
+                "     4         8s                 2.9s                   9.9s  \
+                 █████████████████████████████  <- the last chance: cut short so the last \
+                 attempt starts before --max-time\n\
+                 --max-time 10s allows at most 5 attempts: the last starts by 9.9s, 100ms \
+                 before it"
+            ),
             "{text}"
         );
         let one = plan_for(&["--jitter", "none", "--base", "2s", "--max-time", "1s"]);
         assert!(
-            one.ends_with("--max-time 1s allows at most 1 attempt\n"),
+            one.contains("     1         2s                900ms                  900ms"),
             "{one}"
+        );
+        assert!(
+            one.contains("--max-time 1s allows at most 2 attempts: the last starts by 900ms"),
+            "{one}"
+        );
+        // With ranges, a row that only may cross says so, and the table goes on.
+        let ranged = plan_for(&["--forever", "--base", "1s", "--max-time", "10s"]);
+        assert!(
+            ranged.contains("2.9s..6.4s             7.5s..9.9s")
+                && ranged.contains("<- may be cut short into the last chance before --max-time")
+                && ranged.contains("--max-time 10s allows at most 6 attempts"),
+            "{ranged}"
         );
     }
 

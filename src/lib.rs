@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 mod config_file;
+mod deadline;
 mod dirs;
 pub mod driver;
 pub mod dryrun;
@@ -170,7 +171,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     if let Some((path, format)) = &settings.report {
         let summary = Summary {
             attempts: ran.attempts,
-            retries: ran.retries,
             exit_status: exit_status(exit),
             last_exit: ran.last.map(AttemptEnd::status),
             ending: ran.ending,

@@ -394,11 +394,18 @@ fn schedule(cli: &Cli, backoff: Backoff) -> Result<Schedule> {
         (Some(_), None) => Jitter::None,
         (None, None) => Jitter::Equal,
     };
+    let base = cli.base.unwrap_or(DEFAULT_BASE);
     Ok(Schedule {
         backoff,
         jitter,
-        base: cli.base.unwrap_or(DEFAULT_BASE),
-        max: cli.max.unwrap_or(DEFAULT_MAX),
+        base,
+        max: match (cli.max, &list) {
+            (Some(max), _) => max,
+            // The default cap never shortens a delay someone wrote down.
+            (None, Some(_)) => Duration::MAX,
+            // Nor the first delay asked for: a base above it is the cap.
+            (None, None) => DEFAULT_MAX.max(base),
+        },
         multiplier: cli.multiplier.unwrap_or(DEFAULT_MULTIPLIER),
         list: list.unwrap_or_default(),
     })
@@ -471,6 +478,22 @@ mod tests {
         assert_eq!(s.schedule.jitter, Jitter::Equal);
         assert_eq!(s.schedule.base, Duration::from_secs(1));
         assert_eq!(s.schedule.max, Duration::from_secs(30));
+        // A base above the default cap is the cap.
+        assert_eq!(
+            settings(&["--base", "1m", "true"]).schedule.max,
+            Duration::from_secs(60)
+        );
+        // The default cap never shortens a list; a given one does.
+        assert_eq!(
+            settings(&["--delays", "5m", "true"]).schedule.max,
+            Duration::MAX
+        );
+        assert_eq!(
+            settings(&["--delays", "5m", "--max", "1m", "true"])
+                .schedule
+                .max,
+            Duration::from_secs(60)
+        );
         assert_eq!(s.schedule.multiplier, 2.0);
         assert_eq!(s.consecutive, 1);
         assert_eq!(s.verbosity, Verbosity::Normal);

@@ -122,6 +122,8 @@ struct Retry {
     attempt: u64,
     delay_ms: Millis,
     hint_ms: Option<Millis>,
+    /// The wait was shortened so that this attempt, the last, starts before `--max-time`.
+    last_chance: bool,
 }
 
 #[derive(Serialize)]
@@ -300,9 +302,10 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
             next,
             hint,
             reset: _,
+            last_chance,
         } => {
             let attempt = attempt(count, end, ran, "failure", why.map(|why| why.to_string()));
-            with_retry(attempt, count.attempt, next, hint)
+            with_retry(attempt, count.attempt, next, hint, last_chance)
         }
         Event::Reset { attempt, ran } => vec![(
             "reset",
@@ -321,6 +324,7 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
             count.attempt,
             Some(next),
             None,
+            false,
         ),
         Event::StreakContinues {
             count,
@@ -335,7 +339,7 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
                 needed: Some(needed),
                 ..attempt(count, end, ran, "success", None)
             };
-            with_retry(attempt, count.attempt, next, None)
+            with_retry(attempt, count.attempt, next, None, false)
         }
         Event::Success {
             count,
@@ -516,6 +520,7 @@ fn with_retry<'a>(
     number: u64,
     next: Option<Duration>,
     hint: Option<HintUse>,
+    last_chance: bool,
 ) -> Vec<(&'static str, Fields<'a>)> {
     let mut objects = vec![("attempt", Fields::Attempt(attempt))];
     if let Some(next) = next {
@@ -525,6 +530,7 @@ fn with_retry<'a>(
                 attempt: number + 1,
                 delay_ms: Millis(next),
                 hint_ms: hint.map(|hint| Millis(hint.asked)),
+                last_chance,
             }),
         ));
     }
@@ -535,7 +541,7 @@ fn give_up_reason(reason: GiveUp<'_>) -> &'static str {
     match reason {
         GiveUp::Exhausted => "exhausted",
         GiveUp::Permanent(_) => "permanent",
-        GiveUp::MaxTime | GiveUp::MaxTimeAhead { .. } => "max-time",
+        GiveUp::MaxTime | GiveUp::LastChanceUsed | GiveUp::MaxTimeAhead { .. } => "max-time",
         GiveUp::Budget(_) => "budget",
         GiveUp::Breaker { .. } => "breaker",
     }
@@ -691,7 +697,7 @@ struct AttemptDetail {
 pub(super) fn summary(summary: &Summary<'_>) -> String {
     let report = Report {
         attempts: summary.attempts,
-        retries: summary.retries,
+        retries: summary.retries(),
         exit_status: summary.exit_status,
         last_exit: summary.last_exit,
         outcome: summary.ending.name(),
@@ -765,6 +771,7 @@ mod tests {
             next,
             hint: None,
             reset: false,
+            last_chance: false,
         };
         let names = |event: &Event<'_>| -> Vec<&str> {
             objects(event).iter().map(|(name, _)| *name).collect()
@@ -785,7 +792,7 @@ mod tests {
         );
         assert!(
             text.contains(r#""event":"retry""#)
-                && text.contains(r#""delay_ms":250.5,"hint_ms":null}"#),
+                && text.contains(r#""delay_ms":250.5,"hint_ms":null,"last_chance":false}"#),
             "{text}"
         );
         assert_eq!(text.lines().count(), 2);
@@ -901,6 +908,7 @@ mod tests {
                 next: Some(ms(100)),
                 hint: Some(hint),
                 reset: false,
+                last_chance: false,
             },
             Event::Reset {
                 attempt: 3,
@@ -1021,7 +1029,6 @@ mod tests {
         }
         let text = summary(&Summary {
             attempts: 3,
-            retries: 2,
             exit_status: 124,
             last_exit: Some(124),
             ending: Ending::Exhausted,

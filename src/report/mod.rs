@@ -74,6 +74,8 @@ pub enum GiveUp<'a> {
     Permanent(Permanent),
     /// `--max-time` was reached.
     MaxTime,
+    /// The last chance before `--max-time` was taken and failed.
+    LastChanceUsed,
     /// The next wait (the splay, before a first attempt) would end past `--max-time`.
     MaxTimeAhead { wait: Duration },
     /// The budget of this name could not pay for a retry.
@@ -132,6 +134,9 @@ pub enum Event<'a> {
         hint: Option<HintUse>,
         /// The attempt ran for `--reset-after` or longer: the wait is d(1) again.
         reset: bool,
+        /// The wait was shortened so that the next attempt, the last, starts before
+        /// `--max-time`.
+        last_chance: bool,
     },
     /// An attempt ran for `--reset-after` or longer and failed: the schedule and the attempt
     /// limit start over after it.
@@ -555,6 +560,7 @@ mod tests {
                 ran: ms(12),
                 next: Some(ms(1500)),
                 reset: false,
+                last_chance: false,
             },
         );
         assert_eq!(
@@ -571,6 +577,7 @@ mod tests {
                 ran: ms(100),
                 next: None,
                 reset: false,
+                last_chance: false,
             },
         );
         assert_eq!(line, "retry: attempt 7 failed (timed out) after 100ms\n");
@@ -603,6 +610,7 @@ mod tests {
             next: None,
             hint: None,
             reset: false,
+            last_chance: false,
         };
         assert_eq!(render(Verbosity::Quiet, failed()), "");
         assert_ne!(render(Verbosity::Normal, failed()), "");

@@ -32,15 +32,21 @@ pub(super) fn line(event: &Event<'_>) -> String {
             next,
             hint,
             reset,
+            last_chance,
         } => {
             let why = why.map_or(String::new(), |why| format!("{}{why}", separator(end)));
+            let last_chance = if last_chance && next.is_some() {
+                ", the last before --max-time"
+            } else {
+                ""
+            };
             let reset = if reset && next.is_some() {
                 " (it ran past --reset-after: the schedule starts over)"
             } else {
                 ""
             };
             format!(
-                "attempt {} failed ({end}{why}) after {}{}{}{reset}",
+                "attempt {} failed ({end}{why}) after {}{}{last_chance}{}{reset}",
                 of(count),
                 human(ran),
                 then(next),
@@ -270,6 +276,7 @@ fn give_up_why(reason: GiveUp<'_>, attempts: u64) -> String {
             format!("permanent failure, HTTP {status}")
         }
         GiveUp::MaxTime => "--max-time reached".to_string(),
+        GiveUp::LastChanceUsed => "that was the last attempt --max-time left time for".to_string(),
         GiveUp::MaxTimeAhead { wait } if attempts == 0 => {
             format!("the splay of {} would end past --max-time", human(wait))
         }

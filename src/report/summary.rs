@@ -74,7 +74,7 @@ pub(crate) enum Ending {
     /// The attempt limit was reached.
     Exhausted,
     /// `--max-time` was reached, or the next wait would have crossed it.
-    Deadline,
+    MaxTime,
     /// A failure that is not retried (`--stop-on-exit`, `--stop-if-*`, a command that cannot
     /// start, a code whose retries are spent).
     Permanent,
@@ -91,7 +91,7 @@ impl Ending {
         match self {
             Ending::Success => "success",
             Ending::Exhausted => "exhausted",
-            Ending::Deadline => "deadline",
+            Ending::MaxTime => "max-time",
             Ending::Permanent => "permanent",
             Ending::Budget => "budget",
             Ending::Breaker => "breaker",
@@ -105,8 +105,6 @@ impl Ending {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Summary<'a> {
     pub(crate) attempts: u64,
-    /// Attempts made after a failed attempt.
-    pub(crate) retries: u64,
     /// `retry`'s own exit status (128 + N when a signal ended it).
     pub(crate) exit_status: u8,
     pub(crate) ending: Ending,
@@ -117,12 +115,20 @@ pub(crate) struct Summary<'a> {
     pub(crate) last_exit: Option<u8>,
 }
 
+impl Summary<'_> {
+    /// Every attempt after the run's first is a retry, as the budget counts them: the
+    /// successes of a `--consecutive` streak or a `--restart` loop too.
+    pub(crate) fn retries(&self) -> u64 {
+        self.attempts.saturating_sub(1)
+    }
+}
+
 /// The summary as GitHub Actions' step outputs read it (`$GITHUB_OUTPUT`): `name=value`
 /// lines, the detail left out, and `last_exit` too when no attempt ran.
 pub(crate) fn github(summary: &Summary<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "attempts={}", summary.attempts);
-    let _ = writeln!(out, "retries={}", summary.retries);
+    let _ = writeln!(out, "retries={}", summary.retries());
     let _ = writeln!(out, "exit_status={}", summary.exit_status);
     if let Some(code) = summary.last_exit {
         let _ = writeln!(out, "last_exit={code}");
@@ -181,21 +187,19 @@ mod tests {
         let history = History::default();
         let summary = Summary {
             attempts: 3,
-            retries: 2,
             exit_status: 124,
             last_exit: Some(124),
-            ending: Ending::Deadline,
+            ending: Ending::MaxTime,
             elapsed: Duration::from_micros(1_500_900),
             seed: 7,
             history: &history,
         };
         assert_eq!(
             github(&summary),
-            "attempts=3\nretries=2\nexit_status=124\nlast_exit=124\noutcome=deadline\nelapsed_ms=1500\n"
+            "attempts=3\nretries=2\nexit_status=124\nlast_exit=124\noutcome=max-time\nelapsed_ms=1500\n"
         );
         let none = Summary {
             attempts: 0,
-            retries: 0,
             exit_status: 75,
             last_exit: None,
             ending: Ending::Breaker,

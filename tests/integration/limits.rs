@@ -1,5 +1,6 @@
 //! Attempts and time limits, seen through the attempts' own environment.
 
+use std::fs;
 use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
@@ -106,32 +107,97 @@ fn ethernet_without_a_limit_makes_16_attempts() {
     assert_eq!(lines[15], "16/16/1");
 }
 
-/// The run ends at once, rather than sleep in vain, when the next wait would cross
-/// `--max-time`: here after the third attempt, whose wait of an hour would, however slowly the
-/// attempts ran (the exact crossing, to the millisecond, is the driver's unit tests').
+/// A deadline is a promise to keep trying until then (fine point 41): a wait that would cross
+/// `--max-time` is cut short so that one last attempt starts before it, and no wait follows
+/// that one. Here the wait of an hour after the third attempt becomes the last chance, which
+/// starts 100ms before the deadline or twice the longest attempt before it (a loaded machine's
+/// slow `sh` only brings it sooner); the run ends with that attempt's status (fine point 21).
 #[test]
-fn max_time_ends_the_run_before_a_wait_that_would_cross_it() {
-    retry()
-        .args(["--forever", "--max-time", "30s", "--max", "2h"])
+fn max_time_cuts_a_wait_that_would_cross_it_into_a_last_chance() {
+    let r = retry();
+    let attempts = r.path("attempts");
+    let r = r
+        .args(["--forever", "--max-time", "1s", "--max", "2h"])
         .args(["--delays", "0,0,1h"])
-        .args(["sh", "-c", "exit 3"])
-        .assert()
+        .args(sh(&format!(
+            "echo $RETRY_ATTEMPT >> '{}'; exit 3",
+            attempts.display()
+        )));
+    r.assert()
         .code(3)
-        .stderr(predicate::str::contains("attempt 3 failed (exit 3)").and(
-            predicate::str::contains("the next attempt, due in 1h, would start past --max-time"),
+        .stderr(predicate::str::contains("attempt 3 failed (exit 3) after"))
+        .stderr(predicate::str::contains(", the last before --max-time\n"))
+        .stderr(predicate::str::contains("giving up after 4 attempts in"))
+        .stderr(predicate::str::contains(
+            "that was the last attempt --max-time left time for (exit status 3)",
         ));
+    assert_eq!(fs::read_to_string(&attempts).unwrap(), "1\n2\n3\n4\n");
+}
+
+/// The last chance in JSON: the `retry` event says `last_chance`, its delay is the cut one,
+/// and the run gives up for `max-time`.
+#[test]
+fn the_last_chance_is_marked_in_json() {
+    let output = retry()
+        .args(["--forever", "--max-time", "1s", "--delays", "1h"])
+        .args(["--log-format", "json", "false"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let events = json_events(&output.stderr);
+    let retries: Vec<_> = events.iter().filter(|e| e["event"] == "retry").collect();
+    assert_eq!(retries.len(), 1, "{events:?}");
+    assert_eq!(retries[0]["last_chance"], true);
+    assert!(retries[0]["delay_ms"].as_f64().unwrap() < 1000.0);
+    let give_up = events.iter().find(|e| e["event"] == "give-up").unwrap();
+    assert_eq!(give_up["reason"], "max-time");
+    assert_eq!(give_up["attempts"], 2);
+}
+
+/// A server's wait is never shortened into a last chance: a `Retry-After` past the deadline
+/// ends the run at once. Nor is a wait after a success (`--consecutive`, `--restart`).
+#[test]
+fn hinted_waits_and_waits_after_a_success_are_not_cut_into_a_last_chance() {
+    retry()
+        .args(["--forever", "--max-time", "20s", "--http"])
+        .args(sh(
+            "printf 'HTTP/1.1 503 Busy\\r\\nRetry-After: 3600\\r\\n'; exit 22",
+        ))
+        .assert()
+        .code(22)
+        .stderr(predicate::str::contains("last before --max-time").not())
+        .stderr(predicate::str::contains("would start past --max-time"));
+    retry()
+        .args([
+            "--consecutive",
+            "2",
+            "--delays",
+            "1h",
+            "--max-time",
+            "20s",
+            "true",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("giving up after 1 attempt"));
+    retry()
+        .args(["--restart", "--delays", "1h", "--max-time", "20s", "true"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("attempt 1 succeeded"));
 }
 
 /// A wait that ends past what the system clock can count (about 292 billion years) still
-/// crosses any --max-time.
+/// crosses any --max-time, and is cut into the last chance.
 #[test]
 fn a_wait_past_the_clocks_range_crosses_max_time() {
     retry()
-        .args(["-r", "1", "--max-time", "10s", "--jitter", "none"])
+        .args(["-r", "1", "--max-time", "1s", "--jitter", "none"])
         .args(["--base", "500000000000y", "--max", "500000000000y", "false"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("would start past --max-time"))
+        .stderr(predicate::str::contains("the last before --max-time"))
         .stderr(predicate::str::contains("panicked").not());
 }
 

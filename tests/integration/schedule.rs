@@ -292,7 +292,7 @@ fn a_given_jitter_applies_to_each_entry_as_dry_run_predicts() {
         .unwrap();
     let plan = String::from_utf8(plan.stdout).unwrap();
     assert!(
-        plan.contains("schedule: delays 10ms, 20ms (the last repeats), max 30s, equal jitter"),
+        plan.contains("schedule: delays 10ms, 20ms (the last repeats), no cap, equal jitter"),
         "{plan}"
     );
     // The rows' "drawn" column: `  1  10ms  5ms..10ms  5ms..10ms  6.7ms  ███`.
@@ -386,4 +386,60 @@ fn dry_run_says_how_overlapping_retry_limits_combine() {
             "exit 1: at most 2 retries; exits 1-3 together: at most 1 retry (a code under two \
              rules is retried while both allow it)\n",
         ));
+}
+
+/// The first `retry` event's `delay_ms` of a run whose waits are too long to sit through:
+/// `retry` is ended by SIGTERM once it has said it.
+fn first_delay_ms(args: &[&str]) -> f64 {
+    let mut child = retry().args(["--log-format", "json"]).args(args).spawn();
+    let said = wait_for_stderr(&mut child, r#""event":"retry""#);
+    send(&child, libc::SIGTERM);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 143);
+    let retry = json_events(said.as_bytes())
+        .into_iter()
+        .find(|event| event["event"] == "retry")
+        .unwrap();
+    retry["delay_ms"].as_f64().unwrap()
+}
+
+/// Delays as written: the default cap (30s) never shortens a `--delays` entry; only a `--max`
+/// that is given, on the command line or in the config file, caps them. And a `--base` above
+/// 30s is the default cap, not cut by it.
+#[test]
+fn the_default_cap_never_shortens_a_delay_written_down() {
+    assert_eq!(first_delay_ms(&["--delays", "1m", "false"]), 60_000.0);
+    assert_eq!(
+        first_delay_ms(&["--base", "2m", "--jitter", "none", "false"]),
+        120_000.0
+    );
+    let plan = |r: Retry| {
+        let output = r.args(["--dry-run"]).command().output().unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // A row's retry, nominal delay, wait and elapsed time.
+    let row = |plan: &str, n: &str| -> Vec<String> {
+        let line = plan
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(n))
+            .unwrap_or_else(|| panic!("no row {n}: {plan}"));
+        line.split_whitespace().take(4).map(String::from).collect()
+    };
+    let listed = plan(retry().args(["--delays", "10s,1m,5m"]));
+    assert!(
+        listed.contains("schedule: delays 10s, 1m, 5m (the last repeats), no cap, no jitter"),
+        "{listed}"
+    );
+    assert_eq!(row(&listed, "3"), ["3", "5m", "5m", "6m10s"]);
+    let based = plan(retry().args(["--base", "1m"]));
+    assert!(
+        based.contains("base 1m, max 1m,") && based.contains("30s..1m"),
+        "{based}"
+    );
+    let capped = plan(retry().args(["--delays", "10s,1m", "--max", "20s"]));
+    assert_eq!(row(&capped, "2"), ["2", "20s", "20s", "30s"]);
+    // A --max in the config file is given too.
+    let r = retry();
+    let config = r.write("config.toml", "[defaults]\nmax = \"20s\"\n");
+    let from_file = plan(r.args(["--config", config.to_str().unwrap(), "--delays", "10s,1m"]));
+    assert_eq!(row(&from_file, "2"), ["2", "20s", "20s", "30s"]);
 }
