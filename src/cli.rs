@@ -398,10 +398,10 @@ pub struct Cli {
     /// pass lets it through as it comes. drop and on-give-up hold each attempt's stdout and
     /// stderr together, in the order they come, until it ends (as --hold-stdout does, spilling
     /// to a private temporary file): the final attempt's goes to stdout and stderr byte for
-    /// byte, and the earlier attempts' is dropped, or under on-give-up written to stderr after
-    /// the final attempt's when the run gives up, each attempt's behind one line (retry: output
-    /// of attempt 2 (exit 1):). Patterns and --http still read the output as it comes. Not with
-    /// --hold-stdout.
+    /// byte, and the earlier attempts' is dropped, or under on-give-up written to stderr before
+    /// the final attempt's when the run gives up, in attempt order, each attempt's behind one
+    /// line (retry: output of attempt 2 (exit 1):) that --quiet keeps. Patterns and --http still
+    /// read the output as it comes. Not with --hold-stdout.
     #[arg(long, value_name = "MODE", help_heading = "Reports for cron and CI")]
     pub failed_output: Option<FailedOutput>,
 

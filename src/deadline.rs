@@ -1,4 +1,4 @@
-//! Fitting a wait to `--max-time`: the last chance (contract fine point 41). Pure: durations
+//! Fitting a wait to `--max-time`: the last chance. Pure: durations
 //! in, a decision out; the driver and `--dry-run` both ask it, so they cannot disagree.
 //!
 //! A deadline is a promise to keep trying until then: a wait after a failure that would end

@@ -210,6 +210,7 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         gave_up: None,
         longest: Duration::ZERO,
         last_chance: false,
+        settled: false,
     };
     // Before the first word is said: a reader that does not read must not hold even that one
     // past the deadline.
@@ -226,15 +227,15 @@ pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
         Ok(end) => (end, run.gave_up.unwrap_or(Ending::Exhausted)),
         Err(Halt::BrokenPipe) => (RunEnd::BrokenPipe, Ending::BrokenPipe),
         Err(Halt::Interrupted(signal)) => {
+            // Interrupted too, the run did not succeed: what was kept goes out (a second signal
+            // cuts that short), before the final attempt's, in attempt order.
+            let _ = run
+                .executor
+                .settle_failed_output(Settle::Interrupted, run.reporter);
             // Ended during a wait, the attempt before it is the final one.
             if run.held_back.take().is_some() {
                 run.executor.release_final_output_interrupted(run.reporter);
             }
-            // Interrupted too, the run did not succeed: what was kept goes out (a second signal
-            // cuts that short).
-            let _ = run
-                .executor
-                .settle_failed_output(Settle::Interrupted, run.reporter);
             run.reporter.emit(&Event::Interrupted { signal });
             (RunEnd::Interrupted(signal), Ending::Signal)
         }
@@ -336,6 +337,8 @@ struct Run<'a, E, S, R, G: ?Sized> {
     longest: Duration,
     /// The latest attempt was the last chance before `--max-time`: no wait follows it.
     last_chance: bool,
+    /// The output kept for the give-up has gone out.
+    settled: bool,
 }
 
 impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
@@ -346,6 +349,23 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
     /// Passes on the last attempt's held output.
     fn release(&mut self, output_of: OutputOf) -> Result<(), Halt> {
         self.executor.release_output(output_of, self.reporter)
+    }
+
+    /// Passes on the output of the final attempt of a run that gave up, after what
+    /// `--failed-output on-give-up` kept of the earlier ones: a reader (a cron mail) reads the
+    /// attempts in order.
+    fn release_final_of_failed_run(&mut self) -> Result<(), Halt> {
+        self.settle_given_up()?;
+        self.release(OutputOf::FinalAttempt)
+    }
+
+    /// Settles the kept output of a run that gave up, once.
+    fn settle_given_up(&mut self) -> Result<(), Halt> {
+        if !std::mem::replace(&mut self.settled, true) {
+            self.executor
+                .settle_failed_output(Settle::GaveUp, self.reporter)?;
+        }
+        Ok(())
     }
 
     /// Passes on the held output held back after the last attempt (see `held_back`): as an
@@ -573,7 +593,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         count: Count,
         report: &AttemptReport,
     ) -> Result<RunEnd, Halt> {
-        self.release(OutputOf::FinalAttempt)?;
+        self.release_final_of_failed_run()?;
         // A command that cannot start was already said in a line of its own; a log still gets
         // the attempt's end and the run's.
         let telling = if report.end.could_not_start() {
@@ -743,6 +763,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             {
                 self.held_back = Some((attempt, report.end));
             }
+            _ if final_attempt => self.release_final_of_failed_run()?,
             _ => self.release(OutputOf::of(final_attempt, attempt, report.end))?,
         }
         if let Some(reason) = refusal {
@@ -988,9 +1009,8 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             GiveUp::Budget(_) => Ending::Budget,
             GiveUp::Breaker { .. } => Ending::Breaker,
         });
+        self.settle_given_up()?;
         self.release_held_back(|_, _| OutputOf::FinalAttempt)?;
-        self.executor
-            .settle_failed_output(Settle::GaveUp, self.reporter)?;
         self.say_notices();
         let last = match end {
             RunEnd::Failed { last } => last,

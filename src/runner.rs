@@ -260,6 +260,8 @@ impl Execute for Runner<'_> {
                     },
                     _ => OutputOf::FinalAttempt,
                 };
+                // What was kept of earlier attempts comes first, in attempt order.
+                let _ = self.settle_failed_output(Settle::Interrupted, reporter);
                 let _ = self.release_held(output_of, ReaderWait::WhileFlowing, reporter);
                 return Err(Cut {
                     signal,

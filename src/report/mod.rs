@@ -318,6 +318,9 @@ impl Reporter {
     pub fn emit(&mut self, event: &Event<'_>) {
         let needed = match (self.format, event) {
             (_, Event::CannotStart { .. }) => Verbosity::Quiet,
+            // Replayed output is the command's, not retry's: --quiet silences neither it nor
+            // the header that says whose it is.
+            (_, Event::FailedOutput { .. }) => Verbosity::Quiet,
             // A log pipeline gets every event unless told to be quiet.
             (LogFormat::Json, _) => Verbosity::Normal,
             (

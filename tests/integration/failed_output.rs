@@ -37,8 +37,10 @@ fn on_give_up_drops_the_failed_attempts_output_when_a_retry_rescues_the_run() {
     );
 }
 
+/// Under `on-give-up`, the earlier attempts' output comes first, in attempt order, each behind
+/// its header, and then the final attempt's (fine point 35): a mail reads 1, 2, then 3.
 #[test]
-fn on_give_up_writes_every_attempt_after_the_final_one_behind_a_header() {
+fn on_give_up_writes_the_earlier_attempts_in_order_before_the_final_one() {
     let output = retry()
         .args([
             "--failed-output",
@@ -55,24 +57,59 @@ fn on_give_up_writes_every_attempt_after_the_final_one_behind_a_header() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "out 3\n");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let expected_tail = "retry: attempt 3/3 failed (exit 1) after";
-    let at = stderr
-        .find(expected_tail)
-        .expect("the final attempt's line");
-    assert!(
-        stderr[..at].ends_with("err 3\n"),
-        "the final attempt's stderr comes first: {stderr}"
-    );
     let replay = &stderr[stderr.find("retry: output of attempt 1").expect("a header")..];
     assert!(
         replay.starts_with(
             "retry: output of attempt 1 (exit 1):\nout 1\nerr 1\n\
              retry: output of attempt 2 (exit 1):\nout 2\nerr 2\n\
-             retry: giving up after 3 attempts in "
+             err 3\n\
+             retry: attempt 3/3 failed (exit 1) after "
         ),
         "{stderr}"
     );
     assert_eq!(stderr.matches("out 1").count(), 1, "once, at the end");
+}
+
+/// A `--quiet` cron job (`2>&1` into one mail) that gave up reads attempt 1, attempt 2, each
+/// behind its header, then the final attempt: whatever ends the run (the limit, a permanent
+/// failure, `--max-time`'s last chance).
+#[test]
+fn a_quiet_cron_mail_reads_the_attempts_in_order() {
+    let script = sh(
+        "echo \"out $RETRY_ATTEMPT\"; sleep 0.05; echo \"err $RETRY_ATTEMPT\" >&2; \
+         [ $RETRY_ATTEMPT -ge 3 ] && exit 3; exit 1",
+    );
+    for ending in [
+        &["--retries", "2", "--delays", "0"][..],
+        &["--forever", "--delays", "0", "--stop-on-exit", "3"],
+        &[
+            "--forever",
+            "--delays",
+            "0,0,1h",
+            "--max-time",
+            "20s",
+            "--retry-on-exit",
+            "1",
+        ],
+    ] {
+        let r = retry();
+        let mail = r.path("mail");
+        let r = r
+            .args(["--failed-output", "on-give-up", "--quiet"])
+            .args(ending)
+            .args(&script);
+        let file = fs::File::create(&mail).unwrap();
+        let mut child = r.spawn_with(file.try_clone().unwrap(), file);
+        let status = wait_bounded(&mut child);
+        assert_ne!(shell_status(status), 0, "{ending:?}");
+        assert_eq!(
+            fs::read_to_string(&mail).unwrap(),
+            "retry: output of attempt 1 (exit 1):\nout 1\nerr 1\n\
+             retry: output of attempt 2 (exit 1):\nout 2\nerr 2\n\
+             out 3\nerr 3\n",
+            "{ending:?}"
+        );
+    }
 }
 
 /// stdout and stderr into one pipe (`2>&1`, as cron and CI take them): held output comes out
@@ -102,8 +139,10 @@ fn held_output_keeps_the_order_of_its_two_streams() {
     reader.read_to_string(&mut all).unwrap();
     assert_eq!(shell_status(wait_bounded(&mut child)), 1);
     assert_eq!(
-        all, "out 2\nerr 2\nout 2 again\nout 1\nerr 1\nout 1 again\n",
-        "the final attempt's, then the first's"
+        all,
+        "retry: output of attempt 1 (exit 1):\nout 1\nerr 1\nout 1 again\n\
+         out 2\nerr 2\nout 2 again\n",
+        "the first attempt's, behind its header, then the final one's"
     );
 }
 
@@ -137,7 +176,10 @@ fn a_success_under_restart_forgets_the_output_kept_before_it() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "out 2\nout 4\n");
-    assert_eq!(String::from_utf8_lossy(&output.stderr), "out 3\n");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "retry: output of attempt 3 (exit 1):\nout 3\n"
+    );
 }
 
 /// What a background process of a dropped attempt writes after that attempt ended belongs to
@@ -199,8 +241,9 @@ fn pass_lets_everything_through_as_it_comes() {
     assert_eq!(String::from_utf8_lossy(&output.stderr), "err 1\nerr 2\n");
 }
 
-/// Binary bytes go through untouched: the final attempt's to stdout, and under `--quiet` (no
-/// headers) the earlier attempts' to stderr exactly as they wrote them, in order. (The pause
+/// Binary bytes go through untouched: the final attempt's to stdout, and under `--quiet` the
+/// earlier attempts' to stderr exactly as they wrote them, in order, each behind its header
+/// (`--quiet` silences neither), then the final attempt's stderr. (The pause
 /// lets `retry` read all of stdout before stderr: it keeps the order in which it read them.)
 #[test]
 fn binary_output_is_kept_and_replayed_byte_for_byte() {
@@ -231,14 +274,18 @@ fn binary_output_is_kept_and_replayed_byte_for_byte() {
         output.stdout == bytes,
         "stdout is the final attempt's, exactly"
     );
-    let mut replayed = b"e3".to_vec();
+    let mut replayed = Vec::new();
     for attempt in [1, 2] {
+        replayed.extend_from_slice(
+            format!("retry: output of attempt {attempt} (exit 4):\n").as_bytes(),
+        );
         replayed.extend_from_slice(&bytes);
         replayed.extend_from_slice(format!("e{attempt}").as_bytes());
     }
+    replayed.extend_from_slice(b"e3");
     assert!(
         output.stderr == replayed,
-        "the final stderr, then attempts 1 and 2 in order"
+        "attempts 1 and 2 in order behind their headers, then the final stderr"
     );
 }
 
@@ -265,10 +312,11 @@ fn two_hundred_mib_of_failed_output_is_held_in_bounded_memory() {
     let (status, peak_kib) = wait_with_peak_rss(&mut child);
     assert_eq!(status.code(), Some(1));
     let replayed = fs::metadata(&written).unwrap().len();
+    let headers = "retry: output of attempt 1 (exit 1):\n".len() * 2;
     assert_eq!(
         replayed,
-        2 * 104_857_600,
-        "both kept attempts, and nothing else"
+        2 * 104_857_600 + headers as u64,
+        "both kept attempts behind their headers, and nothing else"
     );
     assert!(peak_kib < 32 * 1024, "peak RSS {peak_kib} KiB");
 }
@@ -290,13 +338,14 @@ fn patterns_read_held_output() {
 }
 
 /// A signal to `retry` ends the run without success: the running attempt's output is the
-/// final one's, and what was kept follows it.
+/// final one's, and what was kept comes before it.
 #[test]
 fn a_signal_to_retry_writes_what_was_kept() {
     let r = retry();
     let mark = r.path("second");
     let script = sh(&format!(
-        "echo \"out $RETRY_ATTEMPT\"; [ $RETRY_ATTEMPT -ge 2 ] && {{ touch '{}'; sleep 30; }}; exit 1",
+        "echo \"out $RETRY_ATTEMPT\"; echo \"err $RETRY_ATTEMPT\" >&2; \
+         [ $RETRY_ATTEMPT -ge 2 ] && {{ touch '{}'; sleep 30; }}; exit 1",
         mark.display()
     ));
     let r = r
@@ -317,6 +366,11 @@ fn a_signal_to_retry_writes_what_was_kept() {
         stderr.contains("retry: output of attempt 1 (exit 1):\nout 1\n"),
         "{stderr}"
     );
+    let (kept, final_attempt) = (
+        stderr.find("out 1\nerr 1\n").expect("the kept output"),
+        stderr.find("err 2\n").expect("the final attempt's stderr"),
+    );
+    assert!(kept < final_attempt, "{stderr}");
 }
 
 /// The kept output goes to stderr at the give-up; a reader there that never reads does not
@@ -561,11 +615,13 @@ fn the_attempt_the_budget_ends_the_run_after_is_final() {
         assert_eq!(output.status.code(), Some(1), "{mode}");
         assert_eq!(String::from_utf8_lossy(&output.stdout), "out 2\n", "{mode}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.starts_with("err 2\n"), "{mode}: {stderr}");
         if mode == "drop" {
             assert_eq!(stderr, "err 2\n");
         } else {
-            assert!(stderr.contains("out 1\nerr 1\n"), "kept: {stderr}");
+            assert_eq!(
+                stderr, "retry: output of attempt 1 (exit 1):\nout 1\nerr 1\nerr 2\n",
+                "kept, then the final attempt's"
+            );
         }
     }
 }
@@ -638,7 +694,7 @@ fn keep_max_keeps_the_first_and_last_halves_of_each_earlier_attempt() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     let left_out = whole - 1024;
     let expected = format!(
-        "{}\nretry: [{left_out} bytes of attempt 1 left out]\n{}\nend 1\n",
+        "retry: output of attempt 1 (exit 1):\n{}\nretry: [{left_out} bytes of attempt 1 left out]\n{}\nend 1\n",
         "x".repeat(512),
         "x".repeat(512 - "\nend 1\n".len())
     );
@@ -649,7 +705,11 @@ fn keep_max_keeps_the_first_and_last_halves_of_each_earlier_attempt() {
         "the final attempt whole"
     );
     let output = run(Some("0"));
-    assert_eq!(output.stderr.len(), whole, "0 keeps it whole");
+    assert_eq!(
+        output.stderr.len(),
+        "retry: output of attempt 1 (exit 1):\n".len() + whole,
+        "0 keeps it whole"
+    );
     let output = run(None);
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
