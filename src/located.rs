@@ -563,6 +563,37 @@ mod tests {
         assert!(!root.path().join("f").exists());
     }
 
+    /// This process's descriptors, by any name the kernel gives them or a link to one, are
+    /// said to be descriptors, open or not, on a `Way::AsIs` only; another process's are not.
+    #[test]
+    fn a_descriptor_of_this_process_is_said_to_be_one() {
+        let root = tempfile::tempdir().unwrap();
+        symlink("/dev/stderr", root.path().join("link")).unwrap();
+        let link = root.path().join("link");
+        for (path, fd) in [
+            (Path::new("/dev/stdout"), 1),
+            (Path::new("/dev/fd/0"), 0),
+            (Path::new("/proc/self/fd/987654"), 987654),
+            (Path::new("/proc/thread-self/fd/1"), 1),
+            (&link, 2),
+        ] {
+            assert!(
+                matches!(locate(path, Way::AsIs), Err(Unreachable::Descriptor(found)) if found == fd),
+                "{path:?}"
+            );
+        }
+        assert!(!matches!(
+            locate(&link, Way::Private),
+            Err(Unreachable::Descriptor(_))
+        ));
+        // SAFETY: getppid(2) cannot fail.
+        let parent = format!("/proc/{}/fd/1", unsafe { libc::getppid() });
+        assert!(!matches!(
+            locate(Path::new(&parent), Way::AsIs),
+            Err(Unreachable::Descriptor(_))
+        ));
+    }
+
     /// Where the kernel's own resolution (`stat`, links followed) finds a file, `locate` finds
     /// the same one; where the kernel finds nothing, the last name is missing or `locate`
     /// fails too: over trees of directories, files and links of this user's (relative,

@@ -999,6 +999,33 @@ fn a_report_to_a_descriptor_follows_the_commands_output() {
     assert_eq!(report["outcome"], "success");
 }
 
+/// On a terminal, `--report /dev/stdout` prints the report after the command's output (the
+/// terminal is a device, which takes no report by its own name).
+#[test]
+fn a_report_to_stdout_on_a_terminal_is_printed() {
+    let screen = under_pty(
+        &[
+            BIN,
+            "-q",
+            "--report",
+            "/dev/stdout",
+            "--",
+            "echo",
+            "the build log",
+        ],
+        &[],
+        &[],
+    )
+    .expect("retry runs");
+    let lines: Vec<&str> = screen
+        .lines()
+        .map(|line| line.trim_end_matches('\r'))
+        .collect();
+    assert_eq!(lines[0], "the build log", "{screen}");
+    assert!(lines[1].contains("\"outcome\":\"success\""), "{screen}");
+    assert!(screen.ends_with("status 0\n"), "{screen}");
+}
+
 /// A report that cannot go through its descriptor is said once, and the status stands: a
 /// reader gone from the pipe is not said (as no write to a closed pipe is), any other failure
 /// is (stdin open only to be read). The file behind stdin is neither replaced nor written.
