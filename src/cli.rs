@@ -422,8 +422,10 @@ pub struct Cli {
     /// file is replaced atomically, and only a regular file is: a device, a FIFO, a socket or a
     /// directory at PATH (or a symlink to one) is a file that cannot be written, so /dev/null
     /// turns a configured metrics file off; a symlink to a regular file replaces that file, and
-    /// another user's symlink or file is never followed, read or replaced. A file that cannot
-    /// be written is said once and never changes the exit status.
+    /// another user's symlink or file is never followed, read or replaced. One of retry's own
+    /// descriptors (/dev/stdout, /dev/stderr, /dev/fd/N) takes the figures after the command's
+    /// output, and is never read. A file that cannot be written is said once and never changes
+    /// the exit status.
     #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, value_parser = written_path(), help_heading = "Reports for cron and CI")]
     pub metrics_file: Option<PathBuf>,
 
@@ -433,8 +435,10 @@ pub struct Cli {
     /// (success, exhausted, max-time, permanent, budget, breaker, signal, broken-pipe) and the
     /// time taken; as JSON, also each attempt's end, duration and the wait after it. Written
     /// once, also when a signal ends retry, and only to a regular file (or a new one), never
-    /// through a device, a FIFO or another user's symlink; a report that cannot be written is
-    /// said once and never changes the exit status.
+    /// through a device, a FIFO or another user's symlink; but one of retry's own descriptors
+    /// (/dev/stdout, /dev/stderr, /dev/fd/N) takes it after the command's output, the file
+    /// behind left as it is. A report that cannot be written is said once and never changes the
+    /// exit status.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, value_parser = written_path(), help_heading = "Reports for cron and CI")]
     pub report: Option<PathBuf>,
 

@@ -1,16 +1,19 @@
 //! Files `retry` writes for others to read (`--metrics-file`, `--report`): only ever a regular
 //! file of this user's, replaced whole or appended to, never what else a careless user or a
 //! neighbour may have put at the path (a device, a FIFO, a socket, a directory, another
-//! user's file or symlink).
+//! user's file or symlink). A path that names one of the descriptors `retry` was started with
+//! (`/dev/stdout`) is written through that descriptor, and the file behind it left as it is.
 
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use crate::located::{self, Located, Unreachable, Way};
 use crate::ownership::owned_by_another;
+use crate::plumbing::OwnStream;
 
 /// How a file of `retry`'s is written.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -21,18 +24,67 @@ pub(crate) enum Use {
     Append,
 }
 
+/// The descriptors `retry` was started with that the paths it writes name (`--report
+/// /dev/stdout`), each held as a duplicate (closed on exec) taken before `retry` opens
+/// anything it keeps: a number that was closed at the start and that `retry` later gives a
+/// file of its own (a pipe, a state file) is never taken for the user's.
+#[derive(Default)]
+pub(crate) struct Inherited(Vec<(RawFd, OwnedFd)>);
+
+impl Inherited {
+    /// Holds the descriptors that `paths` name and that are open. To be called before `retry`
+    /// opens anything it keeps (0 to 2 are open by then: `process::prepare` put /dev/null on
+    /// any that was closed).
+    pub(crate) fn hold<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Inherited {
+        let mut held = Vec::new();
+        for path in paths {
+            if let Err(Unreachable::Descriptor(fd)) = located::locate(path, Way::AsIs) {
+                // SAFETY: fcntl(2) F_DUPFD_CLOEXEC of a number that may not be open (EBADF);
+                // the descriptor it returns is ours alone.
+                let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+                if copy >= 0 {
+                    // SAFETY: a descriptor just made, owned by nothing else.
+                    held.push((fd, unsafe { OwnedFd::from_raw_fd(copy) }));
+                }
+            }
+        }
+        Inherited(held)
+    }
+
+    fn get(&self, fd: RawFd) -> Option<&OwnedFd> {
+        self.0
+            .iter()
+            .find(|(number, _)| *number == fd)
+            .map(|(_, held)| held)
+    }
+}
+
 /// A file of `retry`'s to write, found by `writable`.
-pub(crate) struct Target {
+pub(crate) enum Target {
+    /// A path: the regular file of this user's that was there, or none yet.
+    Path(Box<AtPath>),
+    /// One of the descriptors `retry` was started with, which the path names: written
+    /// through, after whatever the command wrote there, and what is behind it never replaced,
+    /// cut back or read.
+    Descriptor(OwnedFd),
+}
+
+/// A path of `retry`'s to write, found by `writable`.
+pub(crate) struct AtPath {
     at: Located,
     how: Use,
     /// The regular file of this user's that was there, if one was.
     found: Option<fs::Metadata>,
 }
 
-/// Replaces the regular file at `target` with `text`: written to a new file beside it, which
-/// then takes its name, so a reader never sees half of it. `nonce` (random bits from the
-/// caller) makes the temporary file's name.
+/// Replaces the file at `target` with `text`: written to a new file beside it, which then takes
+/// its name, so a reader never sees half of it. `nonce` (random bits from the caller) makes the
+/// temporary file's name. A descriptor takes `text` as it comes.
 pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()> {
+    let target = match target {
+        Target::Path(target) => target,
+        Target::Descriptor(fd) => return write_through(fd, text),
+    };
     // Made private while it is written: the file it replaces may have been (a report made
     // 0600 is not to be read through its temporary file).
     let mode = if target.found.is_some() { 0o600 } else { 0o644 };
@@ -47,6 +99,7 @@ pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()>
     }
     let written = file
         .write_all(text.as_bytes())
+        .map_err(real_cause)
         .and_then(|()| match &target.found {
             Some(found) => file.set_permissions(fs::Permissions::from_mode(found.mode() & 0o777)),
             None => Ok(()),
@@ -59,21 +112,47 @@ pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()>
     written
 }
 
+/// Writes all of `text` through `fd`, as `retry` writes to its own streams (a descriptor a
+/// parent left non-blocking waits until it takes more).
+fn write_through(fd: &OwnedFd, text: &str) -> io::Result<()> {
+    OwnStream::on(fd.as_fd())?
+        .write_all(text.as_bytes())
+        .map_err(real_cause)
+}
+
 /// Appends `text` to the regular file at `target` (found by `writable`), or a new one, never
 /// replacing what earlier writers left there; in one write, so that other appenders' lines
-/// never land inside it.
+/// never land inside it. A file that ends in half a line gets a newline first. A descriptor
+/// takes `text` as it comes.
 pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
+    let target = match target {
+        Target::Path(target) => target,
+        Target::Descriptor(fd) => return write_through(fd, text),
+    };
     let at = &target.at;
     let mut found = target.found.clone();
     // The very file found, or a new one: never whatever took the name since. A file another
     // writer made or removed meanwhile (runs appending to one new file at once) is looked at
     // again.
     for _ in 0..3 {
-        let flags = match found {
-            Some(_) => libc::O_WRONLY | libc::O_APPEND,
-            None => libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_EXCL,
+        let opened = match found {
+            // Readable too, for its last byte; one this user may only write is written.
+            Some(_) => at
+                .dir
+                .open(&at.name, libc::O_RDWR | libc::O_APPEND, 0)
+                .or_else(|error| match error.kind() {
+                    io::ErrorKind::PermissionDenied => {
+                        at.dir.open(&at.name, libc::O_WRONLY | libc::O_APPEND, 0)
+                    }
+                    _ => Err(error),
+                }),
+            None => at.dir.open(
+                &at.name,
+                libc::O_RDWR | libc::O_APPEND | libc::O_CREAT | libc::O_EXCL,
+                0o644,
+            ),
         };
-        match at.dir.open(&at.name, flags, 0o644) {
+        match opened {
             Ok(file) => return append_to(file, found.as_ref(), target, text),
             Err(error)
                 if matches!(
@@ -93,7 +172,7 @@ pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
 fn append_to(
     mut file: File,
     found: Option<&fs::Metadata>,
-    target: &Target,
+    target: &AtPath,
     text: &str,
 ) -> io::Result<()> {
     let opened = file.metadata()?;
@@ -115,22 +194,73 @@ fn append_to(
             "it has other names (hard links), which the lines would reach too",
         ));
     }
-    // All or nothing: half a line (a disk that filled up) would glue itself to the next
-    // writer's first line. What was written is cut back only while it is still the end of the
-    // file: another run's lines after it stay.
-    match file.write(text.as_bytes()) {
-        Ok(written) if written == text.len() => Ok(()),
-        Ok(written) => {
-            if written > 0
-                && let Ok(end) = file.stream_position()
-                && file.metadata().is_ok_and(|now| now.len() == end)
-            {
-                let _ = file.set_len(end - written as u64);
-            }
-            Err(io::Error::from_raw_os_error(libc::ENOSPC))
-        }
-        Err(error) => Err(error),
+    // A step that wrote half a line (`url=`) would have the first line glued to it.
+    let text = if ends_in_half_a_line(&file, opened.len()) {
+        format!("\n{text}")
+    } else {
+        text.to_string()
+    };
+    all_or_nothing(&mut file, text.as_bytes()).map_err(real_cause)
+}
+
+/// Whether the regular `file`, `len` bytes long, ends in half a line: its last byte is not a
+/// newline. One this user may not read is taken to end in a whole line.
+fn ends_in_half_a_line(file: &File, len: u64) -> bool {
+    let mut last = [0u8];
+    len > 0 && file.read_at(&mut last, len - 1).is_ok_and(|read| read == 1) && last[0] != b'\n'
+}
+
+/// Appends `bytes` to `file` (open to append) in one write, or none of them: half a line (a
+/// disk that filled up) would glue itself to the next writer's first line. After a short
+/// write, the rest is tried, for the reason it cannot go (the disk full, the file size limit);
+/// then what was written is cut back, only while it is still the end of the file: another
+/// run's lines after it stay.
+fn all_or_nothing(file: &mut File, bytes: &[u8]) -> io::Result<()> {
+    let mut written = file.write(bytes)?;
+    if written == bytes.len() {
+        return Ok(());
     }
+    // (Where an append leaves the offset: the end of what it wrote.)
+    let began = file.stream_position().map(|end| end - written as u64);
+    let cause = loop {
+        match file.write(&bytes[written..]) {
+            Ok(0) => break io::Error::from(io::ErrorKind::WriteZero),
+            Ok(more) => written += more,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => break error,
+        }
+        if written == bytes.len() {
+            return Ok(());
+        }
+    };
+    if let Ok(began) = began
+        && let Ok(end) = file.stream_position()
+        && file.metadata().is_ok_and(|now| now.len() == end)
+    {
+        let _ = file.set_len(began);
+    }
+    Err(cause)
+}
+
+/// `error` with its cause named where the OS's words leave it out: a file too large for the
+/// file size limit (`ulimit -f`) rather than for the file system.
+fn real_cause(error: io::Error) -> io::Error {
+    if error.raw_os_error() != Some(libc::EFBIG) {
+        return error;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) into a struct of its type.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0;
+    if known && limit.rlim_cur != libc::RLIM_INFINITY {
+        return io::Error::other(format!(
+            "File too large: past the file size limit (ulimit -f) of {} bytes",
+            limit.rlim_cur
+        ));
+    }
+    error
 }
 
 /// What is open as `file`, if it is a regular file this user may take as theirs.
@@ -182,8 +312,23 @@ fn of_another(uid: u32) -> io::Error {
 /// feed the run a content of their making. Root's own are root's; root appends to another
 /// user's regular file (see `root_appends`). The directory found is held
 /// open, so that the file is read and written there whatever is swapped in on the way later.
-pub(crate) fn writable(path: &Path, how: Use) -> io::Result<Target> {
-    let at = located::locate(path, Way::AsIs).map_err(|unreachable| match unreachable {
+/// A path that names one of the descriptors `retry` was started with is that descriptor, as
+/// `inherited` holds it; one that was closed then cannot be written.
+pub(crate) fn writable(path: &Path, how: Use, inherited: &Inherited) -> io::Result<Target> {
+    let unreachable = match located::locate(path, Way::AsIs) {
+        Ok(at) => {
+            let found = judge(&at, at.found.clone(), how)?;
+            return Ok(Target::Path(Box::new(AtPath { at, how, found })));
+        }
+        Err(unreachable) => unreachable,
+    };
+    Err(match unreachable {
+        Unreachable::Descriptor(fd) => match inherited.get(fd) {
+            Some(held) => return Ok(Target::Descriptor(held.try_clone()?)),
+            None => io::Error::other(format!(
+                "it names descriptor {fd}, which was not open when retry started"
+            )),
+        },
         Unreachable::Foreign { link, owner } => io::Error::other(format!(
             "it is reached through {}, a symlink of another user (uid {owner}), not a regular \
              file of this user's",
@@ -196,9 +341,7 @@ pub(crate) fn writable(path: &Path, how: Use) -> io::Result<Target> {
         // (Only a `Way::Private` asks.)
         Unreachable::Rearrangeable { .. } => io::Error::other("others may rearrange it"),
         Unreachable::Failed(error) | Unreachable::Unmade(error) => error,
-    })?;
-    let found = judge(&at, at.found.clone(), how)?;
-    Ok(Target { at, how, found })
+    })
 }
 
 /// What is at `at`'s name now: nothing, or a regular file that may be written `how`.
@@ -255,8 +398,14 @@ pub(crate) fn read_bounded(path: &Path, most: u64) -> io::Result<Vec<u8>> {
     bounded(file, most)
 }
 
-/// The bytes of the regular file at `target`, up to `most`, as `read_bounded` reads them.
+/// The bytes of the regular file at `target`, up to `most`, as `read_bounded` reads them. What
+/// is behind a descriptor is never read (a terminal's or a pipe's input is not `retry`'s to
+/// take): it has none.
 pub(crate) fn read_target(target: &Target, most: u64) -> io::Result<Vec<u8>> {
+    let target = match target {
+        Target::Path(target) => target,
+        Target::Descriptor(_) => return Ok(Vec::new()),
+    };
     let file = target
         .at
         .dir
@@ -330,7 +479,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.prom");
-        let target = writable(&path, Use::Replace).unwrap();
+        let target = writable(&path, Use::Replace, &Inherited::default()).unwrap();
         fs::write(&path, "theirs").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
         std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
@@ -348,7 +497,7 @@ mod tests {
     fn lines_go_only_to_the_file_found_or_a_new_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
-        let target = writable(&path, Use::Append).unwrap();
+        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
         let bashrc = dir.path().join("bashrc");
         fs::write(&bashrc, "export PATH\n").unwrap();
         fs::hard_link(&bashrc, &path).unwrap();
@@ -357,7 +506,7 @@ mod tests {
         assert_eq!(fs::read_to_string(&bashrc).unwrap(), "export PATH\n");
         fs::remove_file(&path).unwrap();
         fs::write(&path, "theirs\n").unwrap();
-        let target = writable(&path, Use::Append).unwrap();
+        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
         // (Kept under another name, so that its inode number is not the next file's.)
         fs::rename(&path, dir.path().join("moved")).unwrap();
         let precious = dir.path().join("precious");
@@ -366,7 +515,7 @@ mod tests {
         let error = append(&target, "attempts=1\n").unwrap_err();
         assert!(error.to_string().contains("took its name"), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "mine\n");
-        let target = writable(&path, Use::Append).unwrap();
+        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
         append(&target, "attempts=1\n").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "mine\nattempts=1\n");
     }
@@ -377,8 +526,8 @@ mod tests {
     fn a_file_made_by_another_appender_since_the_look_takes_the_lines_too() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
-        let target = writable(&path, Use::Append).unwrap();
-        let other = writable(&path, Use::Append).unwrap();
+        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
+        let other = writable(&path, Use::Append, &Inherited::default()).unwrap();
         append(&other, "attempts=2\n").unwrap();
         append(&target, "attempts=1\n").unwrap();
         assert_eq!(
@@ -400,7 +549,7 @@ mod tests {
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
         let path = dir.path().join("out.txt");
         fs::write(&path, "").unwrap();
-        let target = writable(&path, Use::Append).unwrap();
+        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
         fs::remove_file(&path).unwrap();
         fs::write(&path, "theirs\n").unwrap();
         std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();

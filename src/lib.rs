@@ -111,6 +111,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         let plan = dryrun::plan(&settings) + &start::note(&settings);
         return print_stdout(&text::without_secrets(&plan));
     }
+    // Before `retry` opens anything it keeps (the state, its signal pipe).
+    let inherited = files::Inherited::hold(
+        settings
+            .report
+            .iter()
+            .map(|(path, _)| path.as_path())
+            .chain(settings.metrics.iter().map(|target| target.path.as_path())),
+    );
     let store = match fleet::open(&settings.fleet, settings.state.as_ref()) {
         Ok(store) => store,
         Err(line) => return misuse(&line),
@@ -166,7 +174,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     if let Some(target) = &settings.metrics {
-        write_metrics(target, &ran, exit, started, &mut reporter);
+        write_metrics(target, &ran, exit, started, &inherited, &mut reporter);
     }
     if let Some((path, format)) = &settings.report {
         let summary = Summary {
@@ -179,21 +187,33 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
             history: &ran.history,
         };
         let written = match format {
-            ReportFormat::Json => files::writable(path, files::Use::Replace).and_then(|target| {
-                files::replace(&target, &summary::json(&summary), process::entropy())
-            }),
-            ReportFormat::Github => files::writable(path, files::Use::Append)
+            ReportFormat::Json => {
+                files::writable(path, files::Use::Replace, &inherited).and_then(|target| {
+                    files::replace(&target, &summary::json(&summary), process::entropy())
+                })
+            }
+            ReportFormat::Github => files::writable(path, files::Use::Append, &inherited)
                 .and_then(|target| files::append(&target, &summary::github(&summary))),
         };
         if let Err(error) = written {
-            reporter.emit(&report::Event::Unwritten {
-                file: OwnFile::Report,
-                path,
-                error: &text::plain_error(&error),
-            });
+            unwritten(OwnFile::Report, path, &error, &mut reporter);
         }
     }
     exit
+}
+
+/// Says that `file` at `path` could not be written; the run's status stands. A reader gone
+/// from the pipe a descriptor named (`--report /dev/stdout | head -c 0`) is not said, as no
+/// write of `retry`'s to a pipe whose reader has gone is.
+fn unwritten(file: OwnFile, path: &std::path::Path, error: &io::Error, reporter: &mut Reporter) {
+    if error.kind() == io::ErrorKind::BrokenPipe {
+        return;
+    }
+    reporter.emit(&report::Event::Unwritten {
+        file,
+        path,
+        error: &text::plain_error(error),
+    });
 }
 
 /// `retry`'s exit status as a number, also when it ends by re-raising a signal.
@@ -212,6 +232,7 @@ fn write_metrics(
     ran: &Ran,
     exit: Exit,
     (start, started): (SystemTime, Instant),
+    inherited: &files::Inherited,
     reporter: &mut Reporter,
 ) {
     if ran.attempts == 0 && ran.end != RunEnd::BreakerOpen {
@@ -225,12 +246,9 @@ fn write_metrics(
         attempts: ran.attempts,
         exit_status: exit_status(exit),
     };
-    if let Err(error) = metrics::write(&target.path, &target.job, &figures, process::entropy()) {
-        reporter.emit(&report::Event::Unwritten {
-            file: OwnFile::Metrics,
-            path: &target.path,
-            error: &text::plain_error(&error),
-        });
+    let nonce = process::entropy();
+    if let Err(error) = metrics::write(&target.path, &target.job, &figures, nonce, inherited) {
+        unwritten(OwnFile::Metrics, &target.path, &error, reporter);
     }
 }
 

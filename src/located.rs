@@ -3,7 +3,8 @@
 //! directory on the way is held open and the next name is opened from it without following a
 //! link, so the directory that was checked is the one written in, whatever a neighbour swaps
 //! in meanwhile (a link in place of a directory, a moment after the look); a symlink another
-//! user owns is never followed.
+//! user owns is never followed. A path that names one of `retry`'s own descriptors
+//! (`/dev/stdout`) is said to be one, not resolved through what is open there.
 //!
 //! A leaf: it makes kernel calls on paths and descriptors, and nothing else.
 
@@ -12,7 +13,7 @@ use std::ffi::{CStr, CString, OsStr};
 use std::fs::{File, Metadata};
 use std::io;
 use std::mem::ManuallyDrop;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -40,7 +41,8 @@ pub(crate) struct Located {
 /// How far `locate` trusts the directories on the way.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Way {
-    /// As they are: a file written for others to read.
+    /// As they are: a file written for others to read. A path that names one of this
+    /// process's descriptors is said to (`Unreachable::Descriptor`).
     AsIs,
     /// Only directories no one else may rearrange, the missing ones the path names made (mode
     /// 0700): for a state others must not move away (a breaker closed, a budget renewed) or
@@ -69,6 +71,11 @@ pub(crate) enum Unreachable {
     /// directories the path names itself, never those of a link's target: an unmounted disk
     /// would take them on the wrong file system).
     Dangling,
+    /// On a `Way::AsIs`, the path names descriptor N of this process (`/dev/stdout`,
+    /// `/dev/fd/N`, `/proc/self/fd/N`, or a link to one of those, by name): what is open there
+    /// has no name to go by (a pipe), or one whose file is not `retry`'s to replace (the log
+    /// a shell redirected stdout to). The caller writes through the descriptor, or refuses it.
+    Descriptor(RawFd),
     Failed(io::Error),
 }
 
@@ -195,6 +202,14 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
                 Err(error) => return Err(error.into()),
             }
         }
+        // Named there, an open descriptor is a "link" whose text (`pipe:[81]`, or the path a
+        // file had when it was opened) is no path to resolve; a closed one is no name at all.
+        if last
+            && way == Way::AsIs
+            && let Some(fd) = own_descriptor(&dir, &at, &name)
+        {
+            return Err(Unreachable::Descriptor(fd));
+        }
         let Some((found, entry)) = dir.entry(&name)? else {
             if last {
                 return Ok(Located {
@@ -284,6 +299,25 @@ fn for_each_above(
     Ok(())
 }
 
+/// The descriptor `name` is, if `dir` (reached by the names `at`) is this process's own table
+/// of descriptors in procfs: `/proc/self/fd` as the kernel resolves it (`/proc/PID/fd`), or a
+/// thread's (`/proc/PID/task/TID/fd`, from `/proc/thread-self/fd`), which is the same table.
+fn own_descriptor(dir: &Dir, at: &Path, name: &CStr) -> Option<RawFd> {
+    let pid = std::process::id().to_string();
+    let pid = pid.as_bytes();
+    let parts: Vec<&[u8]> = at.iter().map(OsStrExt::as_bytes).collect();
+    let numeric = |word: &[u8]| !word.is_empty() && word.iter().all(u8::is_ascii_digit);
+    let ours = match parts[..] {
+        [b"/", b"proc", process, b"fd"] => process == pid,
+        [b"/", b"proc", process, b"task", thread, b"fd"] => process == pid && numeric(thread),
+        _ => false,
+    };
+    if !ours || !numeric(name.to_bytes()) || !dir.on_procfs() {
+        return None;
+    }
+    std::str::from_utf8(name.to_bytes()).ok()?.parse().ok()
+}
+
 /// The target of the symlink open (`O_PATH | O_NOFOLLOW`) as `link`.
 fn read_link(link: &OwnedFd) -> io::Result<Vec<u8>> {
     let mut buffer = vec![0u8; libc::PATH_MAX as usize];
@@ -339,6 +373,16 @@ impl Dir {
     /// What is at `name`, not followed; `None` when nothing is.
     pub(crate) fn metadata(&self, name: &CStr) -> io::Result<Option<Metadata>> {
         Ok(self.entry(name)?.map(|(_, entry)| entry))
+    }
+
+    /// Whether the directory is in procfs (a directory named `/proc` may be anything else).
+    fn on_procfs(&self) -> bool {
+        // SAFETY: fstatfs(2) of a descriptor this holds, into a zeroed struct of its type.
+        unsafe {
+            let mut found: libc::statfs = std::mem::zeroed();
+            libc::fstatfs(self.0.as_raw_fd(), &mut found) == 0
+                && found.f_type == libc::PROC_SUPER_MAGIC
+        }
     }
 
     /// The directory itself.
@@ -517,6 +561,37 @@ mod tests {
         );
         dir.remove(c"f").unwrap();
         assert!(!root.path().join("f").exists());
+    }
+
+    /// This process's descriptors, by any name the kernel gives them or a link to one, are
+    /// said to be descriptors, open or not, on a `Way::AsIs` only; another process's are not.
+    #[test]
+    fn a_descriptor_of_this_process_is_said_to_be_one() {
+        let root = tempfile::tempdir().unwrap();
+        symlink("/dev/stderr", root.path().join("link")).unwrap();
+        let link = root.path().join("link");
+        for (path, fd) in [
+            (Path::new("/dev/stdout"), 1),
+            (Path::new("/dev/fd/0"), 0),
+            (Path::new("/proc/self/fd/987654"), 987654),
+            (Path::new("/proc/thread-self/fd/1"), 1),
+            (&link, 2),
+        ] {
+            assert!(
+                matches!(locate(path, Way::AsIs), Err(Unreachable::Descriptor(found)) if found == fd),
+                "{path:?}"
+            );
+        }
+        assert!(!matches!(
+            locate(&link, Way::Private),
+            Err(Unreachable::Descriptor(_))
+        ));
+        // SAFETY: getppid(2) cannot fail.
+        let parent = format!("/proc/{}/fd/1", unsafe { libc::getppid() });
+        assert!(!matches!(
+            locate(Path::new(&parent), Way::AsIs),
+            Err(Unreachable::Descriptor(_))
+        ));
     }
 
     /// Where the kernel's own resolution (`stat`, links followed) finds a file, `locate` finds

@@ -100,10 +100,17 @@ pub(crate) fn last_success(previous: &str, job: &str) -> Option<f64> {
 const EARLIER_MAX: u64 = 64 * 1024;
 
 /// Writes the figures to `path`, keeping the last success of the file there before; the file
-/// is replaced whole, and only a regular file is (see `files::writable`). `nonce` (random bits
-/// from the caller) makes the temporary file's name.
-pub(crate) fn write(path: &Path, job: &str, figures: &Figures, nonce: u64) -> io::Result<()> {
-    let target = files::writable(path, files::Use::Replace)?;
+/// is replaced whole, and only a regular file is (see `files::writable`). A path that names
+/// one of `retry`'s own descriptors is written through it, and no earlier file read. `nonce`
+/// (random bits from the caller) makes the temporary file's name.
+pub(crate) fn write(
+    path: &Path,
+    job: &str,
+    figures: &Figures,
+    nonce: u64,
+    inherited: &files::Inherited,
+) -> io::Result<()> {
+    let target = files::writable(path, files::Use::Replace, inherited)?;
     let earlier = files::read_target(&target, EARLIER_MAX)
         .ok()
         .and_then(|previous| last_success(&String::from_utf8_lossy(&previous), job));
@@ -216,8 +223,22 @@ mod tests {
     fn the_file_is_replaced_whole_and_keeps_the_last_success() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.prom");
-        write(&path, "job", &figures(true), 1).unwrap();
-        write(&path, "job", &figures(false), 2).unwrap();
+        write(
+            &path,
+            "job",
+            &figures(true),
+            1,
+            &files::Inherited::default(),
+        )
+        .unwrap();
+        write(
+            &path,
+            "job",
+            &figures(false),
+            2,
+            &files::Inherited::default(),
+        )
+        .unwrap();
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.contains("retry_last_run_success{job=\"job\"} 0\n"));
         assert_eq!(last_success(&text, "job"), Some(1_700_000_003.75));
@@ -227,6 +248,15 @@ mod tests {
             .collect();
         assert_eq!(names, ["job.prom"], "no temporary file is left");
         let missing = dir.path().join("no/such/dir/job.prom");
-        assert!(write(&missing, "job", &figures(true), 3).is_err());
+        assert!(
+            write(
+                &missing,
+                "job",
+                &figures(true),
+                3,
+                &files::Inherited::default()
+            )
+            .is_err()
+        );
     }
 }

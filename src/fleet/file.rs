@@ -113,6 +113,12 @@ impl FileStore {
                     "cannot make {shown}: a symlink on the way leads to nothing"
                 )));
             }
+            // (Only a `Way::AsIs` looks for one.)
+            Err(Unreachable::Descriptor(fd)) => {
+                return Err(OpenError::Unavailable(format!(
+                    "{shown} names descriptor {fd}, not a directory"
+                )));
+            }
             Err(Unreachable::Failed(error)) => return Err(unavailable("cannot read", &error)),
         };
         let not_a_directory = || OpenError::Unavailable(format!("{shown} is not a directory"));

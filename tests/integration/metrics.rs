@@ -613,3 +613,39 @@ fn a_symlink_of_another_user_is_not_followed() {
     refused(&planted);
     assert_eq!(read(&planted), theirs);
 }
+
+/// `--metrics-file /dev/stdout` prints the figures after the command's output, through a file
+/// as a shell redirects stdout to one (`>> log`), which keeps what it held: that file is not
+/// read for a last success (what is behind a descriptor is none of `retry`'s to read), nor
+/// replaced.
+#[test]
+fn a_metrics_file_naming_stdout_is_written_through_it() {
+    let r = retry();
+    let earlier = "retry_last_success_timestamp_seconds{job=\"sh\"} 12\n";
+    let log = r.write("log", earlier);
+    let stdout = fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let output = retry()
+        .args(["--metrics-file", "/dev/stdout", "-r", "0"])
+        .args(sh("echo the build log; exit 3"))
+        .spawn_with(stdout, Stdio::piped())
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(shell_status(output.status), 3, "{output:?}");
+    let text = read(&log);
+    let written = text
+        .strip_prefix(&format!("{earlier}the build log\n"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        gauge(written, "retry_last_run_exit_status", "sh"),
+        Some(3.0)
+    );
+    assert_eq!(
+        gauge(written, "retry_last_success_timestamp_seconds", "sh"),
+        None,
+        "{text}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("metrics"),
+        "{output:?}"
+    );
+}

@@ -2,6 +2,8 @@
 //! spools' directory) found to be something else: a FIFO, a device, a socket, a symlink to one
 //! of those. `retry` neither hangs on any of them nor writes through any of them.
 
+use std::process::{Command, Stdio};
+
 use crate::util::*;
 
 /// Lays out one of each kind of file in a tmpfs of a private mount namespace (a device may be
@@ -188,5 +190,116 @@ fn a_directory_swapped_for_a_neighbours_link_mid_run_is_never_written_through() 
             "precious",
             "{name} written through the link ({refused} of 160 runs refused it; {swaps} swaps)"
         );
+    }
+}
+
+/// Every file `retry` writes (the report in both formats, the metrics file) at a path that
+/// names one of its own descriptors, by any of the names the kernel gives one or by a chain of
+/// links to one, is written through that descriptor, after the command's output: the log a
+/// shell redirected stdout to keeps its inode and what the command wrote.
+#[test]
+fn a_path_naming_a_descriptor_is_written_through_it() {
+    use std::os::unix::fs::{MetadataExt, symlink};
+    let r = retry();
+    let (first, second) = (r.path("first"), r.path("second"));
+    symlink("/dev/stdout", &second).unwrap();
+    symlink(&second, &first).unwrap();
+    let names = [
+        "/dev/stdout",
+        "/dev/fd/1",
+        "/proc/self/fd/1",
+        "/proc/thread-self/fd/1",
+        first.to_str().unwrap(),
+    ];
+    let files: [(&[&str], &str); 3] = [
+        (&["--report"], "\"outcome\":\"success\""),
+        (
+            &["--report-format", "github", "--report"],
+            "\noutcome=success\n",
+        ),
+        (
+            &["--metrics-file"],
+            "\nretry_last_run_success{job=\"echo\"} 1\n",
+        ),
+    ];
+    let log = r.path("build.log");
+    for name in names {
+        for (flag, written) in files {
+            let stdout = std::fs::File::create(&log).unwrap();
+            let inode = stdout.metadata().unwrap().ino();
+            let output = retry()
+                .args(["-q"])
+                .args(flag)
+                .args([name, "--", "echo", "the build log"])
+                .spawn_with(stdout, Stdio::piped())
+                .wait_with_output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(0), "{name} {flag:?}: {said}");
+            assert_eq!(said, "", "{name} {flag:?}");
+            let text = std::fs::read_to_string(&log).unwrap();
+            assert!(
+                text.starts_with("the build log\n") && text.contains(written),
+                "{name} {flag:?}: {text}"
+            );
+            assert_eq!(std::fs::metadata(&log).unwrap().ino(), inode, "{name}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(r.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+}
+
+/// A descriptor that was closed when `retry` started is a file that cannot be written, said
+/// once, whatever `retry` opened at that number since (its own pipes, the state): nothing is
+/// written there, nor at the name the kernel gives what `retry` opened (`pipe:[81]`, made as a
+/// file in the current directory). 0 to 2, which `retry` opens on /dev/null when they are
+/// closed, take the report silently.
+#[test]
+fn a_descriptor_closed_at_the_start_takes_nothing() {
+    let r = retry();
+    let state = r.path("state");
+    for fd in 3..10 {
+        for flag in ["--report", "--metrics-file"] {
+            let script = format!(
+                "cd \"$1\" && exec \"$0\" {flag} /dev/fd/{fd} --state \"$2\" --budget b -- true {fd}>&-"
+            );
+            let output = Command::new("sh")
+                .args(["-c", &script, BIN])
+                .args([r.dir.path(), &state])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(0), "{fd} {flag}: {said}");
+            assert_eq!(said.lines().count(), 1, "{fd} {flag}: {said}");
+            assert!(
+                said.contains(&format!(
+                    "/dev/fd/{fd}: it names descriptor {fd}, which was not open when retry started"
+                )),
+                "{fd} {flag}: {said}"
+            );
+            assert_eq!(String::from_utf8_lossy(&output.stdout), "", "{fd} {flag}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(r.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["state"], "{left:?}");
+    for (stream, closed) in [("/dev/stdout", ">&-"), ("/dev/stderr", "2>&-")] {
+        let output = Command::new("sh")
+            .args([
+                "-c",
+                &format!("exec \"$0\" --report \"$1\" -- true {closed}"),
+            ])
+            .args([BIN, stream])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{stream}: {output:?}");
+        assert_eq!(output.stderr, b"", "{stream}");
     }
 }

@@ -947,3 +947,164 @@ while True:
         0o600
     );
 }
+
+/// `--report /dev/stdout` prints the report after the command's output, through a pipe as to
+/// a file; so does a chain of links to it, followed by name (the pipe has none to follow), and
+/// `/dev/fd/N` for a descriptor a shell opened (`3>>log`).
+#[test]
+fn a_report_to_a_descriptor_follows_the_commands_output() {
+    use std::os::unix::fs::symlink;
+    let r = retry();
+    let link = r.path("link");
+    symlink("/dev/stdout", &link).unwrap();
+    for name in ["/dev/stdout", link.to_str().unwrap()] {
+        for (format, last) in [
+            ("json", "\"outcome\":\"success\""),
+            ("github", "elapsed_ms="),
+        ] {
+            let output = retry()
+                .args(["-q", "--report", name, "--report-format", format])
+                .args(["--", "echo", "the build log"])
+                .command()
+                .output()
+                .unwrap();
+            let (out, said) = (
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+            );
+            assert_eq!(
+                (output.status.code(), said.as_ref()),
+                (Some(0), ""),
+                "{name}"
+            );
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines[0], "the build log", "{name} {format}: {out}");
+            assert!(
+                lines.last().unwrap().contains(last),
+                "{name} {format}: {out}"
+            );
+        }
+    }
+    let log = r.write("log", "earlier\n");
+    let output = Command::new("sh")
+        .args(["-c", "\"$0\" --report /dev/fd/3 -- echo out 3>>\"$1\""])
+        .args([std::ffi::OsStr::new(BIN), log.as_os_str()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(output.stdout, b"out\n");
+    let text = fs::read_to_string(&log).unwrap();
+    let report: Value = serde_json::from_str(text.strip_prefix("earlier\n").unwrap()).unwrap();
+    assert_eq!(report["outcome"], "success");
+}
+
+/// On a terminal, `--report /dev/stdout` prints the report after the command's output (the
+/// terminal is a device, which takes no report by its own name).
+#[test]
+fn a_report_to_stdout_on_a_terminal_is_printed() {
+    let screen = under_pty(
+        &[
+            BIN,
+            "-q",
+            "--report",
+            "/dev/stdout",
+            "--",
+            "echo",
+            "the build log",
+        ],
+        &[],
+        &[],
+    )
+    .expect("retry runs");
+    let lines: Vec<&str> = screen
+        .lines()
+        .map(|line| line.trim_end_matches('\r'))
+        .collect();
+    assert_eq!(lines[0], "the build log", "{screen}");
+    assert!(lines[1].contains("\"outcome\":\"success\""), "{screen}");
+    assert!(screen.ends_with("status 0\n"), "{screen}");
+}
+
+/// A report that cannot go through its descriptor is said once, and the status stands: a
+/// reader gone from the pipe is not said (as no write to a closed pipe is), any other failure
+/// is (stdin open only to be read). The file behind stdin is neither replaced nor written.
+#[test]
+fn a_descriptor_that_takes_no_report_leaves_the_status_alone() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = Command::new(BIN)
+        .args(["--report", "/dev/stdout", "--", "sh", "-c", "exit 3"])
+        .args(["-r", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .output()
+        .unwrap();
+    assert_eq!(shell_status(output.status), 3);
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("report"),
+        "{output:?}"
+    );
+    let r = retry();
+    let input = r.write("input", "data\n");
+    let output = retry()
+        .args(["--report", "/dev/stdin", "true"])
+        .output_with_stdin(fs::File::open(&input).unwrap());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert_eq!(
+        said.matches("cannot write the report /dev/stdin").count(),
+        1,
+        "{said}"
+    );
+    assert_eq!(fs::read_to_string(&input).unwrap(), "data\n");
+}
+
+/// `github` lines start on a line of their own: after a step that wrote half a line (`url=`)
+/// a newline comes first; a file that ends in one, or is empty, gets none.
+#[test]
+fn github_lines_start_on_a_fresh_line() {
+    let r = retry();
+    for (earlier, before) in [("url=", "url=\n"), ("a=1\n", "a=1\n"), ("", "")] {
+        let file = r.write("github_output", earlier);
+        retry()
+            .args(["--report", file.to_str().unwrap(), "--report-format"])
+            .args(["github", "true"])
+            .assert()
+            .code(0)
+            .stderr("");
+        let text = fs::read_to_string(&file).unwrap();
+        assert!(
+            text.starts_with(&format!("{before}attempts=1\nretries=0\n")),
+            "{earlier:?}: {text:?}"
+        );
+    }
+}
+
+/// Lines that a file size limit cuts short are taken back whole, the newline before them too,
+/// and said with that cause, not as a full disk.
+#[test]
+fn a_short_append_is_taken_back_and_said_with_its_cause() {
+    let r = retry();
+    let whole = "x".repeat(1019) + "\n";
+    let half = "x".repeat(1020);
+    for earlier in [whole, half] {
+        let file = r.write("github_output", &earlier);
+        let output = retry()
+            .args(["--report", file.to_str().unwrap(), "--report-format"])
+            .args(["github", "true"])
+            .command_with_file_size_limit(1024)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{said}");
+        assert_eq!(fs::read_to_string(&file).unwrap(), earlier);
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(
+            said.contains("cannot write the report")
+                && said
+                    .contains("File too large: past the file size limit (ulimit -f) of 1024 bytes"),
+            "{said}"
+        );
+    }
+}

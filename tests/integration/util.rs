@@ -241,16 +241,32 @@ impl Retry {
 
     /// The command, run with at most `limit` open descriptors (RLIMIT_NOFILE).
     pub fn command_with_open_files(&self, limit: u64) -> Command {
+        let rlimit = libc::rlimit {
+            rlim_cur: limit,
+            rlim_max: limit,
+        };
+        // SAFETY: setrlimit(2) with a valid struct.
+        self.command_limited(move || unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) })
+    }
+
+    /// The command, run with a file size limit of `bytes` (RLIMIT_FSIZE, `ulimit -f`).
+    pub fn command_with_file_size_limit(&self, bytes: u64) -> Command {
+        let rlimit = libc::rlimit {
+            rlim_cur: bytes,
+            rlim_max: bytes,
+        };
+        // SAFETY: setrlimit(2) with a valid struct.
+        self.command_limited(move || unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) })
+    }
+
+    /// The command, with `limit` run in the child before exec (it must be async-signal-safe).
+    fn command_limited(&self, limit: impl Fn() -> libc::c_int + Send + Sync + 'static) -> Command {
         let mut command = self.std_command(&[]);
-        // SAFETY: runs in the forked child before exec, and only calls setrlimit, which is
+        // SAFETY: runs in the forked child before exec; `limit` only sets a limit, which is
         // async-signal-safe.
         unsafe {
             command.pre_exec(move || {
-                let rlimit = libc::rlimit {
-                    rlim_cur: limit,
-                    rlim_max: limit,
-                };
-                libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit);
+                limit();
                 Ok(())
             });
         }
