@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use rand::{Rng, RngExt};
+use crate::draws::Draws;
 
 /// How the nominal delay grows from one retry to the next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -129,18 +129,18 @@ impl Schedule {
 }
 
 /// Draws the actual delays of one run, in order: the splay, then one delay per retry.
-pub struct Delays<R> {
+pub struct Delays {
     schedule: Schedule,
-    rng: R,
+    draws: Draws,
     previous: Duration,
 }
 
-impl<R: Rng> Delays<R> {
-    pub fn new(schedule: Schedule, rng: R) -> Self {
+impl Delays {
+    pub fn new(schedule: Schedule, draws: Draws) -> Self {
         Delays {
             previous: schedule.base,
             schedule,
-            rng,
+            draws,
         }
     }
 
@@ -160,7 +160,7 @@ impl<R: Rng> Delays<R> {
         let d = s.nominal(n);
         let (base, max) = (s.base, s.max);
         let wait = if s.is_ethernet() {
-            let slots = self.rng.random_range(0..=ethernet_slots(n));
+            let slots = self.draws.up_to(ethernet_slots(n));
             duration(slots.saturating_mul(nanos(base)).min(nanos(max)))
         } else {
             match s.jitter {
@@ -169,7 +169,7 @@ impl<R: Rng> Delays<R> {
                 Jitter::Equal => d / 2 + self.uniform(Duration::ZERO, d - d / 2),
                 Jitter::Factor(f) => {
                     let (low, high) = s.range(n);
-                    let factor = 1.0 + f * self.rng.random_range(-1.0..=1.0);
+                    let factor = 1.0 + f * self.draws.signed_unit();
                     scale(d, factor).clamp(low, high)
                 }
                 Jitter::Addend(a) => d.saturating_add(self.uniform(Duration::ZERO, a)).min(max),
@@ -190,7 +190,7 @@ impl<R: Rng> Delays<R> {
     }
 
     fn uniform(&mut self, low: Duration, high: Duration) -> Duration {
-        duration(self.rng.random_range(nanos(low)..=nanos(high)))
+        duration(nanos(low) + self.draws.up_to(nanos(high) - nanos(low)))
     }
 }
 
@@ -265,8 +265,6 @@ mod tests {
     use super::*;
     use clap::ValueEnum;
     use proptest::prelude::*;
-    use rand::SeedableRng;
-    use rand::rngs::StdRng;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -284,7 +282,7 @@ mod tests {
     }
 
     fn delays(s: Schedule, count: u64) -> Vec<Duration> {
-        let mut delays = Delays::new(s.clone(), StdRng::seed_from_u64(1));
+        let mut delays = Delays::new(s.clone(), Draws::seeded(1));
         (1..=count).map(|n| delays.delay(n)).collect()
     }
 
@@ -368,7 +366,7 @@ mod tests {
         let s = listed(&[100, 2000], Jitter::Equal);
         assert_eq!(s.range(1), (ms(50), ms(100)));
         assert_eq!(s.range(9), (ms(1000), ms(2000)));
-        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(5));
+        let mut d = Delays::new(s.clone(), Draws::seeded(5));
         for n in 1..=50u64 {
             let wait = d.delay(n);
             let (low, high) = listed(&[100, 2000], Jitter::Equal).range(n);
@@ -381,7 +379,7 @@ mod tests {
     #[test]
     fn ethernet_draws_whole_slots_within_its_window() {
         let s = schedule(Backoff::Ethernet, Jitter::None);
-        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(3));
+        let mut d = Delays::new(s.clone(), Draws::seeded(3));
         for n in 1..=20u64 {
             let top = (1u64 << n.min(10)) - 1;
             for _ in 0..200 {
@@ -439,7 +437,7 @@ mod tests {
     ) {
         let s = schedule(Backoff::Exponential, jitter);
         for seed in 0..20 {
-            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(seed));
+            let mut d = Delays::new(s.clone(), Draws::seeded(seed));
             for n in 1..=10 {
                 let nominal = s.nominal(n);
                 for _ in 0..25 {
@@ -493,7 +491,7 @@ mod tests {
     fn decorrelated_jitter_bounds() {
         let s = schedule(Backoff::Exponential, Jitter::Decorrelated);
         for seed in 0..50 {
-            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(seed));
+            let mut d = Delays::new(s.clone(), Draws::seeded(seed));
             let mut previous = s.base;
             for n in 1..=30 {
                 let wait = d.delay(n);
@@ -515,7 +513,7 @@ mod tests {
     #[test]
     fn restart_resets_decorrelated_state() {
         let s = schedule(Backoff::Exponential, Jitter::Decorrelated);
-        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(9));
+        let mut d = Delays::new(s.clone(), Draws::seeded(9));
         for n in 1..=20 {
             d.delay(n);
         }
@@ -526,7 +524,7 @@ mod tests {
     #[test]
     fn jitter_spreads_delays_at_the_cap() {
         let s = schedule(Backoff::Exponential, Jitter::Equal);
-        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(5));
+        let mut d = Delays::new(s.clone(), Draws::seeded(5));
         let waits: std::collections::BTreeSet<_> = (0..100).map(|_| d.delay(40)).collect();
         assert!(waits.len() > 90, "equal jitter at the cap still spreads");
         assert!(waits.iter().all(|&w| w >= ms(2500) && w <= ms(5000)));
@@ -573,7 +571,7 @@ mod tests {
         ] {
             let s = schedule(Backoff::Constant, jitter);
             let (low, high) = s.range(1);
-            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(11));
+            let mut d = Delays::new(s.clone(), Draws::seeded(11));
             let mut slices = [0u32; 20];
             for _ in 0..5000 {
                 d.restart();
@@ -602,7 +600,7 @@ mod tests {
     fn same_seed_same_delays() {
         let s = schedule(Backoff::Exponential, Jitter::Equal);
         assert_eq!(delays(s.clone(), 20), delays(s.clone(), 20));
-        let mut other = Delays::new(s.clone(), StdRng::seed_from_u64(2));
+        let mut other = Delays::new(s.clone(), Draws::seeded(2));
         let other: Vec<_> = (1..=20).map(|n| other.delay(n)).collect();
         assert_ne!(delays(s.clone(), 20), other);
     }
@@ -610,7 +608,7 @@ mod tests {
     #[test]
     fn splay_is_within_its_bound() {
         let s = schedule(Backoff::Exponential, Jitter::Equal);
-        let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(4));
+        let mut d = Delays::new(s.clone(), Draws::seeded(4));
         for _ in 0..1000 {
             assert!(d.up_to(ms(700)) <= ms(700));
         }
@@ -629,7 +627,7 @@ mod tests {
                 multiplier: 1e6,
                 list: Vec::new(),
             };
-            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(0));
+            let mut d = Delays::new(s.clone(), Draws::seeded(0));
             for n in [1, 2, 10, 1000, u64::from(u32::MAX), u64::MAX] {
                 let (low, high) = s.range(n);
                 let wait = d.delay(n);
@@ -715,7 +713,7 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let s = Schedule { backoff, jitter, base, max, multiplier, list: Vec::new() };
-            let mut d = Delays::new(s.clone(), StdRng::seed_from_u64(seed));
+            let mut d = Delays::new(s.clone(), Draws::seeded(seed));
             let nominal = s.nominal(n);
             prop_assert!(nominal <= max);
             let (low, high) = s.range(n);
@@ -740,6 +738,223 @@ mod tests {
         ) {
             let s = Schedule { backoff, jitter: Jitter::None, base, max, multiplier, list: Vec::new() };
             prop_assert!(s.nominal(n) <= s.nominal(n + 1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod golden {
+    //! The delays each seed draws, held for every release with the same minor version: a
+    //! change here changes what `--seed N` predicts, and must not happen by accident.
+
+    use super::*;
+
+    /// The splay drawn up to 1s, then the waits before retries 1 to 4, in nanoseconds.
+    fn drawn(seed: u64, backoff: Backoff, jitter: Jitter) -> Vec<u128> {
+        let schedule = Schedule {
+            backoff,
+            jitter,
+            base: Duration::from_millis(100),
+            max: Duration::from_secs(5),
+            multiplier: 2.0,
+            list: Vec::new(),
+        };
+        let mut delays = Delays::new(schedule, Draws::seeded(seed));
+        let mut drawn = vec![delays.up_to(Duration::from_secs(1)).as_nanos()];
+        drawn.extend((1..=4).map(|n| delays.delay(n).as_nanos()));
+        drawn
+    }
+
+    #[test]
+    fn each_seed_draws_the_same_delays_in_every_release() {
+        let table: &[(u64, Backoff, Jitter, [u128; 5])] = &[
+            (
+                0,
+                Backoff::Exponential,
+                Jitter::Equal,
+                [883310809, 71576400, 102643377, 394176396, 442538676],
+            ),
+            (
+                0,
+                Backoff::Exponential,
+                Jitter::Full,
+                [883310809, 43152800, 5286754, 388352792, 85077353],
+            ),
+            (
+                0,
+                Backoff::Exponential,
+                Jitter::Decorrelated,
+                [883310809, 186305599, 112130901, 329509416, 194492039],
+            ),
+            (
+                0,
+                Backoff::Linear,
+                Jitter::Factor(0.2),
+                [883310809, 97261120, 162114702, 356505837, 337015471],
+            ),
+            (
+                0,
+                Backoff::Constant,
+                Jitter::Addend(Duration::from_millis(300)),
+                [883310809, 229458399, 107930131, 391264594, 131904007],
+            ),
+            (
+                0,
+                Backoff::Ethernet,
+                Jitter::None,
+                [883310809, 0, 0, 700000000, 100000000],
+            ),
+            (
+                1,
+                Backoff::Exponential,
+                Jitter::Equal,
+                [566561575, 87289088, 197100276, 288871843, 577705880],
+            ),
+            (
+                1,
+                Backoff::Exponential,
+                Jitter::Full,
+                [566561575, 74578176, 194200551, 177743687, 355411761],
+            ),
+            (
+                1,
+                Backoff::Exponential,
+                Jitter::Decorrelated,
+                [566561575, 249156352, 728694237, 1026970080, 1424313196],
+            ),
+            (
+                1,
+                Backoff::Linear,
+                Jitter::Factor(0.2),
+                [566561575, 109831270, 237680220, 293323106, 391082352],
+            ),
+            (
+                1,
+                Backoff::Constant,
+                Jitter::Addend(Duration::from_millis(300)),
+                [566561575, 323734527, 391300827, 233307765, 233279410],
+            ),
+            (
+                1,
+                Backoff::Ethernet,
+                Jitter::None,
+                [566561575, 100000000, 300000000, 300000000, 700000000],
+            ),
+            (
+                7,
+                Backoff::Exponential,
+                Jitter::Equal,
+                [389829748, 50839414, 190076068, 316586059, 580976758],
+            ),
+            (
+                7,
+                Backoff::Exponential,
+                Jitter::Full,
+                [389829748, 1678829, 180152137, 233172117, 361953516],
+            ),
+            (
+                7,
+                Backoff::Exponential,
+                Jitter::Decorrelated,
+                [389829748, 103357658, 289225475, 547501843, 797894125],
+            ),
+            (
+                7,
+                Backoff::Linear,
+                Jitter::Factor(0.2),
+                [389829748, 80671532, 232060854, 309951635, 392390703],
+            ),
+            (
+                7,
+                Backoff::Constant,
+                Jitter::Addend(Duration::from_millis(300)),
+                [389829748, 105036488, 370228205, 274879088, 235732568],
+            ),
+            (
+                7,
+                Backoff::Ethernet,
+                Jitter::None,
+                [389829748, 0, 300000000, 400000000, 700000000],
+            ),
+            (
+                42,
+                Backoff::Exponential,
+                Jitter::Equal,
+                [741564879, 57995519, 127860113, 268838143, 415212067],
+            ),
+            (
+                42,
+                Backoff::Exponential,
+                Jitter::Full,
+                [741564879, 15991039, 55720226, 137676286, 30424134],
+            ),
+            (
+                42,
+                Backoff::Exponential,
+                Jitter::Decorrelated,
+                [741564879, 131982078, 182450955, 253974703, 125173085],
+            ),
+            (
+                42,
+                Backoff::Linear,
+                Jitter::Factor(0.2),
+                [741564879, 86396416, 182288090, 281302886, 326084827],
+            ),
+            (
+                42,
+                Backoff::Constant,
+                Jitter::Addend(Duration::from_millis(300)),
+                [741564879, 147973118, 183580339, 203257215, 111409050],
+            ),
+            (
+                42,
+                Backoff::Ethernet,
+                Jitter::None,
+                [741564879, 0, 100000000, 200000000, 0],
+            ),
+            (
+                u64::MAX,
+                Backoff::Exponential,
+                Jitter::Equal,
+                [893942921, 95629861, 121948196, 285246890, 682228260],
+            ),
+            (
+                u64::MAX,
+                Backoff::Exponential,
+                Jitter::Full,
+                [893942921, 91259721, 43896392, 170493780, 564456519],
+            ),
+            (
+                u64::MAX,
+                Backoff::Exponential,
+                Jitter::Decorrelated,
+                [893942921, 282519441, 264075568, 395050868, 865651827],
+            ),
+            (
+                u64::MAX,
+                Backoff::Linear,
+                Jitter::Factor(0.2),
+                [893942921, 116503888, 177558557, 291148134, 432891304],
+            ),
+            (
+                u64::MAX,
+                Backoff::Constant,
+                Jitter::Addend(Duration::from_millis(300)),
+                [893942921, 373779161, 165844589, 227870335, 311671195],
+            ),
+            (
+                u64::MAX,
+                Backoff::Ethernet,
+                Jitter::None,
+                [893942921, 100000000, 0, 300000000, 1100000000],
+            ),
+        ];
+        for &(seed, backoff, jitter, expected) in table {
+            assert_eq!(
+                drawn(seed, backoff, jitter),
+                expected,
+                "seed {seed}, {backoff:?}, {jitter:?}"
+            );
         }
     }
 }

@@ -234,6 +234,9 @@ pub struct Cli {
     pub jitter: Option<Jitter>,
 
     /// Seed for the jitter, so the same flags give the same delays [default: from OS entropy]
+    ///
+    /// The same in every release of one minor version: the generator (SplitMix64) and the way
+    /// its draws become delays are retry's own.
     #[arg(
         long,
         value_name = "N",

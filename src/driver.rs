@@ -6,8 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use rand::Rng;
-
 use crate::backoff::Delays;
 use crate::cli::FailedOutput;
 use crate::deadline::{self, Fit, WaitKind};
@@ -183,12 +181,12 @@ pub(crate) struct Ran {
 
 /// Runs the whole loop and says how it ended. `seed` is the one `delays` draws from, to be said.
 #[allow(clippy::too_many_arguments)] // Each is one of the loop's collaborators, named.
-pub(crate) fn drive<E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized>(
+pub(crate) fn drive<E: Execute, S: Sleep, G: Gate + ?Sized>(
     settings: &Settings,
     seed: u64,
     executor: &mut E,
     clock: &mut S,
-    delays: &mut Delays<R>,
+    delays: &mut Delays,
     gate: &mut G,
     reporter: &mut Reporter,
 ) -> Ran {
@@ -309,13 +307,13 @@ impl Between {
     }
 }
 
-struct Run<'a, E, S, R, G: ?Sized> {
+struct Run<'a, E, S, G: ?Sized> {
     settings: &'a Settings,
     start: Instant,
     deadline: Option<Instant>,
     executor: &'a mut E,
     clock: &'a mut S,
-    delays: &'a mut Delays<R>,
+    delays: &'a mut Delays,
     gate: &'a mut G,
     reporter: &'a mut Reporter,
     /// Attempts started so far.
@@ -341,7 +339,7 @@ struct Run<'a, E, S, R, G: ?Sized> {
     settled: bool,
 }
 
-impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
+impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     fn past_deadline(&self, at: Instant) -> bool {
         self.deadline.is_some_and(|deadline| at >= deadline)
     }
@@ -1079,12 +1077,11 @@ mod tests {
     use super::*;
     use crate::cli::Cli;
     use crate::cli::LogFormat;
+    use crate::draws::Draws;
     use crate::fleet::NoLimits;
     use crate::outcome::Limit;
     use crate::report::Terminal;
     use clap::Parser;
-    use rand::SeedableRng;
-    use rand::rngs::StdRng;
     use std::cell::Cell;
     use std::io::{self, Write};
     use std::rc::Rc;
@@ -1361,7 +1358,7 @@ mod tests {
         );
         let mut delays = Delays::new(
             settings.schedule.clone(),
-            StdRng::seed_from_u64(settings.seed.unwrap_or(0)),
+            Draws::seeded(settings.seed.unwrap_or(0)),
         );
         let ran = drive(
             &settings,
@@ -2177,7 +2174,7 @@ mod tests {
         assert!(out.specs.is_empty());
         assert!(
             out.output.contains(
-                "giving up before the first attempt: the splay of 691.2ms would end past \
+                "giving up before the first attempt: the splay of 566.5ms would end past \
                  --max-time (exit status 124)"
             ),
             "{}",

@@ -7,11 +7,9 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-
 use crate::backoff::{Backoff, Delays, Jitter};
 use crate::deadline::{self, Fit, LAST_CHANCE_MARGIN, WaitKind};
+use crate::draws::Draws;
 use crate::settings::{Settings, Timeouts};
 use crate::text::human;
 
@@ -377,7 +375,7 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
     let schedule = &settings.schedule;
     let mut draws = settings
         .seed
-        .map(|seed| Delays::new(schedule.clone(), StdRng::seed_from_u64(seed)));
+        .map(|seed| Delays::new(schedule.clone(), Draws::seeded(seed)));
     let max_time = settings.max_time;
     let mut rows = Vec::new();
     let (mut elapsed_least, mut elapsed_most) = (Duration::ZERO, Duration::ZERO);

@@ -10,6 +10,7 @@ pub mod config;
 mod config_file;
 mod deadline;
 mod dirs;
+pub mod draws;
 pub mod driver;
 pub mod dryrun;
 mod files;
@@ -47,12 +48,11 @@ use std::time::{Instant, SystemTime};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 
 use crate::backoff::Delays;
 use crate::cli::{Cli, ReportFormat};
 use crate::clock::RealClock;
+use crate::draws::Draws;
 use crate::driver::Ran;
 use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
@@ -131,7 +131,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Err(error) => return misuse(&format!("{error:#}")),
     };
     let seed = settings.seed.unwrap_or_else(process::seed);
-    let mut delays = Delays::new(settings.schedule.clone(), StdRng::seed_from_u64(seed));
+    let mut delays = Delays::new(settings.schedule.clone(), Draws::seeded(seed));
     let mut reporter = Reporter::new(
         settings.verbosity,
         settings.log_format,

@@ -61,9 +61,9 @@ fn fixed_seed_output() {
              elapsed counts waits only: each attempt adds its own running time\n\
              \n\
              \x20retry    nominal                 wait                elapsed      drawn  delays\n\
-             \x20    1         1s            500ms..1s              500ms..1s    653.5ms  ██████░░░░░░\n\
-             \x20    2         2s               1s..2s               1.5s..3s     1.542s  ████████████░░░░░░░░░░░░\n\
-             \x20    3         4s           1.9s..3.4s             3.5s..4.9s     2.703s  ██████████████████████░░░░░░░░░░░░░░░░░░  <- the last chance: cut short so the last attempt starts before --max-time\n\
+             \x20    1         1s            500ms..1s              500ms..1s    694.9ms  ██████░░░░░░\n\
+             \x20    2         2s               1s..2s               1.5s..3s     1.016s  ████████████░░░░░░░░░░░░\n\
+             \x20    3         4s           1.9s..3.4s             3.5s..4.9s     3.188s  ██████████████████████░░░░░░░░░░░░░░░░░░  <- the last chance: cut short so the last attempt starts before --max-time\n\
              --max-time 5s allows at most 4 attempts: the last starts by 4.9s, 100ms before it (or twice the longest attempt, when attempts take longer)\n",
         );
 }
