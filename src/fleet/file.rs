@@ -36,8 +36,9 @@ const RECORD_MOST: usize = 4096;
 /// Why the state directory cannot be used.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum OpenError {
-    /// Others can write it or a file in it: misuse, said in this line.
-    Unsafe(String),
+    /// Misuse, said in this line: others can write it or a file in it (or, for a URL, this
+    /// build cannot keep state there).
+    Misuse(String),
     /// It cannot be made or read: the run fails open with this reason.
     Unavailable(String),
 }
@@ -96,14 +97,14 @@ impl FileStore {
         let located = match located::locate(path, Way::Private) {
             Ok(located) => located,
             Err(Unreachable::Foreign { link, owner }) => {
-                return Err(OpenError::Unsafe(format!(
+                return Err(OpenError::Misuse(format!(
                     "state directory {shown} is reached through {}, a symlink of another user (uid {owner}); use a directory of your own",
                     text::path(&link)
                 )));
             }
             Err(Unreachable::Unmade(error)) => return Err(unavailable("cannot make", &error)),
             Err(Unreachable::Rearrangeable { dir, why }) => {
-                return Err(OpenError::Unsafe(format!(
+                return Err(OpenError::Misuse(format!(
                     "state directory {shown} is reached through {}, which others may rearrange ({why}); use a directory of your own",
                     text::path(&dir)
                 )));
@@ -153,19 +154,19 @@ impl FileStore {
             return Err(not_a_directory());
         }
         if others_can_write(meta.mode()) {
-            return Err(OpenError::Unsafe(format!(
+            return Err(OpenError::Misuse(format!(
                 "state directory {shown} is writable by others (mode {:04o}); make it yours alone (chmod 700)",
                 meta.mode() & 0o7777
             )));
         }
         if owned_by_another(meta.uid()) {
-            return Err(OpenError::Unsafe(format!(
+            return Err(OpenError::Misuse(format!(
                 "state directory {shown} belongs to another user (uid {}); use a directory of your own",
                 meta.uid()
             )));
         }
         if let Some(writer) = dir.acl_writer() {
-            return Err(OpenError::Unsafe(format!(
+            return Err(OpenError::Misuse(format!(
                 "state directory {shown} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)"
             )));
         }
@@ -181,20 +182,20 @@ impl FileStore {
                     continue;
                 }
                 if others_can_write(meta.mode()) {
-                    return Err(OpenError::Unsafe(format!(
+                    return Err(OpenError::Misuse(format!(
                         "state file {} is writable by others (mode {:04o}); make it yours alone (chmod 600)",
                         text::path(&path),
                         meta.mode() & 0o7777
                     )));
                 }
                 if let Some(writer) = acl_writer(&path) {
-                    return Err(OpenError::Unsafe(format!(
+                    return Err(OpenError::Misuse(format!(
                         "state file {} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)",
                         text::path(&path),
                     )));
                 }
                 if owned_by_another(meta.uid()) {
-                    return Err(OpenError::Unsafe(format!(
+                    return Err(OpenError::Misuse(format!(
                         "state file {} belongs to another user (uid {}); remove it, or use a state directory of your own",
                         text::path(&path),
                         meta.uid()
@@ -512,7 +513,7 @@ mod tests {
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
         assert!(matches!(
             FileStore::open(dir.path(), &["api"]),
-            Err(OpenError::Unsafe(line)) if line.contains("writable by others (mode 0777)")
+            Err(OpenError::Misuse(line)) if line.contains("writable by others (mode 0777)")
         ));
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o770)).unwrap();
         assert!(
@@ -524,7 +525,7 @@ mod tests {
         fs::set_permissions(&file, fs::Permissions::from_mode(0o666)).unwrap();
         assert!(matches!(
             FileStore::open(dir.path(), &["api"]),
-            Err(OpenError::Unsafe(line)) if line.contains("api.state")
+            Err(OpenError::Misuse(line)) if line.contains("api.state")
         ));
     }
 

@@ -8,6 +8,7 @@
 //! hands to the reporter.
 
 pub(crate) mod file;
+#[cfg(feature = "redis")]
 pub(crate) mod redis;
 pub(crate) mod rules;
 
@@ -17,6 +18,7 @@ use std::time::Duration;
 use crate::cli::StateLocation;
 use crate::dirs::xdg_base;
 use file::{FileStore, OpenError};
+#[cfg(feature = "redis")]
 use redis::RedisStore;
 use rules::{Admission, BreakerRecord, BreakerState};
 pub(crate) use rules::{BreakerPolicy, BudgetPolicy};
@@ -146,6 +148,7 @@ impl Gate for NoLimits {
 /// The store a run uses, or why it cannot: then the run fails open from the start.
 pub(crate) enum StateStore {
     Ready(file::FileStore),
+    #[cfg(feature = "redis")]
     Redis(redis::RedisStore),
     Unavailable(String),
 }
@@ -154,6 +157,7 @@ impl Store for StateStore {
     fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
         match self {
             StateStore::Ready(store) => store.apply(name, op),
+            #[cfg(feature = "redis")]
             StateStore::Redis(store) => store.apply(name, op),
             StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
         }
@@ -423,18 +427,34 @@ pub(crate) fn open(
     let names = fleet.names();
     let opened = match location {
         Some(StateLocation::Directory(dir)) => FileStore::open(&dir, &names).map(StateStore::Ready),
-        Some(StateLocation::Redis(url)) => RedisStore::open(&url)
-            .map(StateStore::Redis)
-            .map_err(OpenError::Unavailable),
+        Some(StateLocation::Redis(url)) => open_redis(&url),
         None => Err(OpenError::Unavailable(
             "no state directory: set $XDG_STATE_HOME or $HOME, or give --state".into(),
         )),
     };
     match opened {
         Ok(store) => Ok(Some(store)),
-        Err(OpenError::Unsafe(line)) => Err(line),
+        Err(OpenError::Misuse(line)) => Err(line),
         Err(OpenError::Unavailable(reason)) => Ok(Some(StateStore::Unavailable(reason))),
     }
+}
+
+#[cfg(feature = "redis")]
+fn open_redis(url: &str) -> Result<StateStore, OpenError> {
+    RedisStore::open(url)
+        .map(StateStore::Redis)
+        .map_err(OpenError::Unavailable)
+}
+
+/// A build without Redis (`--no-default-features`) cannot keep the state there: said as misuse,
+/// since no run of this binary could, rather than failed open as an outage would be.
+#[cfg(not(feature = "redis"))]
+fn open_redis(_: &str) -> Result<StateStore, OpenError> {
+    Err(OpenError::Misuse(
+        "--state: this retry was built without Redis (the cargo feature `redis`); give a \
+         directory, or use a build with it"
+            .to_string(),
+    ))
 }
 
 /// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`. A relative value is ignored, as for
@@ -446,6 +466,27 @@ fn default_state_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A build without the `redis` feature refuses a Redis URL as misuse, naming the feature.
+    #[cfg(not(feature = "redis"))]
+    #[test]
+    fn a_redis_url_in_a_build_without_redis_is_misuse() {
+        let fleet = FleetSettings {
+            breaker: Some((
+                "b".into(),
+                BreakerPolicy {
+                    threshold: 5,
+                    cooldown: Duration::from_secs(60),
+                },
+            )),
+            ..FleetSettings::default()
+        };
+        let url = StateLocation::Redis("redis://localhost:6379".into());
+        match open(&fleet, Some(&url)) {
+            Err(line) => assert!(line.contains("built without Redis"), "{line}"),
+            Ok(_) => panic!("a Redis URL was taken"),
+        }
+    }
     use crate::fleet::rules::Record;
     use std::collections::BTreeMap;
 
