@@ -12,6 +12,7 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{ArgAction, Parser, ValueHint};
 
 use crate::backoff::{Backoff, Jitter};
+use crate::debian;
 use crate::lines::Pattern;
 use crate::parse::{self, CodeSet, RetryCodes};
 
@@ -142,7 +143,7 @@ pub struct Cli {
     /// attempt still running at the deadline is terminated (status 124). Output that a reader
     /// downstream has not taken by the deadline plus --kill-after is dropped, so retry ends by
     /// then whatever its readers do.
-    #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub max_time: Option<Duration>,
 
     /// Time limit for one attempt; 0 disables it [default: none]
@@ -150,7 +151,7 @@ pub struct Cli {
     /// On expiry the attempt's process group gets --kill-signal, its status is 124, and it
     /// counts as a retryable failure. It bounds the command's run; output the command has
     /// written is passed on however long a reader downstream takes (up to --max-time).
-    #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub timeout: Option<Duration>,
 
     /// Time limits per attempt as a list: attempt n gets entry n
@@ -453,6 +454,13 @@ pub struct Cli {
     #[arg(long, help_heading = "Processes")]
     pub foreground: bool,
 
+    /// Name the command by TEXT in every line retry writes about the run
+    ///
+    /// retry: TEXT: attempt 2/3 failed ...; in JSON events, a "label" field. For a log that
+    /// holds several runs, or a command whose words say little (sh -c '...').
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, conflicts_with = "message", help_heading = "Output")]
+    pub label: Option<String>,
+
     /// Print only retry's own errors
     #[arg(short, long, conflicts_with = "verbose", help_heading = "Output")]
     pub quiet: bool,
@@ -537,6 +545,37 @@ pub struct Cli {
     /// missing) is said to be, as a run would say it, with what the run would then do.
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
+
+    /// N attempts in all (--attempts N); -1 is no limit
+    ///
+    /// Any of -t, -d, -u, -w and -m makes the command line one written for Debian's retry
+    /// (minfrin/retry), which this one replaces: what it leaves unsaid is then Debian's (no
+    /// attempt limit, waits of 10s without jitter, stdout passed on once, from the attempt
+    /// that met the criteria, and stdin replayed to every attempt), unless given here or in
+    /// the config file. On the command line only.
+    #[arg(short = 't', long = "times", value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = debian::times, conflicts_with_all = ["retries", "attempts", "forever"], help_heading = "Debian's retry command line")]
+    pub times: Option<debian::Times>,
+
+    /// The delays in seconds, the last repeated (--delays LIST)
+    #[arg(short = 'd', long = "delay", value_name = "LIST", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::delays, conflicts_with_all = ["delays", "backoff", "base", "multiplier"], help_heading = "Debian's retry command line")]
+    pub delay: Option<parse::DelayList>,
+
+    /// Repeat until one of the comma-separated criteria holds
+    ///
+    /// success or true (exit 0), fail or false (any other status), a status N or a range
+    /// N-M, or the start of a word (s, fa). retry then exits with the last attempt's status
+    /// however the run ends (124 and 128 + N keep their meaning). A command that cannot be
+    /// started is retried only when a criterion names its status (-w 127).
+    #[arg(short = 'u', long = "until", value_name = "CRITERIA", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = debian::criteria, conflicts_with_all = debian::VERDICT_FLAGS, help_heading = "Debian's retry command line")]
+    pub until: Option<debian::Criteria>,
+
+    /// Repeat while one of the comma-separated criteria holds
+    #[arg(short = 'w', long = "while", value_name = "CRITERIA", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = debian::criteria, conflicts_with_all = debian::VERDICT_FLAGS, conflicts_with = "until", help_heading = "Debian's retry command line")]
+    pub while_: Option<debian::Criteria>,
+
+    /// Name the command by TEXT in retry's lines (--label TEXT)
+    #[arg(short = 'm', long = "message", value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true, help_heading = "Debian's retry command line")]
+    pub message: Option<String>,
 
     /// The command to run, and its arguments
     ///

@@ -101,6 +101,9 @@ pub enum OutputOf {
     /// The run's final attempt (or a success under `--restart`): its stdout to stdout, the one
     /// copy a pipeline downstream receives, and its stderr to stderr.
     FinalAttempt,
+    /// The final attempt of a run that did not succeed: as `FinalAttempt`, but when stdout is
+    /// passed on only from a success (Debian's "once and once only"), its stdout to stderr.
+    GaveUp,
     /// An attempt that a later one replaces, and how it ended: under `--hold-stdout`, its
     /// stdout to stderr; under `--failed-output`, dropped or kept for the give-up.
     EarlierAttempt { attempt: u64, end: AttemptEnd },
@@ -109,7 +112,7 @@ pub enum OutputOf {
 impl OutputOf {
     fn of(final_attempt: bool, attempt: u64, end: AttemptEnd) -> OutputOf {
         if final_attempt {
-            OutputOf::FinalAttempt
+            OutputOf::GaveUp
         } else {
             OutputOf::EarlierAttempt { attempt, end }
         }
@@ -554,7 +557,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
         count: Count,
         report: &AttemptReport,
     ) -> Result<RunEnd, Halt> {
-        self.release(OutputOf::FinalAttempt)?;
+        self.release(OutputOf::GaveUp)?;
         // A command that cannot start was already said in a line of its own; a log still gets
         // the attempt's end and the run's.
         let telling = if report.end.could_not_start() {
@@ -914,7 +917,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             GiveUp::Budget(_) => Ending::Budget,
             GiveUp::Breaker { .. } => Ending::Breaker,
         });
-        self.release_held_back(|_, _| OutputOf::FinalAttempt)?;
+        self.release_held_back(|_, _| OutputOf::GaveUp)?;
         self.executor
             .settle_failed_output(Settle::GaveUp, self.reporter)?;
         self.say_notices();
@@ -922,7 +925,7 @@ impl<'a, E: Execute, S: Sleep, R: Rng, G: Gate + ?Sized> Run<'a, E, S, R, G> {
             RunEnd::Failed { last } => last,
             _ => None,
         };
-        let status = end.exit_status(None);
+        let status = self.settings.exit_status(end, last, None);
         let event = Event::GiveUp {
             reason,
             attempts,
@@ -1102,7 +1105,8 @@ mod tests {
         }
 
         fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
-            self.released.push(output_of == OutputOf::FinalAttempt);
+            self.released
+                .push(!matches!(output_of, OutputOf::EarlierAttempt { .. }));
             Ok(())
         }
 

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 mod config_file;
+pub mod debian;
 mod dirs;
 pub mod driver;
 pub mod dryrun;
@@ -128,7 +129,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         settings.log_format,
         Terminal::detect(),
         Box::new(signals::Stderr::new(Rc::clone(&events))),
-    );
+    )
+    .labelled(settings.label.clone());
     runner::adopt_orphans();
     let mut runner = Runner::new(&settings, &events);
     let mut clock = RealClock::new(&events);
@@ -153,7 +155,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     let exit = match ran.end {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
         end => match runner.hand_over() {
-            Ok(()) => Exit::Status(end.exit_status(settings.fail_exit)),
+            Ok(()) => Exit::Status(settings.exit_status(end, ran.last, settings.fail_exit)),
             Err(signal) => Exit::Signal(signal),
         },
     };

@@ -3,6 +3,7 @@
 //! Pure: it sees how the attempt ended and what its output predicates matched, never a process.
 //! The order of the rules is written once, in `judge`.
 
+use crate::debian::{Criteria, Meaning};
 use crate::http::StatusClass;
 use crate::outcome::AttemptEnd;
 use crate::parse::{CodeLimit, CodeSet};
@@ -81,6 +82,8 @@ pub struct Judge {
     pub has_until: bool,
     /// `--http`: the attempt's last HTTP status counts too.
     pub http: bool,
+    /// Debian's `-u`/`-w`: the criteria alone decide, after `--stop-if-*`.
+    pub criteria: Option<Criteria>,
 }
 
 /// What the output predicates saw during one attempt.
@@ -107,6 +110,13 @@ impl Judge {
         }
         if matches.stop_if {
             return Verdict::Stop(Permanent::StopIf);
+        }
+        if let Some(criteria) = self.criteria {
+            return match criteria.meaning(end) {
+                Meaning::Met => Verdict::Succeed,
+                Meaning::Repeat => Verdict::Retry,
+                Meaning::CannotStart => Verdict::Stop(Permanent::CannotStart),
+            };
         }
         let status_class = matches
             .status

@@ -20,13 +20,16 @@ use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 struct Line<'a> {
     event: &'static str,
     time: &'a str,
+    /// `--label` or `-m`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
     #[serde(flatten)]
     fields: &'a Fields<'a>,
 }
 
 /// The event as JSON: one object per line (two when an attempt ended and another follows, or
 /// the run succeeded).
-pub(super) fn lines(event: &Event<'_>) -> String {
+pub(super) fn lines(event: &Event<'_>, label: Option<&str>) -> String {
     let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     objects(event)
         .iter()
@@ -34,6 +37,7 @@ pub(super) fn lines(event: &Event<'_>) -> String {
             let line = Line {
                 event,
                 time: &time,
+                label,
                 fields,
             };
             // Maps of strings, numbers and options: nothing here can fail to serialize.
@@ -744,10 +748,13 @@ mod tests {
     /// below 0x20), and the line stays one line.
     #[test]
     fn strings_are_escaped_and_each_object_is_one_line() {
-        let text = lines(&Event::HintIgnored {
-            attempt: 1,
-            value: "a\"b\\c\nd\re\tf\u{1}g\u{1f}h é✓",
-        });
+        let text = lines(
+            &Event::HintIgnored {
+                attempt: 1,
+                value: "a\"b\\c\nd\re\tf\u{1}g\u{1f}h é✓",
+            },
+            None,
+        );
         assert_eq!(text.lines().count(), 1);
         assert!(
             text.contains(r#""value":"a\"b\\c\nd\re\tf\u0001g\u001fh é✓""#),
@@ -774,7 +781,7 @@ mod tests {
             ["attempt", "retry"]
         );
         assert_eq!(names(&failed(None)), ["attempt"]);
-        let text = lines(&failed(Some(Duration::from_micros(250_500))));
+        let text = lines(&failed(Some(Duration::from_micros(250_500))), None);
         assert!(
             text.starts_with(r#"{"event":"attempt","time":""#),
             "the name and time come first: {text}"
@@ -793,22 +800,25 @@ mod tests {
 
     #[test]
     fn numbers_keep_microseconds_and_three_decimals() {
-        let text = lines(&Event::Splay {
-            wait: Duration::from_nanos(1_234_567),
-        });
+        let text = lines(
+            &Event::Splay {
+                wait: Duration::from_nanos(1_234_567),
+            },
+            None,
+        );
         assert!(text.contains(r#""delay_ms":1.234}"#), "{text}");
         let notice = Notice::Budget {
             name: "b".into(),
             spent: true,
             balance: 734.512_49,
         };
-        assert!(lines(&Event::Fleet(&notice)).contains(r#""balance":734.512}"#));
+        assert!(lines(&Event::Fleet(&notice), None).contains(r#""balance":734.512}"#));
         let nan = Notice::Budget {
             name: "b".into(),
             spent: true,
             balance: f64::NAN,
         };
-        assert!(lines(&Event::Fleet(&nan)).contains(r#""balance":null}"#));
+        assert!(lines(&Event::Fleet(&nan), None).contains(r#""balance":null}"#));
     }
 
     /// The fields of each event in the reference's table (docs/reference.md), by event name:
@@ -1065,7 +1075,7 @@ mod tests {
         let documented = documented();
         let mut seen = BTreeSet::new();
         every_event(&mut |event| {
-            for line in lines(event).lines() {
+            for line in lines(event, None).lines() {
                 let object: serde_json::Map<String, serde_json::Value> =
                     serde_json::from_str(line).unwrap();
                 let name = object["event"].as_str().unwrap().to_string();

@@ -285,6 +285,8 @@ pub struct Reporter {
     out: Box<dyn Write>,
     /// The width of the countdown line on screen (0: none), erased before anything else.
     countdown_width: usize,
+    /// `--label` or `-m`: the name every line gives the command.
+    label: Option<String>,
 }
 
 impl Reporter {
@@ -300,7 +302,21 @@ impl Reporter {
             terminal,
             out,
             countdown_width: 0,
+            label: None,
         }
+    }
+
+    /// This reporter, naming the command by `label` in every line: `retry: LABEL: ...`, and
+    /// a `label` field in every JSON object.
+    pub fn labelled(self, label: Option<String>) -> Reporter {
+        Reporter { label, ..self }
+    }
+
+    /// `LABEL: `, or nothing without a label.
+    fn label_prefix(&self) -> String {
+        self.label
+            .as_ref()
+            .map_or_else(String::new, |label| format!("{label}: "))
     }
 
     /// `emit`, or with `Telling::LogOnly`, only to a JSON log.
@@ -341,10 +357,12 @@ impl Reporter {
                 } else {
                     "retry: ".to_string()
                 };
-                let line = plain::line(event);
+                let line = self.label_prefix() + &plain::line(event);
                 format!("{prefix}{}\n", one_line(&without_secrets(&line)))
             }
-            LogFormat::Json => without_secrets(&json::lines(event)).into_owned(),
+            LogFormat::Json => {
+                without_secrets(&json::lines(event, self.label.as_deref())).into_owned()
+            }
         };
         self.write(&lines);
     }
@@ -361,7 +379,11 @@ impl Reporter {
     /// the same with `NO_COLOR`.
     pub fn countdown(&mut self, left: Duration) {
         let tenths = Duration::from_millis((left.as_millis() as u64 + 50) / 100 * 100);
-        let line = format!("retry: next attempt in {}...", human(tenths));
+        let line = format!(
+            "retry: {}next attempt in {}...",
+            one_line(&self.label_prefix()),
+            human(tenths)
+        );
         let padding = " ".repeat(self.countdown_width.saturating_sub(line.len()));
         let _ = write!(self.out, "\r{line}{padding}");
         let _ = self.out.flush();

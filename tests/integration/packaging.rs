@@ -490,19 +490,7 @@ fn the_deb_takes_the_place_of_debians_retry() {
         return;
     };
     let download = tempfile::tempdir().unwrap();
-    let fetched = Command::new("apt-get")
-        .args(["download", "retry"])
-        .current_dir(download.path())
-        .output();
-    let debian = fs::read_dir(download.path())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.extension().is_some_and(|e| e == "deb"));
-    let Some(debian) = debian else {
-        missing(
-            "apt-get download retry",
-            &format!("the .deb over Debian's retry ({fetched:?})"),
-        );
+    let Some(debian) = debians_package(download.path(), "the .deb over Debian's retry") else {
         return;
     };
     let root = dpkg_root();
