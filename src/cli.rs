@@ -723,6 +723,88 @@ pub fn option_with_non_utf8_value(args: &[OsString]) -> Option<String> {
     Some(flag)
 }
 
+/// Flag names other retry tools, schedulers and HTTP clients use, each with the flag of this
+/// `retry` that does that (without `--`), or none where the word means several things here
+/// (`--limit`: of attempts, or of time?). Looked up before any nearness of spelling, which
+/// would offer a flag of another meaning, even the opposite one (`--interval` is not
+/// `--invert`, `--sleep` not `--seed`, `--max-tries` not `--max-time`).
+const OTHER_TOOLS_FLAGS: &[(&str, Option<&str>)] = &[
+    // A fixed wait between attempts: a list of one delay is exactly that.
+    ("interval", Some("delays")),
+    ("sleep", Some("delays")),
+    ("wait", Some("delays")),
+    ("pause", Some("delays")),
+    ("every", Some("delays")),
+    ("period", Some("delays")),
+    ("retry-delay", Some("delays")),
+    ("retry-interval", Some("delays")),
+    ("retry-wait", Some("delays")),
+    ("backoff-delay", Some("base")),
+    ("initial-delay", Some("base")),
+    ("initial-interval", Some("base")),
+    ("min-delay", Some("base")),
+    ("first-delay", Some("base")),
+    ("backoff-max", Some("max")),
+    ("max-backoff", Some("max")),
+    ("max-delay", Some("max")),
+    ("delay-max", Some("max")),
+    ("max-wait", Some("max")),
+    ("max-sleep", Some("max")),
+    ("max-interval", Some("max")),
+    ("backoff-factor", Some("multiplier")),
+    ("factor", Some("multiplier")),
+    ("exponent", Some("multiplier")),
+    ("count", Some("attempts")),
+    ("tries", Some("attempts")),
+    ("try", Some("attempts")),
+    ("max-tries", Some("attempts")),
+    ("max-attempts", Some("attempts")),
+    ("attempt", Some("attempts")),
+    ("num-attempts", Some("attempts")),
+    ("-n", Some("attempts")),
+    ("max-retries", Some("retries")),
+    ("max-retry", Some("retries")),
+    ("retry", Some("retries")),
+    ("retry-count", Some("retries")),
+    ("num-retries", Some("retries")),
+    ("limit", None),
+    ("max", None),
+    ("deadline", Some("max-time")),
+    ("total-timeout", Some("max-time")),
+    ("timeout-total", Some("max-time")),
+    ("max-duration", Some("max-time")),
+    ("retry-max-time", Some("max-time")),
+    ("attempt-timeout", Some("timeout")),
+    ("per-attempt-timeout", Some("timeout")),
+    ("silent", Some("quiet")),
+    ("-j", Some("jitter")),
+    ("on-error", Some("on-failure")),
+    ("on-fail", Some("on-failure")),
+    ("retry-on", Some("retry-on-exit")),
+    ("exit-codes", Some("retry-on-exit")),
+    ("retry-codes", Some("retry-on-exit")),
+];
+
+/// The flag (`--name`) that an unknown option (`--interval`, `--retires=3`, `-n`) most likely
+/// meant: the word of another tool for one of ours, else a near spelling of one of ours (never
+/// one of another meaning: see `OTHER_TOOLS_FLAGS`), else none.
+pub fn meant_flag(unknown: &str) -> Option<String> {
+    let word = unknown.split('=').next().unwrap_or(unknown);
+    let name = word.strip_prefix("--").unwrap_or(word).to_ascii_lowercase();
+    if let Some((_, meant)) = OTHER_TOOLS_FLAGS.iter().find(|(other, _)| *other == name) {
+        return meant.map(|long| format!("--{long}"));
+    }
+    if !word.starts_with("--") {
+        return None;
+    }
+    let command = <Cli as clap::CommandFactory>::command();
+    let longs: Vec<&str> = command
+        .get_arguments()
+        .filter_map(|arg| arg.get_long())
+        .collect();
+    parse::nearest(&name, &longs).map(|long| format!("--{long}"))
+}
+
 /// The signals one would end an attempt with, for completion; any other name or number works.
 const SIGNAL_NAMES: &[(&str, &str)] = &[
     ("TERM", "terminate (the default)"),
@@ -846,6 +928,50 @@ mod tests {
             Some("-b".into())
         );
         assert_eq!(culprit(&[b"retry", b"true"]), None);
+    }
+
+    /// Misspellings and other tools' words lead to the flag that does that here, or to none;
+    /// never to a flag of another meaning.
+    #[test]
+    fn an_unknown_flag_suggests_the_one_meant() {
+        for (unknown, meant) in [
+            ("--interval", Some("--delays")),
+            ("--sleep", Some("--delays")),
+            ("--wait", Some("--delays")),
+            ("--pause", Some("--delays")),
+            ("--backoff-max", Some("--max")),
+            ("--max-delay", Some("--max")),
+            ("--count", Some("--attempts")),
+            ("--tries", Some("--attempts")),
+            ("--max-tries", Some("--attempts")),
+            ("--max-retries", Some("--retries")),
+            ("--retry", Some("--retries")),
+            ("--limit", None),
+            ("-n", Some("--attempts")),
+            ("-x", None),
+            ("--retires", Some("--retries")),
+            ("--atempts=3", Some("--attempts")),
+            ("--timout", Some("--timeout")),
+            ("--max-tim", Some("--max-time")),
+            ("--jiter", Some("--jitter")),
+            ("--dealys", Some("--delays")),
+            ("--seconds", None),
+            ("--Interval", Some("--delays")),
+            ("--deadline", Some("--max-time")),
+            ("--factor", Some("--multiplier")),
+        ] {
+            assert_eq!(meant_flag(unknown).as_deref(), meant, "{unknown}");
+        }
+        // Every flag named exists.
+        let command = Cli::command();
+        for (_, meant) in OTHER_TOOLS_FLAGS {
+            if let Some(long) = meant {
+                assert!(
+                    command.get_arguments().any(|a| a.get_long() == Some(long)),
+                    "{long}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -417,7 +417,11 @@ fn check_known(name: &str, keys: &[String], unknown: &str) -> Result<(), ConfigE
         };
         format!(": --{name} is Debian's retry's option, given on the command line only{own}")
     } else {
-        suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>())
+        // The flag another tool's word means, when it is a key, else the nearest key.
+        crate::cli::meant_flag(&format!("--{name}"))
+            .and_then(|flag| keys.iter().find(|key| flag == format!("--{key}")))
+            .map(|key| format!("did you mean '{key}'?"))
+            .or_else(|| suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
             .map_or(String::new(), |hint| format!("; {hint}"))
     };
     Err(ConfigError(format!("{unknown}{hint}")))
@@ -636,13 +640,18 @@ pub fn clap_reason(error: &clap::Error) -> String {
     {
         reason = format!("{reason} {values}");
     }
-    let suggested = [ContextKind::SuggestedArg, ContextKind::SuggestedValue]
-        .into_iter()
-        .find_map(|kind| match error.get(kind)? {
-            // Clap words only subcommand suggestions as a list, and `retry` has none.
-            ContextValue::String(suggested) => Some(suggested.clone()),
-            _ => None,
-        });
+    let suggested = match (error.kind(), context(ContextKind::InvalidArg)) {
+        // Clap's guess goes by spelling alone, and offers flags of another meaning
+        // (`--interval` for `--invert`): `retry` knows the words of other tools.
+        (ErrorKind::UnknownArgument, Some(unknown)) => crate::cli::meant_flag(unknown),
+        _ => [ContextKind::SuggestedArg, ContextKind::SuggestedValue]
+            .into_iter()
+            .find_map(|kind| match error.get(kind)? {
+                // Clap words only subcommand suggestions as a list, and `retry` has none.
+                ContextValue::String(suggested) => Some(suggested.clone()),
+                _ => None,
+            }),
+    };
     if let Some(suggested) = suggested {
         reason = format!("{reason}; did you mean '{suggested}'?");
     }
