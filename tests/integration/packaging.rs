@@ -460,12 +460,28 @@ fn the_deb_installs_into_a_private_root_and_runs_there() {
         "/usr/share/fish/vendor_completions.d/retry.fish",
         &format!("{doc}/copyright"),
         &format!("{doc}/changelog.Debian.gz"),
+        &format!("{doc}/NEWS.Debian.gz"),
     ] {
         assert!(
             listed.lines().any(|line| line == path),
             "{path} in {listed}"
         );
     }
+    // A host that had Debian's retry is told what changes, above all for a bare line.
+    let news = text(&run(
+        "zcat",
+        &[root
+            .path()
+            .join(&doc[1..])
+            .join("NEWS.Debian.gz")
+            .to_str()
+            .unwrap()],
+    ));
+    assert!(news.starts_with(&format!("{NAME} ({VERSION}-1) unstable;")), "{news}");
+    assert!(
+        news.contains("no longer retries for ever every 10 seconds"),
+        "{news}"
+    );
     let copyright = fs::read_to_string(root.path().join(&doc[1..]).join("copyright")).unwrap();
     assert!(copyright.starts_with(
         "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
