@@ -155,6 +155,49 @@ mod tests {
     use Permanent::*;
     use Verdict::*;
 
+    /// Debian's criteria decide alone, after a --stop-if match, and see 124 and 128 + N.
+    #[test]
+    fn criteria_decide_after_stop_if() {
+        let judge = Judge {
+            criteria: Some(crate::debian::Criteria {
+                until: true,
+                ..crate::debian::criteria("fail").unwrap()
+            }),
+            ..Judge::default()
+        };
+        let stop_if = Matches {
+            stop_if: true,
+            ..Matches::default()
+        };
+        assert_eq!(
+            judge.judge(AttemptEnd::Exited(1), Matches::default()),
+            Verdict::Succeed
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::Exited(0), Matches::default()),
+            Verdict::Retry
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::Exited(1), stop_if),
+            Verdict::Stop(Permanent::StopIf)
+        );
+        assert_eq!(
+            judge.judge(
+                AttemptEnd::TimedOut(crate::outcome::Limit::Attempt),
+                Matches::default()
+            ),
+            Verdict::Succeed
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::Signaled(libc::SIGPIPE), Matches::default()),
+            Verdict::BrokenPipe
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::NotFound, Matches::default()),
+            Verdict::Stop(Permanent::CannotStart)
+        );
+    }
+
     #[test]
     fn a_code_limit_counts_the_retries_after_its_codes_and_the_smaller_holds() {
         let limits = crate::parse::retry_codes("1,137@1,75-78@3,77@1,9@0")

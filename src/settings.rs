@@ -644,6 +644,73 @@ mod tests {
         }
     }
 
+    /// Debian's defaults stand in only where a Debian command line leaves a setting unsaid.
+    #[test]
+    fn debians_command_line_has_debians_defaults() {
+        let s = settings(&["-u", "s", "true"]);
+        assert_eq!(s.max_attempts, None);
+        assert_eq!(s.schedule.list, [Duration::from_secs(10)]);
+        assert_eq!(s.schedule.jitter, Jitter::None);
+        assert!(s.hold_stdout && s.stdout_once);
+        assert_eq!(s.stdin, StdinMode::Replay);
+        let s = settings(&[
+            "-t",
+            "3",
+            "--base",
+            "2s",
+            "--stdin",
+            "null",
+            "--hold-stdout",
+            "true",
+        ]);
+        assert_eq!(s.max_attempts, Some(3));
+        assert!(s.schedule.list.is_empty() && s.schedule.jitter == Jitter::Equal);
+        assert!(s.hold_stdout && !s.stdout_once);
+        assert_eq!(s.stdin, StdinMode::Null);
+        assert_eq!(settings(&["-t", "-1", "true"]).max_attempts, None);
+        let s = settings(&["-d", "0,2", "-m", "x", "true"]);
+        assert_eq!(s.schedule.list, [Duration::ZERO, Duration::from_secs(2)]);
+        assert_eq!(s.label.as_deref(), Some("x"));
+        let own = settings(&["--label", "x", "true"]);
+        assert_eq!((own.max_attempts, own.stdout_once), (Some(6), false));
+        assert_eq!(settings(&["-m", "", "true"]).label, None);
+    }
+
+    /// Under -u/-w the last attempt's status is the exit status however the run ends.
+    #[test]
+    fn under_criteria_the_last_attempts_status_is_retrys() {
+        let debian = settings(&["-w", "s", "true"]);
+        let own = settings(&["true"]);
+        let zero = Some(AttemptEnd::Exited(0));
+        let failed = |end| RunEnd::Failed { last: Some(end) };
+        assert_eq!(
+            debian.exit_status(RunEnd::Succeeded, Some(AttemptEnd::Exited(1)), None),
+            1
+        );
+        assert_eq!(
+            own.exit_status(RunEnd::Succeeded, Some(AttemptEnd::Exited(1)), None),
+            0
+        );
+        assert_eq!(
+            debian.exit_status(failed(AttemptEnd::Exited(0)), zero, None),
+            0
+        );
+        assert_eq!(
+            own.exit_status(failed(AttemptEnd::Exited(0)), zero, None),
+            1
+        );
+        assert_eq!(
+            debian.exit_status(failed(AttemptEnd::Exited(0)), zero, Some(7)),
+            7
+        );
+        assert_eq!(
+            debian.exit_status(failed(AttemptEnd::Signaled(9)), None, None),
+            137
+        );
+        assert_eq!(debian.exit_status(RunEnd::Interrupted(15), zero, None), 143);
+        assert_eq!(debian.exit_status(RunEnd::BreakerOpen, None, None), 75);
+    }
+
     #[test]
     fn a_command_is_required_except_for_a_dry_run() {
         let cli = Cli::try_parse_from(["retry"]).unwrap();

@@ -661,3 +661,29 @@ fn a_label_names_the_command_in_every_line() {
         .code(0);
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("6 attempts"));
 }
+
+/// Debian's options are command-line only; `label` is a key like the other long flags.
+#[test]
+fn debians_options_are_no_config_keys_but_label_is() {
+    for (key, hint) in [
+        ("times = 3", "write 'attempts' here"),
+        ("delay = \"1\"", "write 'delays' here"),
+        ("until = \"s\"", "command line only"),
+        ("message = \"x\"", "write 'label' here"),
+    ] {
+        let r = retry();
+        let config = r.write("c.toml", &format!("[defaults]\n{key}\n"));
+        r.args(["--config", config.to_str().unwrap(), "--", "true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains(hint))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+    let r = retry();
+    let config = r.write("c.toml", "[profile.nightly]\nlabel = \"nightly\"\n");
+    r.args(["--config", config.to_str().unwrap(), "--profile", "nightly"])
+        .args(["-r", "0", "--", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("retry: nightly: giving up"));
+}

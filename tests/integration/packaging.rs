@@ -477,7 +477,10 @@ fn the_deb_installs_into_a_private_root_and_runs_there() {
             .to_str()
             .unwrap()],
     ));
-    assert!(news.starts_with(&format!("{NAME} ({VERSION}-1) unstable;")), "{news}");
+    assert!(
+        news.starts_with(&format!("{NAME} ({VERSION}-1) unstable;")),
+        "{news}"
+    );
     assert!(
         news.contains("no longer retries for ever every 10 seconds"),
         "{news}"
