@@ -687,3 +687,17 @@ fn debians_options_are_no_config_keys_but_label_is() {
         .code(1)
         .stderr(predicate::str::contains("retry: nightly: giving up"));
 }
+
+/// Debian's sleeps after the final attempt too; here no wait follows it (an hour's wait would
+/// outlast the test's bound).
+#[test]
+fn no_wait_follows_the_final_attempt() {
+    retry()
+        .args(["-t", "1", "-d", "3600", "--", "false"])
+        .assert()
+        .code(1);
+    retry()
+        .args(["-t", "2", "-d", "0,3600", "--", "false"])
+        .assert()
+        .code(1);
+}
