@@ -356,9 +356,7 @@ impl Settings {
             command: cli.command,
         })
     }
-}
 
-impl Settings {
     /// `retry`'s exit status for a run that ended with `end`, whose last attempt ended with
     /// `last`, with `fail_exit` replacing a failed run's: under Debian's `-u`/`-w`, the last
     /// attempt's status however the run ends (Debian's rule); else `RunEnd`'s own.
