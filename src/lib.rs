@@ -130,7 +130,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Terminal::detect(),
         Box::new(signals::Stderr::new(Rc::clone(&events))),
     )
-    .labelled(settings.label.clone());
+    .labelled(settings.label.clone())
+    .exiting_with_last_status(settings.judge.criteria.is_some());
     runner::adopt_orphans();
     let mut runner = Runner::new(&settings, &events);
     let mut clock = RealClock::new(&events);

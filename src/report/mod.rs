@@ -287,6 +287,8 @@ pub struct Reporter {
     countdown_width: usize,
     /// `--label` or `-m`: the name every line gives the command.
     label: Option<String>,
+    /// `retry` exits with the last attempt's status, success included (Debian's `-u`/`-w`).
+    last_status_exits: bool,
 }
 
 impl Reporter {
@@ -303,6 +305,7 @@ impl Reporter {
             out,
             countdown_width: 0,
             label: None,
+            last_status_exits: false,
         }
     }
 
@@ -310,6 +313,15 @@ impl Reporter {
     /// a `label` field in every JSON object.
     pub fn labelled(self, label: Option<String>) -> Reporter {
         Reporter { label, ..self }
+    }
+
+    /// This reporter, for a run that exits with its last attempt's status, success included
+    /// (Debian's `-u`/`-w`): the JSON `success` event gives that status.
+    pub fn exiting_with_last_status(self, last_status_exits: bool) -> Reporter {
+        Reporter {
+            last_status_exits,
+            ..self
+        }
     }
 
     /// `LABEL: `, or nothing without a label.
@@ -360,9 +372,12 @@ impl Reporter {
                 let line = self.label_prefix() + &plain::line(event);
                 format!("{prefix}{}\n", one_line(&without_secrets(&line)))
             }
-            LogFormat::Json => {
-                without_secrets(&json::lines(event, self.label.as_deref())).into_owned()
-            }
+            LogFormat::Json => without_secrets(&json::lines(
+                event,
+                self.label.as_deref(),
+                self.last_status_exits,
+            ))
+            .into_owned(),
         };
         self.write(&lines);
     }

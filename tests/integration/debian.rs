@@ -457,6 +457,14 @@ fn under_criteria_the_last_status_is_the_exit_status() {
         serde_json::from_str(&fs::read_to_string(report).unwrap()).unwrap();
     assert_eq!(report["outcome"], "success");
     assert_eq!(report["exit_status"], 1);
+    // The JSON success event gives the status retry exits with.
+    let out = retry()
+        .args(["-u", "fail", "--log-format", "json", "--", "false"])
+        .assert()
+        .code(1);
+    let events = json_events(&out.get_output().stderr);
+    let success = events.iter().find(|e| e["event"] == "success").unwrap();
+    assert_eq!(success["exit_code"], 1, "{events:?}");
     retry()
         .args(["-w", "success", "-t", "2", "-d", "0", "--", "true"])
         .assert()
