@@ -1006,6 +1006,28 @@ mod tests {
         assert_eq!(args(&file, None, &[]), ["--invert"]);
     }
 
+    /// An unknown key from another tool's vocabulary names the key meant, as a flag would;
+    /// one of Debian's options names this tool's key for it.
+    #[test]
+    fn an_unknown_key_suggests_the_one_meant() {
+        for (key, hint) in [
+            ("interval", "; did you mean 'delays'?"),
+            ("sleep", "; did you mean 'delays'?"),
+            ("max-tries", "; did you mean 'attempts'?"),
+            ("count", "; did you mean 'attempts'?"),
+            ("backoff-max", "; did you mean 'max'?"),
+            (
+                "times",
+                ": --times is Debian's retry's option, given on the command line only; write 'attempts' here",
+            ),
+        ] {
+            assert_eq!(
+                error(&format!("[defaults]\n{key} = 1\n")),
+                format!("cfg.toml:2: unknown key '{key}' in [defaults]{hint}")
+            );
+        }
+    }
+
     #[test]
     fn errors_name_the_file_the_line_and_the_key() {
         assert_eq!(
