@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-r -a -m -t -b -q -v -h -V --retries --attempts --forever --max-time --timeout --timeouts --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --failed-output --keep-max --metrics-file --report --report-format --metrics-job --foreground --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --help --version"
+            opts="-r -a -b -q -v -t -d -u -w -m -h -V --retries --attempts --forever --max-time --timeout --timeouts --reset-after --restart --kill-after --kill-signal --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --http --honor-retry-after --retry-after-stdout --retry-after-stderr --retry-after-max --invert --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --hold-stdout --failed-output --keep-max --metrics-file --report --report-format --metrics-job --foreground --label --quiet --verbose --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state --show-state --reset-state --dry-run --times --delay --until --while --message --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -64,21 +64,7 @@ _retry() {
                     fi
                     return 0
                     ;;
-                -m)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
-                    return 0
-                    ;;
                 --timeout)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
-                    return 0
-                    ;;
-                -t)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -357,6 +343,13 @@ _retry() {
                     fi
                     return 0
                     ;;
+                --label)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -410,6 +403,76 @@ _retry() {
                     fi
                     return 0
                     ;;
+                --times)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --delay)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --while)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --message)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                -m)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -430,7 +493,7 @@ fi
 _retry_command() {
     local i=1
     while ((i < COMP_CWORD)); do
-        if [[ "${COMP_WORDS[i]}" =~ ^-[qvhV]*[ramtb]$ ]]; then
+        if [[ "${COMP_WORDS[i]}" =~ ^-[qvhV]*[rabtduwm]$ ]]; then
             # Short options whose last takes the next word as its value (-qr 3).
             [[ "${COMP_WORDS[i + 1]}" == = ]] && ((i++))
             ((i += 2))
@@ -441,7 +504,7 @@ _retry_command() {
                 ((i++))
                 break
                 ;;
-            -r|--retries|-a|--attempts|-m|--max-time|-t|--timeout|--timeouts|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--failed-output|--keep-max|--metrics-file|--report|--report-format|--metrics-job|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state)
+            -r|--retries|-a|--attempts|--max-time|--timeout|--timeouts|--reset-after|--kill-after|--kill-signal|-b|--base|--max|--multiplier|--backoff|--delays|--jitter|--seed|--splay|--retry-on-exit|--stop-on-exit|--until-stdout|--until-stderr|--retry-if-stdout|--retry-if-stderr|--stop-if-stdout|--stop-if-stderr|--retry-after-stdout|--retry-after-stderr|--retry-after-max|--consecutive|--fail-exit|--on-retry|--on-failure|--on-success|--config|--profile|--stdin|--failed-output|--keep-max|--metrics-file|--report|--report-format|--metrics-job|--label|--log-format|--budget|--budget-ratio|--budget-floor|--breaker|--breaker-threshold|--breaker-cooldown|--state|-t|--times|-d|--delay|-u|--until|-w|--while|-m|--message)
                 # Its value follows, after an `=` that bash splits off as a word of its own.
                 [[ "${COMP_WORDS[i + 1]}" == = ]] && ((i++))
                 ((i++))

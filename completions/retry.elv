@@ -22,9 +22,7 @@ var retry-options~ = {|@words|
             cand --retries 'Retries after the first attempt; 0 runs the command once [default: 5]'
             cand -a 'Total attempts, at least 1 (another spelling of --retries)'
             cand --attempts 'Total attempts, at least 1 (another spelling of --retries)'
-            cand -m 'Deadline for the whole run, measured from start; 0 disables it [default: none]'
             cand --max-time 'Deadline for the whole run, measured from start; 0 disables it [default: none]'
-            cand -t 'Time limit for one attempt; 0 disables it [default: none]'
             cand --timeout 'Time limit for one attempt; 0 disables it [default: none]'
             cand --timeouts 'Time limits per attempt as a list: attempt n gets entry n'
             cand --reset-after 'An attempt that ran at least this long starts the schedule and the attempt limit afresh'
@@ -64,6 +62,7 @@ var retry-options~ = {|@words|
             cand --report 'When the run ends, write a summary of it to FILE'
             cand --report-format 'The --report''s format [default: json]'
             cand --metrics-job 'The job label of the metrics [default: the command''s file name]'
+            cand --label 'Name the command by TEXT in every line retry writes about the run'
             cand --log-format 'Format of retry''s own messages: text, or json (one object per line per event) [default: text]'
             cand --budget 'Take retries from the retry budget NAME, shared by every run that names it'
             cand --budget-ratio 'Retries each first attempt earns, from 0 to 1 [default: 0.1]'
@@ -72,6 +71,16 @@ var retry-options~ = {|@words|
             cand --breaker-threshold 'Failed attempts in a row, across every run, that open the breaker [default: 5]'
             cand --breaker-cooldown 'How long the breaker stays open before a probe may go [default: 1m]'
             cand --state 'Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]'
+            cand -t 'N attempts in all (--attempts N); -1 is no limit'
+            cand --times 'N attempts in all (--attempts N); -1 is no limit'
+            cand -d 'The delays in seconds, the last repeated (--delays LIST)'
+            cand --delay 'The delays in seconds, the last repeated (--delays LIST)'
+            cand -u 'Repeat until one of the comma-separated criteria holds'
+            cand --until 'Repeat until one of the comma-separated criteria holds'
+            cand -w 'Repeat while one of the comma-separated criteria holds'
+            cand --while 'Repeat while one of the comma-separated criteria holds'
+            cand -m 'Name the command by TEXT in retry''s lines (--label TEXT)'
+            cand --message 'Name the command by TEXT in retry''s lines (--label TEXT)'
             cand --forever 'Retry without an attempt limit (usually with --max-time)'
             cand --restart 'Start the command again after a success, after the first delay'
             cand --http 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
@@ -100,7 +109,7 @@ use re
 # COMMAND and its arguments complete as that command would: after `--`, or from the first word
 # that is not an option or an option's value.
 set edit:completion:arg-completer[retry] = {|@words|
-    var with-values = ['-r' '--retries' '-a' '--attempts' '-m' '--max-time' '-t' '--timeout' '--timeouts' '--reset-after' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--failed-output' '--keep-max' '--metrics-file' '--report' '--report-format' '--metrics-job' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state']
+    var with-values = ['-r' '--retries' '-a' '--attempts' '--max-time' '--timeout' '--timeouts' '--reset-after' '--kill-after' '--kill-signal' '-b' '--base' '--max' '--multiplier' '--backoff' '--delays' '--jitter' '--seed' '--splay' '--retry-on-exit' '--stop-on-exit' '--until-stdout' '--until-stderr' '--retry-if-stdout' '--retry-if-stderr' '--stop-if-stdout' '--stop-if-stderr' '--retry-after-stdout' '--retry-after-stderr' '--retry-after-max' '--consecutive' '--fail-exit' '--on-retry' '--on-failure' '--on-success' '--config' '--profile' '--stdin' '--failed-output' '--keep-max' '--metrics-file' '--report' '--report-format' '--metrics-job' '--label' '--log-format' '--budget' '--budget-ratio' '--budget-floor' '--breaker' '--breaker-threshold' '--breaker-cooldown' '--state' '-t' '--times' '-d' '--delay' '-u' '--until' '-w' '--while' '-m' '--message']
     var i = 1
     var last = (- (count $words) 1)
     while (< $i $last) {
@@ -108,7 +117,7 @@ set edit:completion:arg-completer[retry] = {|@words|
         if (eq $word --) {
             set i = (+ $i 1)
             break
-        } elif (or (has-value $with-values $word) (re:match '^-[qvhV]*[ramtb]$' $word)) {
+        } elif (or (has-value $with-values $word) (re:match '^-[qvhV]*[rabtduwm]$' $word)) {
             set i = (+ $i 2)
         } elif (str:has-prefix $word -) {
             set i = (+ $i 1)

@@ -1,7 +1,7 @@
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s r -l retries -d 'Retries after the first attempt; 0 runs the command once [default: 5]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -s a -l attempts -d 'Total attempts, at least 1 (another spelling of --retries)' -r -f
-complete -c retry -n 'not __fish_retry_command >/dev/null' -s m -l max-time -d 'Deadline for the whole run, measured from start; 0 disables it [default: none]' -r -f
-complete -c retry -n 'not __fish_retry_command >/dev/null' -s t -l timeout -d 'Time limit for one attempt; 0 disables it [default: none]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l max-time -d 'Deadline for the whole run, measured from start; 0 disables it [default: none]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l timeout -d 'Time limit for one attempt; 0 disables it [default: none]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l timeouts -d 'Time limits per attempt as a list: attempt n gets entry n' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l reset-after -d 'An attempt that ran at least this long starts the schedule and the attempt limit afresh' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l kill-after -d 'Grace between the terminating signal and SIGKILL [default: 2s]' -r -f
@@ -58,6 +58,7 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -l report -d 'When th
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l report-format -d 'The --report\'s format [default: json]' -r -f -a "json\t'One JSON object, with each attempt\'s detail; the file is replaced'
 github\t'name=value lines appended to the file, as $GITHUB_OUTPUT takes them'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l metrics-job -d 'The job label of the metrics [default: the command\'s file name]' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -l label -d 'Name the command by TEXT in every line retry writes about the run' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l log-format -d 'Format of retry\'s own messages: text, or json (one object per line per event) [default: text]' -r -f -a "text\t'Lines for people, prefixed `retry:`'
 json\t'One JSON object per line per event, for log pipelines'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l budget -d 'Take retries from the retry budget NAME, shared by every run that names it' -r -f
@@ -67,6 +68,11 @@ complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker -d 'Stop r
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-threshold -d 'Failed attempts in a row, across every run, that open the breaker [default: 5]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l breaker-cooldown -d 'How long the breaker stays open before a probe may go [default: 1m]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l state -d 'Where budgets and breakers live: a directory, or a Redis server [default: $XDG_STATE_HOME/retry]' -r -f -a "(__fish_complete_directories)"
+complete -c retry -n 'not __fish_retry_command >/dev/null' -s t -l times -d 'N attempts in all (--attempts N); -1 is no limit' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -s d -l delay -d 'The delays in seconds, the last repeated (--delays LIST)' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -s u -l until -d 'Repeat until one of the comma-separated criteria holds' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -s w -l while -d 'Repeat while one of the comma-separated criteria holds' -r -f
+complete -c retry -n 'not __fish_retry_command >/dev/null' -s m -l message -d 'Name the command by TEXT in retry\'s lines (--label TEXT)' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l forever -d 'Retry without an attempt limit (usually with --max-time)'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l restart -d 'Start the command again after a success, after the first delay'
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l http -d 'Judge each attempt by the last HTTP status line it printed, and honour Retry-After'
@@ -88,7 +94,7 @@ function __fish_retry_command
     set -l words (commandline -opc)
     set -e words[1]
     while set -q words[1]
-        if string match -qr -- '^-[qvhV]*[ramtb]$' $words[1]
+        if string match -qr -- '^-[qvhV]*[rabtduwm]$' $words[1]
             set -e words[1..2]
             continue
         end
@@ -96,7 +102,7 @@ function __fish_retry_command
             case --
                 set -e words[1]
                 break
-            case -r --retries -a --attempts -m --max-time -t --timeout --timeouts --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --report --report-format --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state
+            case -r --retries -a --attempts --max-time --timeout --timeouts --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --report --report-format --metrics-job --label --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state -t --times -d --delay -u --until -w --while -m --message
                 set -e words[1..2]
                 continue
             case '-*'
@@ -112,7 +118,7 @@ function __fish_retry_command
         if string match -q -- '-*' $current; and test "$before" != --
             return 1
         end
-        if contains -- $before -r --retries -a --attempts -m --max-time -t --timeout --timeouts --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --report --report-format --metrics-job --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state; or string match -qr -- '^-[qvhV]*[ramtb]$' $before
+        if contains -- $before -r --retries -a --attempts --max-time --timeout --timeouts --reset-after --kill-after --kill-signal -b --base --max --multiplier --backoff --delays --jitter --seed --splay --retry-on-exit --stop-on-exit --until-stdout --until-stderr --retry-if-stdout --retry-if-stderr --stop-if-stdout --stop-if-stderr --retry-after-stdout --retry-after-stderr --retry-after-max --consecutive --fail-exit --on-retry --on-failure --on-success --config --profile --stdin --failed-output --keep-max --metrics-file --report --report-format --metrics-job --label --log-format --budget --budget-ratio --budget-floor --breaker --breaker-threshold --breaker-cooldown --state -t --times -d --delay -u --until -w --while -m --message; or string match -qr -- '^-[qvhV]*[rabtduwm]$' $before
             return 1
         end
     end

@@ -12,6 +12,7 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{ArgAction, Parser, ValueHint};
 
 use crate::backoff::{Backoff, Jitter};
+use crate::debian;
 use crate::lines::Pattern;
 use crate::parse::{self, CodeSet, RetryCodes};
 
@@ -145,7 +146,7 @@ pub struct Cli {
     /// cut: it ends the run. Output that a reader
     /// downstream has not taken by the deadline plus --kill-after is dropped, so retry ends by
     /// then whatever its readers do.
-    #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub max_time: Option<Duration>,
 
     /// Time limit for one attempt; 0 disables it [default: none]
@@ -153,7 +154,7 @@ pub struct Cli {
     /// On expiry the attempt's process group gets --kill-signal, its status is 124, and it
     /// counts as a retryable failure. It bounds the command's run; output the command has
     /// written is passed on however long a reader downstream takes (up to --max-time).
-    #[arg(short, long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
+    #[arg(long, value_name = "DUR", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::duration, help_heading = "Attempts and time limits")]
     pub timeout: Option<Duration>,
 
     /// Time limits per attempt as a list: attempt n gets entry n
@@ -466,6 +467,13 @@ pub struct Cli {
     #[arg(long, help_heading = "Processes")]
     pub foreground: bool,
 
+    /// Name the command by TEXT in every line retry writes about the run
+    ///
+    /// retry: TEXT: attempt 2/3 failed ...; in JSON events, a "label" field. For a log that
+    /// holds several runs, or a command whose words say little (sh -c '...').
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other, conflicts_with = "message", help_heading = "Output")]
+    pub label: Option<String>,
+
     /// Print only retry's own errors
     #[arg(short, long, conflicts_with = "verbose", help_heading = "Output")]
     pub quiet: bool,
@@ -550,6 +558,37 @@ pub struct Cli {
     /// missing) is said to be, as a run would say it, with what the run would then do.
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
+
+    /// N attempts in all (--attempts N); -1 is no limit
+    ///
+    /// Any of -t, -d, -u, -w and -m makes the command line one written for Debian's retry
+    /// (minfrin/retry), which this one replaces: what it leaves unsaid is then Debian's (no
+    /// attempt limit, waits of 10s without jitter, stdout passed on once, from the attempt
+    /// that met the criteria, and stdin replayed to every attempt), unless given here or in
+    /// the config file. On the command line only.
+    #[arg(short = 't', long = "times", value_name = "N", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = debian::times, conflicts_with_all = ["retries", "attempts", "forever"], help_heading = "Debian's retry command line")]
+    pub times: Option<debian::Times>,
+
+    /// The delays in seconds, the last repeated (--delays LIST)
+    #[arg(short = 'd', long = "delay", value_name = "LIST", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = parse::delays, conflicts_with_all = ["delays", "backoff", "base", "multiplier"], help_heading = "Debian's retry command line")]
+    pub delay: Option<parse::DelayList>,
+
+    /// Repeat until one of the comma-separated criteria holds
+    ///
+    /// success or true (exit 0), fail or false (any other status), a status N or a range
+    /// N-M, or the start of a word (s, fa). retry then exits with the last attempt's status
+    /// however the run ends (124 and 128 + N keep their meaning). A command that cannot be
+    /// started is retried only when a criterion names its status (-w 127).
+    #[arg(short = 'u', long = "until", value_name = "CRITERIA", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = debian::criteria, conflicts_with_all = debian::VERDICT_FLAGS, help_heading = "Debian's retry command line")]
+    pub until: Option<debian::Criteria>,
+
+    /// Repeat while one of the comma-separated criteria holds
+    #[arg(short = 'w', long = "while", value_name = "CRITERIA", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = debian::criteria, conflicts_with_all = debian::VERDICT_FLAGS, conflicts_with = "until", help_heading = "Debian's retry command line")]
+    pub while_: Option<debian::Criteria>,
+
+    /// Name the command by TEXT in retry's lines (--label TEXT)
+    #[arg(short = 'm', long = "message", value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true, help_heading = "Debian's retry command line")]
+    pub message: Option<String>,
 
     /// The command to run, and its arguments
     ///
@@ -697,6 +736,88 @@ pub fn option_with_non_utf8_value(args: &[OsString]) -> Option<String> {
     Some(flag)
 }
 
+/// Flag names other retry tools, schedulers and HTTP clients use, each with the flag of this
+/// `retry` that does that (without `--`), or none where the word means several things here
+/// (`--limit`: of attempts, or of time?). Looked up before any nearness of spelling, which
+/// would offer a flag of another meaning, even the opposite one (`--interval` is not
+/// `--invert`, `--sleep` not `--seed`, `--max-tries` not `--max-time`).
+const OTHER_TOOLS_FLAGS: &[(&str, Option<&str>)] = &[
+    // A fixed wait between attempts: a list of one delay is exactly that.
+    ("interval", Some("delays")),
+    ("sleep", Some("delays")),
+    ("wait", Some("delays")),
+    ("pause", Some("delays")),
+    ("every", Some("delays")),
+    ("period", Some("delays")),
+    ("retry-delay", Some("delays")),
+    ("retry-interval", Some("delays")),
+    ("retry-wait", Some("delays")),
+    ("backoff-delay", Some("base")),
+    ("initial-delay", Some("base")),
+    ("initial-interval", Some("base")),
+    ("min-delay", Some("base")),
+    ("first-delay", Some("base")),
+    ("backoff-max", Some("max")),
+    ("max-backoff", Some("max")),
+    ("max-delay", Some("max")),
+    ("delay-max", Some("max")),
+    ("max-wait", Some("max")),
+    ("max-sleep", Some("max")),
+    ("max-interval", Some("max")),
+    ("backoff-factor", Some("multiplier")),
+    ("factor", Some("multiplier")),
+    ("exponent", Some("multiplier")),
+    ("count", Some("attempts")),
+    ("tries", Some("attempts")),
+    ("try", Some("attempts")),
+    ("max-tries", Some("attempts")),
+    ("max-attempts", Some("attempts")),
+    ("attempt", Some("attempts")),
+    ("num-attempts", Some("attempts")),
+    ("-n", Some("attempts")),
+    ("max-retries", Some("retries")),
+    ("max-retry", Some("retries")),
+    ("retry", Some("retries")),
+    ("retry-count", Some("retries")),
+    ("num-retries", Some("retries")),
+    ("limit", None),
+    ("max", None),
+    ("deadline", Some("max-time")),
+    ("total-timeout", Some("max-time")),
+    ("timeout-total", Some("max-time")),
+    ("max-duration", Some("max-time")),
+    ("retry-max-time", Some("max-time")),
+    ("attempt-timeout", Some("timeout")),
+    ("per-attempt-timeout", Some("timeout")),
+    ("silent", Some("quiet")),
+    ("-j", Some("jitter")),
+    ("on-error", Some("on-failure")),
+    ("on-fail", Some("on-failure")),
+    ("retry-on", Some("retry-on-exit")),
+    ("exit-codes", Some("retry-on-exit")),
+    ("retry-codes", Some("retry-on-exit")),
+];
+
+/// The flag (`--name`) that an unknown option (`--interval`, `--retires=3`, `-n`) most likely
+/// meant: the word of another tool for one of ours, else a near spelling of one of ours (never
+/// one of another meaning: see `OTHER_TOOLS_FLAGS`), else none.
+pub fn meant_flag(unknown: &str) -> Option<String> {
+    let word = unknown.split('=').next().unwrap_or(unknown);
+    let name = word.strip_prefix("--").unwrap_or(word).to_ascii_lowercase();
+    if let Some((_, meant)) = OTHER_TOOLS_FLAGS.iter().find(|(other, _)| *other == name) {
+        return meant.map(|long| format!("--{long}"));
+    }
+    if !word.starts_with("--") {
+        return None;
+    }
+    let command = <Cli as clap::CommandFactory>::command();
+    let longs: Vec<&str> = command
+        .get_arguments()
+        .filter_map(|arg| arg.get_long())
+        .collect();
+    parse::nearest(&name, &longs).map(|long| format!("--{long}"))
+}
+
 /// The signals one would end an attempt with, for completion; any other name or number works.
 const SIGNAL_NAMES: &[(&str, &str)] = &[
     ("TERM", "terminate (the default)"),
@@ -820,6 +941,50 @@ mod tests {
             Some("-b".into())
         );
         assert_eq!(culprit(&[b"retry", b"true"]), None);
+    }
+
+    /// Misspellings and other tools' words lead to the flag that does that here, or to none;
+    /// never to a flag of another meaning.
+    #[test]
+    fn an_unknown_flag_suggests_the_one_meant() {
+        for (unknown, meant) in [
+            ("--interval", Some("--delays")),
+            ("--sleep", Some("--delays")),
+            ("--wait", Some("--delays")),
+            ("--pause", Some("--delays")),
+            ("--backoff-max", Some("--max")),
+            ("--max-delay", Some("--max")),
+            ("--count", Some("--attempts")),
+            ("--tries", Some("--attempts")),
+            ("--max-tries", Some("--attempts")),
+            ("--max-retries", Some("--retries")),
+            ("--retry", Some("--retries")),
+            ("--limit", None),
+            ("-n", Some("--attempts")),
+            ("-x", None),
+            ("--retires", Some("--retries")),
+            ("--atempts=3", Some("--attempts")),
+            ("--timout", Some("--timeout")),
+            ("--max-tim", Some("--max-time")),
+            ("--jiter", Some("--jitter")),
+            ("--dealys", Some("--delays")),
+            ("--seconds", None),
+            ("--Interval", Some("--delays")),
+            ("--deadline", Some("--max-time")),
+            ("--factor", Some("--multiplier")),
+        ] {
+            assert_eq!(meant_flag(unknown).as_deref(), meant, "{unknown}");
+        }
+        // Every flag named exists.
+        let command = Cli::command();
+        for (_, meant) in OTHER_TOOLS_FLAGS {
+            if let Some(long) = meant {
+                assert!(
+                    command.get_arguments().any(|a| a.get_long() == Some(long)),
+                    "{long}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ use clap::parser::ValueSource;
 use toml::de::{DeTable, DeValue};
 
 use crate::cli::Cli;
+use crate::debian;
 use crate::dirs::home_expanded;
 use crate::parse::suggestion;
 use crate::settings::HookKind;
@@ -62,7 +63,9 @@ fn keys_of(command: &clap::Command) -> Vec<String> {
     command
         .get_arguments()
         .filter_map(|arg| arg.get_long())
-        .filter(|long| !NOT_KEYS.contains(long))
+        // Debian's options are for command lines written for Debian's tool: a file written
+        // for this one says the same in its own keys.
+        .filter(|long| !NOT_KEYS.contains(long) && !debian::OPTIONS.contains(long))
         .map(str::to_string)
         .collect()
 }
@@ -335,7 +338,8 @@ pub fn command_line_keys(matches: &clap::ArgMatches) -> Vec<String> {
     Cli::command()
         .get_arguments()
         .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
-        .filter_map(|arg| arg.get_long().map(str::to_string))
+        .filter_map(|arg| arg.get_long())
+        .flat_map(|long| std::iter::once(long.to_string()).chain(debian::keys_replaced(long)))
         .collect()
 }
 
@@ -405,8 +409,19 @@ fn check_known(name: &str, keys: &[String], unknown: &str) -> Result<(), ConfigE
     }
     let hint = if NOT_KEYS.contains(&name) {
         format!(": --{name} is about one invocation, so it is given on the command line only")
+    } else if debian::OPTIONS.contains(&name) {
+        let own = debian::keys_replaced(name);
+        let own = match own.as_slice() {
+            [key] => format!("; write '{key}' here"),
+            _ => "; write 'retry-on-exit', 'until-stdout' or 'invert' here".to_string(),
+        };
+        format!(": --{name} is Debian's retry's option, given on the command line only{own}")
     } else {
-        suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>())
+        // The flag another tool's word means, when it is a key, else the nearest key.
+        crate::cli::meant_flag(&format!("--{name}"))
+            .and_then(|flag| keys.iter().find(|key| flag == format!("--{key}")))
+            .map(|key| format!("did you mean '{key}'?"))
+            .or_else(|| suggestion(name, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
             .map_or(String::new(), |hint| format!("; {hint}"))
     };
     Err(ConfigError(format!("{unknown}{hint}")))
@@ -625,13 +640,18 @@ pub fn clap_reason(error: &clap::Error) -> String {
     {
         reason = format!("{reason} {values}");
     }
-    let suggested = [ContextKind::SuggestedArg, ContextKind::SuggestedValue]
-        .into_iter()
-        .find_map(|kind| match error.get(kind)? {
-            // Clap words only subcommand suggestions as a list, and `retry` has none.
-            ContextValue::String(suggested) => Some(suggested.clone()),
-            _ => None,
-        });
+    let suggested = match (error.kind(), context(ContextKind::InvalidArg)) {
+        // Clap's guess goes by spelling alone, and offers flags of another meaning
+        // (`--interval` for `--invert`): `retry` knows the words of other tools.
+        (ErrorKind::UnknownArgument, Some(unknown)) => crate::cli::meant_flag(unknown),
+        _ => [ContextKind::SuggestedArg, ContextKind::SuggestedValue]
+            .into_iter()
+            .find_map(|kind| match error.get(kind)? {
+                // Clap words only subcommand suggestions as a list, and `retry` has none.
+                ContextValue::String(suggested) => Some(suggested.clone()),
+                _ => None,
+            }),
+    };
     if let Some(suggested) = suggested {
         reason = format!("{reason}; did you mean '{suggested}'?");
     }
@@ -712,6 +732,9 @@ mod tests {
             let (Some(key), Some(names)) = (arg.get_long(), arg.get_value_names()) else {
                 continue;
             };
+            if debian::OPTIONS.contains(&key) {
+                continue;
+            }
             let expected = match names[0].as_str() {
                 "CODES" => ValueKind::Codes,
                 "LIST" => ValueKind::Durations,
@@ -762,9 +785,10 @@ mod tests {
         ] {
             assert!(keys.iter().any(|k| k == key), "{key}");
         }
-        for not_key in NOT_KEYS {
+        for not_key in NOT_KEYS.iter().chain(debian::OPTIONS) {
             assert!(!keys.iter().any(|k| k == not_key), "{not_key}");
         }
+        assert!(keys.iter().any(|k| k == "label"));
     }
 
     #[test]
@@ -980,6 +1004,28 @@ mod tests {
         .unwrap();
         assert_eq!(args(&file, Some("p"), &[]), Vec::<String>::new());
         assert_eq!(args(&file, None, &[]), ["--invert"]);
+    }
+
+    /// An unknown key from another tool's vocabulary names the key meant, as a flag would;
+    /// one of Debian's options names this tool's key for it.
+    #[test]
+    fn an_unknown_key_suggests_the_one_meant() {
+        for (key, hint) in [
+            ("interval", "; did you mean 'delays'?"),
+            ("sleep", "; did you mean 'delays'?"),
+            ("max-tries", "; did you mean 'attempts'?"),
+            ("count", "; did you mean 'attempts'?"),
+            ("backoff-max", "; did you mean 'max'?"),
+            (
+                "times",
+                ": --times is Debian's retry's option, given on the command line only; write 'attempts' here",
+            ),
+        ] {
+            assert_eq!(
+                error(&format!("[defaults]\n{key} = 1\n")),
+                format!("cfg.toml:2: unknown key '{key}' in [defaults]{hint}")
+            );
+        }
     }
 
     #[test]

@@ -100,19 +100,12 @@ pub enum OutputOf {
     /// The run's final attempt (or a success under `--restart`): its stdout to stdout, the one
     /// copy a pipeline downstream receives, and its stderr to stderr.
     FinalAttempt,
+    /// The final attempt of a run that did not succeed: as `FinalAttempt`, but when stdout is
+    /// passed on only from a success (Debian's "once and once only"), its stdout to stderr.
+    GaveUp,
     /// An attempt that a later one replaces, and how it ended: under `--hold-stdout`, its
     /// stdout to stderr; under `--failed-output`, dropped or kept for the give-up.
     EarlierAttempt { attempt: u64, end: AttemptEnd },
-}
-
-impl OutputOf {
-    fn of(final_attempt: bool, attempt: u64, end: AttemptEnd) -> OutputOf {
-        if final_attempt {
-            OutputOf::FinalAttempt
-        } else {
-            OutputOf::EarlierAttempt { attempt, end }
-        }
-    }
 }
 
 /// How the run stands when what was kept of its failed attempts' output is settled.
@@ -354,7 +347,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     /// attempts in order.
     fn release_final_of_failed_run(&mut self) -> Result<(), Halt> {
         self.settle_given_up()?;
-        self.release(OutputOf::FinalAttempt)
+        self.release(OutputOf::GaveUp)
     }
 
     /// Settles the kept output of a run that gave up, once.
@@ -762,7 +755,10 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 self.held_back = Some((attempt, report.end));
             }
             _ if final_attempt => self.release_final_of_failed_run()?,
-            _ => self.release(OutputOf::of(final_attempt, attempt, report.end))?,
+            _ => self.release(OutputOf::EarlierAttempt {
+                attempt,
+                end: report.end,
+            })?,
         }
         if let Some(reason) = refusal {
             if let Between::Restart = between {
@@ -1008,13 +1004,13 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             GiveUp::Breaker { .. } => Ending::Breaker,
         });
         self.settle_given_up()?;
-        self.release_held_back(|_, _| OutputOf::FinalAttempt)?;
+        self.release_held_back(|_, _| OutputOf::GaveUp)?;
         self.say_notices();
         let last = match end {
             RunEnd::Failed { last } => last,
             _ => None,
         };
-        let status = end.exit_status(None);
+        let status = self.settings.exit_status(end, last, None);
         let event = Event::GiveUp {
             reason,
             attempts,
@@ -1193,7 +1189,8 @@ mod tests {
         }
 
         fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
-            self.released.push(output_of == OutputOf::FinalAttempt);
+            self.released
+                .push(!matches!(output_of, OutputOf::EarlierAttempt { .. }));
             Ok(())
         }
 

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 mod config_file;
 mod deadline;
+pub mod debian;
 mod dirs;
 pub mod draws;
 pub mod driver;
@@ -137,7 +138,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         settings.log_format,
         Terminal::detect(),
         Box::new(signals::Stderr::new(Rc::clone(&events))),
-    );
+    )
+    .labelled(settings.label.clone())
+    .exiting_with_last_status(settings.judge.criteria.is_some());
     runner::adopt_orphans();
     let mut runner = Runner::new(&settings, &events);
     let mut clock = RealClock::new(&events);
@@ -162,7 +165,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     let exit = match ran.end {
         RunEnd::Interrupted(signal) => Exit::Signal(signal),
         end => match runner.hand_over() {
-            Ok(()) => Exit::Status(end.exit_status(settings.fail_exit)),
+            Ok(()) => Exit::Status(settings.exit_status(end, ran.last, settings.fail_exit)),
             Err(signal) => Exit::Signal(signal),
         },
     };

@@ -538,6 +538,11 @@ fn decimal(text: &str, what: &str, expected: &str) -> Result<f64, String> {
 /// most (a quarter of a long word), and never more than half of the candidate's letters, so
 /// that a short word is not "corrected" into an unrelated one ('FOO' is not 'IO').
 pub fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
+    nearest(word, candidates).map(|candidate| format!("did you mean '{candidate}'?"))
+}
+
+/// The candidate `suggestion` would offer for `word`.
+pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let close = |distance: usize, candidate: &str| {
         distance <= 2.max(candidate.len() / 4) && distance * 2 <= candidate.len()
     };
@@ -549,7 +554,7 @@ pub fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
         .map(|candidate| (edit_distance(word, candidate), candidate))
         .filter(|&(distance, candidate)| close(distance, candidate))
         .min()
-        .map(|(_, candidate)| format!("did you mean '{candidate}'?"))
+        .map(|(_, candidate)| *candidate)
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

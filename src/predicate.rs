@@ -3,6 +3,7 @@
 //! Pure: it sees how the attempt ended and what its output predicates matched, never a process.
 //! The order of the rules is written once, in `judge`.
 
+use crate::debian::{Criteria, Meaning};
 use crate::http::StatusClass;
 use crate::outcome::AttemptEnd;
 use crate::parse::{CodeLimit, CodeSet};
@@ -81,6 +82,8 @@ pub struct Judge {
     pub has_until: bool,
     /// `--http`: the attempt's last HTTP status counts too.
     pub http: bool,
+    /// Debian's `-u`/`-w`: the criteria alone decide, after `--stop-if-*`.
+    pub criteria: Option<Criteria>,
 }
 
 /// What the output predicates saw during one attempt.
@@ -107,6 +110,13 @@ impl Judge {
         }
         if matches.stop_if {
             return Verdict::Stop(Permanent::StopIf);
+        }
+        if let Some(criteria) = self.criteria {
+            return match criteria.meaning(end) {
+                Meaning::Met => Verdict::Succeed,
+                Meaning::Repeat => Verdict::Retry,
+                Meaning::CannotStart => Verdict::Stop(Permanent::CannotStart),
+            };
         }
         let status_class = matches
             .status
@@ -144,6 +154,49 @@ mod tests {
     use AttemptEnd::*;
     use Permanent::*;
     use Verdict::*;
+
+    /// Debian's criteria decide alone, after a --stop-if match, and see 124 and 128 + N.
+    #[test]
+    fn criteria_decide_after_stop_if() {
+        let judge = Judge {
+            criteria: Some(crate::debian::Criteria {
+                until: true,
+                ..crate::debian::criteria("fail").unwrap()
+            }),
+            ..Judge::default()
+        };
+        let stop_if = Matches {
+            stop_if: true,
+            ..Matches::default()
+        };
+        assert_eq!(
+            judge.judge(AttemptEnd::Exited(1), Matches::default()),
+            Verdict::Succeed
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::Exited(0), Matches::default()),
+            Verdict::Retry
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::Exited(1), stop_if),
+            Verdict::Stop(Permanent::StopIf)
+        );
+        assert_eq!(
+            judge.judge(
+                AttemptEnd::TimedOut(crate::outcome::Limit::Attempt),
+                Matches::default()
+            ),
+            Verdict::Succeed
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::Signaled(libc::SIGPIPE), Matches::default()),
+            Verdict::BrokenPipe
+        );
+        assert_eq!(
+            judge.judge(AttemptEnd::NotFound, Matches::default()),
+            Verdict::Stop(Permanent::CannotStart)
+        );
+    }
 
     #[test]
     fn a_code_limit_counts_the_retries_after_its_codes_and_the_smaller_holds() {

@@ -42,6 +42,8 @@ pub(crate) struct Runner<'a> {
     stderr_rules: &'a OutputRules,
     input: Input,
     hold_stdout: bool,
+    /// The final attempt of a run that did not succeed has its held stdout go to stderr.
+    stdout_once: bool,
     failed_output: FailedOutput,
     /// The last attempt's held output (its stdout under `--hold-stdout`, its stdout and
     /// stderr under `--failed-output`), until it is released.
@@ -72,6 +74,7 @@ impl<'a> Runner<'a> {
             stderr_rules: &settings.stderr_rules,
             input: Input::new(settings.stdin),
             hold_stdout: settings.hold_stdout,
+            stdout_once: settings.stdout_once,
             failed_output: settings.failed_output,
             held: None,
             kept: Kept::default(),
@@ -301,7 +304,8 @@ impl Execute for Runner<'_> {
     }
 
     fn release_final_output_interrupted(&mut self, reporter: &mut Reporter) {
-        let _ = self.release_held(OutputOf::FinalAttempt, ReaderWait::WhileFlowing, reporter);
+        // An interrupted run has no answer.
+        let _ = self.release_held(OutputOf::GaveUp, ReaderWait::WhileFlowing, reporter);
     }
 
     fn settle_failed_output(
@@ -835,7 +839,8 @@ impl Runner<'_> {
             return Ok(());
         };
         let route = match (self.failed_output, output_of) {
-            (_, OutputOf::FinalAttempt) => Route::Own,
+            (_, OutputOf::GaveUp) if self.stdout_once => Route::Stderr,
+            (_, OutputOf::FinalAttempt | OutputOf::GaveUp) => Route::Own,
             (FailedOutput::Pass, OutputOf::EarlierAttempt { .. }) => Route::Stderr,
             (FailedOutput::Drop, OutputOf::EarlierAttempt { .. }) => {
                 held.lock()

@@ -9,9 +9,11 @@ use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
 use crate::cli::{Cli, FailedOutput, LogFormat, ReportFormat, StateLocation, StdinMode};
+use crate::debian::{self, Criteria, Times};
 use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
+use crate::outcome::{AttemptEnd, RunEnd};
 use crate::parse::{CodeLimit, DelayList, TimeoutList};
 use crate::predicate::Judge;
 use crate::text;
@@ -184,6 +186,9 @@ pub struct Settings {
     pub foreground: bool,
     pub stdin: StdinMode,
     pub hold_stdout: bool,
+    /// Under `hold_stdout`, the stdout of the final attempt of a run that did not succeed goes
+    /// to stderr too (Debian's "once and once only": stdout holds only an answer).
+    pub stdout_once: bool,
     /// What becomes of failed attempts' output.
     pub failed_output: FailedOutput,
     /// `--keep-max`: the most kept of each earlier attempt's output; 0 keeps it whole.
@@ -195,17 +200,23 @@ pub struct Settings {
     pub hooks: Hooks,
     pub verbosity: Verbosity,
     pub log_format: LogFormat,
+    /// `--label` or `-m`: the name `retry`'s lines give the command.
+    pub label: Option<String>,
     pub dry_run: bool,
     pub command: Vec<OsString>,
 }
 
 impl Settings {
-    pub fn resolve(cli: Cli) -> Result<Settings> {
+    pub fn resolve(mut cli: Cli) -> Result<Settings> {
+        let debian = debian::defaults(given(&cli));
         let backoff = cli.backoff.unwrap_or(Backoff::Exponential);
         let max_attempts = match (cli.retries, cli.attempts, cli.forever) {
+            _ if debian.forever => None,
             (_, _, true) => None,
             (Some(retries), _, _) => Some(retries.saturating_add(1)),
             (None, Some(attempts), _) => Some(attempts),
+            (None, None, false) if cli.times == Some(Times::Unlimited) => None,
+            (None, None, false) if let Some(Times::Attempts(n)) = cli.times => Some(n),
             (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
             (None, None, false) => Some(DEFAULT_RETRIES + 1),
         };
@@ -253,6 +264,23 @@ impl Settings {
                 }
             );
         }
+        // Debian's -d is --delays; without either (nor a curve), its 10s waits.
+        cli.delays = cli
+            .delays
+            .take()
+            .or(cli.delay.take())
+            .or(debian.delays.map(DelayList));
+        let criteria = match (cli.until, cli.while_) {
+            (Some(until), _) => Some(Criteria {
+                until: true,
+                ..until
+            }),
+            (None, Some(during)) => Some(Criteria {
+                until: false,
+                ..during
+            }),
+            (None, None) => None,
+        };
         if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
         }
@@ -272,6 +300,7 @@ impl Settings {
                 invert: cli.invert,
                 has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
                 http: cli.http,
+                criteria,
             },
             stdout_rules: OutputRules {
                 until: cli.until_stdout,
@@ -300,8 +329,13 @@ impl Settings {
             restart: cli.restart,
             fail_exit: cli.fail_exit,
             foreground: cli.foreground,
-            stdin: cli.stdin.unwrap_or(StdinMode::Auto),
-            hold_stdout: cli.hold_stdout,
+            stdin: cli.stdin.unwrap_or(if debian.stdin_replay {
+                StdinMode::Replay
+            } else {
+                StdinMode::Auto
+            }),
+            hold_stdout: cli.hold_stdout || debian.stdout_once,
+            stdout_once: debian.stdout_once,
             failed_output,
             keep_max: cli.keep_max.unwrap_or(KEEP_MAX),
             metrics,
@@ -317,9 +351,54 @@ impl Settings {
                 (false, false) => Verbosity::Normal,
             },
             log_format: cli.log_format.unwrap_or_default(),
+            label: cli.label.or(cli.message).filter(|label| !label.is_empty()),
             dry_run: cli.dry_run,
             command: cli.command,
         })
+    }
+
+    /// `retry`'s exit status for a run that ended with `end`, whose last attempt ended with
+    /// `last`, with `fail_exit` replacing a failed run's: under Debian's `-u`/`-w`, the last
+    /// attempt's status however the run ends (Debian's rule); else `RunEnd`'s own.
+    pub(crate) fn exit_status(
+        &self,
+        end: RunEnd,
+        last: Option<AttemptEnd>,
+        fail_exit: Option<u8>,
+    ) -> u8 {
+        if self.judge.criteria.is_none() {
+            return end.exit_status(fail_exit);
+        }
+        match (end, last) {
+            (RunEnd::Succeeded, Some(last)) => last.status(),
+            (RunEnd::Failed { last: Some(last) }, _) => fail_exit.unwrap_or(last.status()),
+            _ => end.exit_status(fail_exit),
+        }
+    }
+}
+
+/// What a command line gives (in any layer) among the settings Debian's defaults stand in for.
+fn given(cli: &Cli) -> debian::Given {
+    debian::Given {
+        debian: cli.times.is_some()
+            || cli.delay.is_some()
+            || cli.until.is_some()
+            || cli.while_.is_some()
+            || cli.message.is_some(),
+        limit: cli.times.is_some()
+            || cli.retries.is_some()
+            || cli.attempts.is_some()
+            || cli.forever,
+        ethernet: cli.backoff == Some(Backoff::Ethernet),
+        schedule: cli.delay.is_some()
+            || cli.delays.is_some()
+            || cli.base.is_some()
+            || cli.backoff.is_some()
+            || cli.multiplier.is_some()
+            || cli.jitter.is_some()
+            || cli.max.is_some(),
+        output: cli.hold_stdout || cli.failed_output.is_some(),
+        stdin: cli.stdin.is_some(),
     }
 }
 
@@ -584,6 +663,73 @@ mod tests {
                 "{args:?}"
             );
         }
+    }
+
+    /// Debian's defaults stand in only where a Debian command line leaves a setting unsaid.
+    #[test]
+    fn debians_command_line_has_debians_defaults() {
+        let s = settings(&["-u", "s", "true"]);
+        assert_eq!(s.max_attempts, None);
+        assert_eq!(s.schedule.list, [Duration::from_secs(10)]);
+        assert_eq!(s.schedule.jitter, Jitter::None);
+        assert!(s.hold_stdout && s.stdout_once);
+        assert_eq!(s.stdin, StdinMode::Replay);
+        let s = settings(&[
+            "-t",
+            "3",
+            "--base",
+            "2s",
+            "--stdin",
+            "null",
+            "--hold-stdout",
+            "true",
+        ]);
+        assert_eq!(s.max_attempts, Some(3));
+        assert!(s.schedule.list.is_empty() && s.schedule.jitter == Jitter::Equal);
+        assert!(s.hold_stdout && !s.stdout_once);
+        assert_eq!(s.stdin, StdinMode::Null);
+        assert_eq!(settings(&["-t", "-1", "true"]).max_attempts, None);
+        let s = settings(&["-d", "0,2", "-m", "x", "true"]);
+        assert_eq!(s.schedule.list, [Duration::ZERO, Duration::from_secs(2)]);
+        assert_eq!(s.label.as_deref(), Some("x"));
+        let own = settings(&["--label", "x", "true"]);
+        assert_eq!((own.max_attempts, own.stdout_once), (Some(6), false));
+        assert_eq!(settings(&["-m", "", "true"]).label, None);
+    }
+
+    /// Under -u/-w the last attempt's status is the exit status however the run ends.
+    #[test]
+    fn under_criteria_the_last_attempts_status_is_retrys() {
+        let debian = settings(&["-w", "s", "true"]);
+        let own = settings(&["true"]);
+        let zero = Some(AttemptEnd::Exited(0));
+        let failed = |end| RunEnd::Failed { last: Some(end) };
+        assert_eq!(
+            debian.exit_status(RunEnd::Succeeded, Some(AttemptEnd::Exited(1)), None),
+            1
+        );
+        assert_eq!(
+            own.exit_status(RunEnd::Succeeded, Some(AttemptEnd::Exited(1)), None),
+            0
+        );
+        assert_eq!(
+            debian.exit_status(failed(AttemptEnd::Exited(0)), zero, None),
+            0
+        );
+        assert_eq!(
+            own.exit_status(failed(AttemptEnd::Exited(0)), zero, None),
+            1
+        );
+        assert_eq!(
+            debian.exit_status(failed(AttemptEnd::Exited(0)), zero, Some(7)),
+            7
+        );
+        assert_eq!(
+            debian.exit_status(failed(AttemptEnd::Signaled(9)), None, None),
+            137
+        );
+        assert_eq!(debian.exit_status(RunEnd::Interrupted(15), zero, None), 143);
+        assert_eq!(debian.exit_status(RunEnd::BreakerOpen, None, None), 75);
     }
 
     #[test]

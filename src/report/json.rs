@@ -20,20 +20,27 @@ use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 struct Line<'a> {
     event: &'static str,
     time: &'a str,
+    /// `--label` or `-m`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
     #[serde(flatten)]
     fields: &'a Fields<'a>,
 }
 
 /// The event as JSON: one object per line (two when an attempt ended and another follows, or
 /// the run succeeded).
-pub(super) fn lines(event: &Event<'_>) -> String {
+/// `label` is `--label`'s text; `last_status_exits` says that `retry` exits with the last
+/// attempt's status, success included (Debian's `-u`/`-w`), which the `success` event then
+/// gives as its `exit_code`.
+pub(super) fn lines(event: &Event<'_>, label: Option<&str>, last_status_exits: bool) -> String {
     let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-    objects(event)
+    objects(event, last_status_exits)
         .iter()
         .map(|(event, fields)| {
             let line = Line {
                 event,
                 time: &time,
+                label,
                 fields,
             };
             // Maps of strings, numbers and options: nothing here can fail to serialize.
@@ -267,7 +274,7 @@ fn timed_out(end: AttemptEnd) -> bool {
     matches!(end, AttemptEnd::TimedOut(_))
 }
 
-fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
+fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static str, Fields<'a>)> {
     match *event {
         Event::Start {
             command,
@@ -356,7 +363,7 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
                 "success",
                 Fields::Success(Success {
                     attempt: count.attempt,
-                    exit_code: 0,
+                    exit_code: if last_status_exits { end.status() } else { 0 },
                     duration_ms: total.as_millis() as u64,
                     reason: not_restarting.map(give_up_reason),
                 }),
@@ -750,10 +757,14 @@ mod tests {
     /// below 0x20), and the line stays one line.
     #[test]
     fn strings_are_escaped_and_each_object_is_one_line() {
-        let text = lines(&Event::HintIgnored {
-            attempt: 1,
-            value: "a\"b\\c\nd\re\tf\u{1}g\u{1f}h é✓",
-        });
+        let text = lines(
+            &Event::HintIgnored {
+                attempt: 1,
+                value: "a\"b\\c\nd\re\tf\u{1}g\u{1f}h é✓",
+            },
+            None,
+            false,
+        );
         assert_eq!(text.lines().count(), 1);
         assert!(
             text.contains(r#""value":"a\"b\\c\nd\re\tf\u0001g\u001fh é✓""#),
@@ -774,14 +785,17 @@ mod tests {
             last_chance: false,
         };
         let names = |event: &Event<'_>| -> Vec<&str> {
-            objects(event).iter().map(|(name, _)| *name).collect()
+            objects(event, false)
+                .iter()
+                .map(|(name, _)| *name)
+                .collect()
         };
         assert_eq!(
             names(&failed(Some(Duration::from_millis(250)))),
             ["attempt", "retry"]
         );
         assert_eq!(names(&failed(None)), ["attempt"]);
-        let text = lines(&failed(Some(Duration::from_micros(250_500))));
+        let text = lines(&failed(Some(Duration::from_micros(250_500))), None, false);
         assert!(
             text.starts_with(r#"{"event":"attempt","time":""#),
             "the name and time come first: {text}"
@@ -800,22 +814,26 @@ mod tests {
 
     #[test]
     fn numbers_keep_microseconds_and_three_decimals() {
-        let text = lines(&Event::Splay {
-            wait: Duration::from_nanos(1_234_567),
-        });
+        let text = lines(
+            &Event::Splay {
+                wait: Duration::from_nanos(1_234_567),
+            },
+            None,
+            false,
+        );
         assert!(text.contains(r#""delay_ms":1.234}"#), "{text}");
         let notice = Notice::Budget {
             name: "b".into(),
             spent: true,
             balance: 734.512_49,
         };
-        assert!(lines(&Event::Fleet(&notice)).contains(r#""balance":734.512}"#));
+        assert!(lines(&Event::Fleet(&notice), None, false).contains(r#""balance":734.512}"#));
         let nan = Notice::Budget {
             name: "b".into(),
             spent: true,
             balance: f64::NAN,
         };
-        assert!(lines(&Event::Fleet(&nan)).contains(r#""balance":null}"#));
+        assert!(lines(&Event::Fleet(&nan), None, false).contains(r#""balance":null}"#));
     }
 
     /// The fields of each event in the reference's table (docs/reference.md), by event name:
@@ -1072,7 +1090,7 @@ mod tests {
         let documented = documented();
         let mut seen = BTreeSet::new();
         every_event(&mut |event| {
-            for line in lines(event).lines() {
+            for line in lines(event, None, false).lines() {
                 let object: serde_json::Map<String, serde_json::Value> =
                     serde_json::from_str(line).unwrap();
                 let name = object["event"].as_str().unwrap().to_string();

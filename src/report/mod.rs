@@ -290,6 +290,10 @@ pub struct Reporter {
     out: Box<dyn Write>,
     /// The width of the countdown line on screen (0: none), erased before anything else.
     countdown_width: usize,
+    /// `--label` or `-m`: the name every line gives the command.
+    label: Option<String>,
+    /// `retry` exits with the last attempt's status, success included (Debian's `-u`/`-w`).
+    last_status_exits: bool,
 }
 
 impl Reporter {
@@ -305,7 +309,31 @@ impl Reporter {
             terminal,
             out,
             countdown_width: 0,
+            label: None,
+            last_status_exits: false,
         }
+    }
+
+    /// This reporter, naming the command by `label` in every line: `retry: LABEL: ...`, and
+    /// a `label` field in every JSON object.
+    pub fn labelled(self, label: Option<String>) -> Reporter {
+        Reporter { label, ..self }
+    }
+
+    /// This reporter, for a run that exits with its last attempt's status, success included
+    /// (Debian's `-u`/`-w`): the JSON `success` event gives that status.
+    pub fn exiting_with_last_status(self, last_status_exits: bool) -> Reporter {
+        Reporter {
+            last_status_exits,
+            ..self
+        }
+    }
+
+    /// `LABEL: `, or nothing without a label.
+    fn label_prefix(&self) -> String {
+        self.label
+            .as_ref()
+            .map_or_else(String::new, |label| format!("{label}: "))
     }
 
     /// `emit`, or with `Telling::LogOnly`, only to a JSON log.
@@ -349,10 +377,15 @@ impl Reporter {
                 } else {
                     "retry: ".to_string()
                 };
-                let line = plain::line(event);
+                let line = self.label_prefix() + &plain::line(event);
                 format!("{prefix}{}\n", one_line(&without_secrets(&line)))
             }
-            LogFormat::Json => without_secrets(&json::lines(event)).into_owned(),
+            LogFormat::Json => without_secrets(&json::lines(
+                event,
+                self.label.as_deref(),
+                self.last_status_exits,
+            ))
+            .into_owned(),
         };
         self.write(&lines);
     }
@@ -369,7 +402,11 @@ impl Reporter {
     /// the same with `NO_COLOR`.
     pub fn countdown(&mut self, left: Duration) {
         let tenths = Duration::from_millis((left.as_millis() as u64 + 50) / 100 * 100);
-        let line = format!("retry: next attempt in {}...", human(tenths));
+        let line = format!(
+            "retry: {}next attempt in {}...",
+            one_line(&self.label_prefix()),
+            human(tenths)
+        );
         let padding = " ".repeat(self.countdown_width.saturating_sub(line.len()));
         let _ = write!(self.out, "\r{line}{padding}");
         let _ = self.out.flush();

@@ -195,6 +195,52 @@ fn a_near_miss_suggests_the_flag_or_value() {
     misuse(&["--log-format", "jsno"], "did you mean 'json'?");
 }
 
+/// Other tools' words and misspellings lead to the flag that does that here, or to none, never
+/// to one of another meaning (clap's guess by spelling offered `--invert` for `--interval`,
+/// `--seed` for `--sleep`, `--consecutive` for `--count`, `--max-time` for `--max-tries`).
+#[test]
+fn an_unknown_flag_suggests_the_one_meant_or_none() {
+    for (unknown, meant) in [
+        ("--interval", Some("--delays")),
+        ("--sleep", Some("--delays")),
+        ("--wait", Some("--delays")),
+        ("--pause", Some("--delays")),
+        ("--backoff-max", Some("--max")),
+        ("--max-delay", Some("--max")),
+        ("--count", Some("--attempts")),
+        ("--tries", Some("--attempts")),
+        ("--max-tries", Some("--attempts")),
+        ("--max-attempts", Some("--attempts")),
+        ("--max-retries", Some("--retries")),
+        ("--retry", Some("--retries")),
+        ("--limit", None),
+        ("-n", Some("--attempts")),
+        ("-x", None),
+        ("--deadline", Some("--max-time")),
+        ("--factor", Some("--multiplier")),
+        ("--silent", Some("--quiet")),
+        ("--timout", Some("--timeout")),
+        ("--max-tim", Some("--max-time")),
+        ("--jiter", Some("--jitter")),
+        ("--atempts=3", Some("--attempts")),
+        ("--seconds", None),
+    ] {
+        let word = unknown.split('=').next().unwrap();
+        let expected = match meant {
+            Some(flag) => {
+                format!("retry: unexpected argument '{word}' found; did you mean '{flag}'?\n")
+            }
+            None => format!("retry: unexpected argument '{word}' found\n"),
+        };
+        retry()
+            .args([unknown, "3", "true"])
+            .assert()
+            .code(125)
+            .stdout("")
+            .stderr(expected);
+    }
+}
+
 #[test]
 fn conflicting_flags() {
     misuse(&["--retries", "1", "--attempts", "2"], "--attempts");

@@ -6,6 +6,7 @@ mod util;
 
 mod bad_input;
 mod config;
+mod debian;
 mod dry_run;
 mod ecosystem;
 mod exit_status;

@@ -460,12 +460,31 @@ fn the_deb_installs_into_a_private_root_and_runs_there() {
         "/usr/share/fish/vendor_completions.d/retry.fish",
         &format!("{doc}/copyright"),
         &format!("{doc}/changelog.Debian.gz"),
+        &format!("{doc}/NEWS.Debian.gz"),
     ] {
         assert!(
             listed.lines().any(|line| line == path),
             "{path} in {listed}"
         );
     }
+    // A host that had Debian's retry is told what changes, above all for a bare line.
+    let news = text(&run(
+        "zcat",
+        &[root
+            .path()
+            .join(&doc[1..])
+            .join("NEWS.Debian.gz")
+            .to_str()
+            .unwrap()],
+    ));
+    assert!(
+        news.starts_with(&format!("{NAME} ({VERSION}-1) unstable;")),
+        "{news}"
+    );
+    assert!(
+        news.contains("no longer retries for ever every 10 seconds"),
+        "{news}"
+    );
     let copyright = fs::read_to_string(root.path().join(&doc[1..]).join("copyright")).unwrap();
     assert!(copyright.starts_with(
         "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
@@ -490,19 +509,7 @@ fn the_deb_takes_the_place_of_debians_retry() {
         return;
     };
     let download = tempfile::tempdir().unwrap();
-    let fetched = Command::new("apt-get")
-        .args(["download", "retry"])
-        .current_dir(download.path())
-        .output();
-    let debian = fs::read_dir(download.path())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.extension().is_some_and(|e| e == "deb"));
-    let Some(debian) = debian else {
-        missing(
-            "apt-get download retry",
-            &format!("the .deb over Debian's retry ({fetched:?})"),
-        );
+    let Some(debian) = debians_package(download.path(), "the .deb over Debian's retry") else {
         return;
     };
     let root = dpkg_root();

@@ -28,6 +28,23 @@ pub fn missing(tool: &str, what: &str) {
     eprintln!("skipped: {tool} is not here, so {what} is not checked");
 }
 
+/// Debian's own `retry` package (minfrin/retry), fetched with `apt-get download` into `dir`
+/// (never installed); `None` (outside CI) when it cannot be fetched, for `what`.
+pub fn debians_package(dir: &Path, what: &str) -> Option<PathBuf> {
+    let fetched = std::process::Command::new("apt-get")
+        .args(["download", "retry"])
+        .current_dir(dir)
+        .output();
+    let package = fs::read_dir(dir)
+        .expect("a readable directory")
+        .map(|entry| entry.expect("an entry").path())
+        .find(|path| path.extension().is_some_and(|e| e == "deb"));
+    if package.is_none() {
+        missing("apt-get download retry", &format!("{what} ({fetched:?})"));
+    }
+    package
+}
+
 /// `man --warnings -l PAGE` at 80 columns and without formatting; `None` (outside CI) when
 /// there is no man to render `what`.
 pub fn render_man(page: &Path, what: &str) -> Option<std::process::Output> {
