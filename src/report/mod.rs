@@ -464,9 +464,11 @@ pub(crate) fn fleet_reset(format: LogFormat, fleet: &FleetSettings) -> String {
 }
 
 /// Shell builtins and keywords that are no program of their own, for the hint below.
-const SHELL_ONLY: [&str; 20] = [
-    ".", "[[", "alias", "bg", "builtin", "cd", "declare", "eval", "exec", "export", "fg", "jobs",
-    "local", "read", "set", "shopt", "source", "ulimit", "umask", "unset",
+const SHELL_ONLY: &[&str] = &[
+    ".", "[[", "alias", "bg", "builtin", "case", "cd", "declare", "eval", "exec", "exit",
+    "export", "fg", "for", "function", "hash", "help", "history", "if", "jobs", "let", "local",
+    "read", "return", "set", "shopt", "source", "trap", "type", "ulimit", "umask", "unset",
+    "until", "wait", "while",
 ];
 
 /// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
@@ -478,15 +480,30 @@ pub(crate) fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> Str
     }
 }
 
-/// What to try when COMMAND was not found because it is shell syntax, not a program.
+/// What to try when COMMAND was not found because it is something else than a program: shell
+/// syntax, a whole command line, a URL, or an attempt count.
 fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
     if end != AttemptEnd::NotFound {
         return None;
     }
     let name = command.as_bytes();
-    // `retry 'curl -f url'`: a whole command line given as one word.
-    if name.contains(&b' ') && !name.contains(&b'/') {
-        return Some("for a command line, give its words apart or use sh -c '...'".into());
+    // `retry 3 curl ...`: the number meant as a limit (a program named `3` would have run).
+    if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+        return Some(format!("did you mean --attempts {}?", command.to_str()?));
+    }
+    // `retry 'curl -fsS https://x/y'`: a whole command line given as one word. Its first word
+    // names a program, by name or by a path to a file; a file name with a space in it
+    // (`./my script`, not found) does not.
+    if let Some(blank) = name.iter().position(u8::is_ascii_whitespace) {
+        let first = &name[..blank];
+        let program = !first.is_empty()
+            && (!first.contains(&b'/') || Path::new(OsStr::from_bytes(first)).is_file());
+        return program
+            .then(|| "for a command line, give its words apart or use sh -c '...'".into());
+    }
+    // `retry https://x/y`: a URL where the program that fetches it goes.
+    if name.windows(3).any(|three| three == b"://") {
+        return Some("a URL is not a program: name one that fetches it (curl -fsS URL)".into());
     }
     let name = command.to_str()?;
     SHELL_ONLY
