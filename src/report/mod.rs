@@ -247,8 +247,8 @@ pub enum Event<'a> {
 /// What the terminal (if stderr is one) allows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Terminal {
-    /// stderr is a terminal and `NO_COLOR` is unset (set to anything, even the empty
-    /// string, it turns colour off).
+    /// stderr is a terminal, `NO_COLOR` is unset (set to anything, even the empty string, it
+    /// turns colour off) and `TERM` is not `dumb` (a terminal that says it draws nothing).
     pub color: bool,
     /// stderr is a terminal and `CI` is unset or empty: long waits show a live countdown.
     pub countdown: bool,
@@ -260,7 +260,9 @@ impl Terminal {
         let tty = io::stderr().is_terminal();
         let ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
         Terminal {
-            color: tty && std::env::var_os("NO_COLOR").is_none(),
+            color: tty
+                && std::env::var_os("NO_COLOR").is_none()
+                && std::env::var_os("TERM").is_none_or(|term| term != "dumb"),
             countdown: tty && !ci,
         }
     }

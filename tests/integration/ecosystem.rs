@@ -373,7 +373,7 @@ fn countdown(screen: &str) -> Vec<&str> {
 
 #[test]
 fn a_terminal_gets_colour_and_a_countdown_that_is_erased() {
-    let screen = under_terminal(LONG_WAIT, &[]);
+    let screen = under_terminal(LONG_WAIT, &[("TERM", "xterm")]);
     assert!(
         screen.contains("\u{1b}[1;33mretry:\u{1b}[0m attempt 1/2 failed"),
         "{screen:?}"
@@ -405,6 +405,19 @@ fn no_countdown_in_ci_and_no_escapes_with_no_color() {
     // NO_COLOR counts when set at all; CI only when set and not empty.
     assert!(!both_empty.contains('\u{1b}'), "{both_empty:?}");
     assert!(countdown(&both_empty).len() >= 2, "{both_empty:?}");
+}
+
+/// A terminal that says it cannot draw (`TERM=dumb`: Emacs' shell, some CI consoles) gets no
+/// colour, as with `NO_COLOR`; the same line on an able terminal has it.
+#[test]
+fn a_dumb_terminal_gets_no_colour() {
+    let args = "-r 0 --stdin null false";
+    let [dumb, able] = [("TERM", "dumb"), ("TERM", "xterm")]
+        .map(|term| std::thread::spawn(move || under_terminal(args, &[term])))
+        .map(|screen| screen.join().unwrap());
+    assert!(dumb.contains("retry: attempt 1/1 failed"), "{dumb:?}");
+    assert!(!dumb.contains('\u{1b}'), "{dumb:?}");
+    assert!(able.contains("\u{1b}[1;31mretry:\u{1b}[0m"), "{able:?}");
 }
 
 /// A command that reads the terminal from its own process group is stopped by the kernel
