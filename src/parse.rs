@@ -43,7 +43,10 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     let lower = text.to_lowercase();
     let cased = (lower != text && humantime::parse_duration(&lower).is_ok())
         .then(|| format!("did you mean '{lower}'? {DURATION_UNITS}"));
-    if text.split(|c: char| !c.is_alphabetic()).any(|unit| unit == "M") {
+    if text
+        .split(|c: char| !c.is_alphabetic())
+        .any(|unit| unit == "M")
+    {
         let fix = cased.unwrap_or_else(|| DURATION_FORMS.into());
         return Err(format!(
             "duration '{text}' is ambiguous (M: a month or a minute?); {fix}"

@@ -257,7 +257,11 @@ impl Settings {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
         }
         // `retry "$CMD"` with CMD unset or empty: no program has an empty name.
-        if cli.command.first().is_some_and(|program| program.is_empty()) {
+        if cli
+            .command
+            .first()
+            .is_some_and(|program| program.is_empty())
+        {
             bail!("the command is an empty word (''); name the program to run");
         }
         Ok(Settings {

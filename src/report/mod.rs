@@ -423,27 +423,49 @@ pub(crate) fn fleet_state(
             let mut out = String::new();
             if let Some(b) = budget {
                 out += &format!(
-                    "budget '{}': balance {:.2}; in the last {}: {} first attempts, {} retries\n",
+                    "budget '{}': balance {:.2}; in the last {}: {}, {}\n",
                     b.name,
                     b.balance,
                     human(b.window),
-                    b.firsts,
-                    b.retries
+                    counted(b.firsts, "first attempt", "first attempts"),
+                    counted(b.retries, "retry", "retries"),
                 );
             }
             if let Some(b) = breaker {
-                let next = b
-                    .next_probe
-                    .filter(|d| !d.is_zero())
-                    .map_or(String::new(), |d| format!("; next probe in {}", human(d)));
-                out += &format!(
-                    "breaker '{}': {}, {} failures in a row{next}\n",
-                    b.name, b.state, b.failures
-                );
+                // An open breaker keeps no count (it starts afresh when it closes), and a
+                // probe due in 59.992s reads as 1m: the next probe is a matter of seconds.
+                let state = match b.state {
+                    "closed" => match b.failures {
+                        0 => "closed, no failures in a row".to_string(),
+                        n => format!("closed, {} in a row", counted(n, "failure", "failures")),
+                    },
+                    "half-open" => {
+                        "half-open: the cooldown is over, one probe at a time may go".to_string()
+                    }
+                    state => match b.next_probe.filter(|d| !d.is_zero()) {
+                        Some(d) => format!("{state}; next probe in {}", human(whole_seconds(d))),
+                        None => state.to_string(),
+                    },
+                };
+                out += &format!("breaker '{}': {state}\n", b.name);
             }
             out
         }
     }
+}
+
+/// `n` and the noun for that many: `1 retry`, `2 retries`, `0 retries`.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `d` rounded up to whole seconds, from a second on (when the next probe is due is a matter
+/// of seconds; `59.992s` says more than anyone asked): a time to come never reads shorter.
+fn whole_seconds(d: Duration) -> Duration {
+    if d < Duration::from_secs(1) {
+        return d;
+    }
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
 
 /// What `--reset-state` prints.
@@ -467,10 +489,10 @@ pub(crate) fn fleet_reset(format: LogFormat, fleet: &FleetSettings) -> String {
 
 /// Shell builtins and keywords that are no program of their own, for the hint below.
 const SHELL_ONLY: &[&str] = &[
-    ".", "[[", "alias", "bg", "builtin", "case", "cd", "declare", "eval", "exec", "exit",
-    "export", "fg", "for", "function", "hash", "help", "history", "if", "jobs", "let", "local",
-    "read", "return", "set", "shopt", "source", "trap", "type", "ulimit", "umask", "unset",
-    "until", "wait", "while",
+    ".", "[[", "alias", "bg", "builtin", "case", "cd", "declare", "eval", "exec", "exit", "export",
+    "fg", "for", "function", "hash", "help", "history", "if", "jobs", "let", "local", "read",
+    "return", "set", "shopt", "source", "trap", "type", "ulimit", "umask", "unset", "until",
+    "wait", "while",
 ];
 
 /// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
