@@ -432,8 +432,8 @@ pub(crate) fn fleet_state(
                 );
             }
             if let Some(b) = breaker {
-                // An open breaker keeps no count (it starts afresh when it closes), and a
-                // probe due in 59.992s reads as 1m: the next probe is a matter of seconds.
+                // An open breaker keeps no count (opening clears it), and a probe due in
+                // 59.992s reads as 1m: the next probe is a matter of seconds.
                 let state = match b.state {
                     "closed" => match b.failures {
                         0 => "closed, no failures in a row".to_string(),
@@ -511,9 +511,16 @@ fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
         return None;
     }
     let name = command.as_bytes();
-    // `retry 3 curl ...`: the number meant as a limit (a program named `3` would have run).
+    // `retry 3 curl ...`: the number meant as a limit (a program named `3` would have run);
+    // `retry 0 ...` as no retries, since no run has 0 attempts.
     if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
-        return Some(format!("did you mean --attempts {}?", command.to_str()?));
+        let n = command.to_str()?;
+        let flag = if name.iter().all(|&digit| digit == b'0') {
+            "--retries"
+        } else {
+            "--attempts"
+        };
+        return Some(format!("did you mean {flag} {n}?"));
     }
     // `retry 'curl -fsS https://x/y'`: a whole command line given as one word. Its first word
     // names a program, by name or by a path to a file; a file name with a space in it

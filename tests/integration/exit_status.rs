@@ -154,6 +154,12 @@ fn a_number_where_the_command_goes_suggests_attempts() {
             "retry: cannot run '3': No such file or directory (command not found); \
              did you mean --attempts 3?\n",
         );
+    // No run has 0 attempts: 0 is a count of retries.
+    retry()
+        .args(["0", "curl"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::ends_with("; did you mean --retries 0?\n"));
 }
 
 /// An empty command word (`retry "$CMD"` with CMD unset) is misuse, for a run and a plan alike.
