@@ -20,8 +20,20 @@ use crate::parse::{self, CodeSet, RetryCodes};
 /// may be on the same PATH, and `retry --version` is how a user tells which one runs.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CARGO_PKG_NAME"), ")");
 
+/// How to start, on the first screen of `-h` and `--help`, before the options; within 80
+/// columns, and each line can be pasted as it is (a `#` begins a comment in every shell).
 const EXAMPLES: &str = "\
 Examples:
+  retry --attempts 3 -- curl -fsS https://example.com  # 3 tries, backing off
+  retry --until-stdout Running -- kubectl get pod web  # until it says Running
+  retry --forever --max-time 10s -- pg_isready -h db   # give up after 10s
+  retry --timeout 30s -- ./fetch.sh                    # 30s per attempt
+  retry --dry-run --attempts 5 --base 2s               # only show the plan
+  retry -q --failed-output on-give-up -- ./backup.sh   # silent unless it fails";
+
+/// The end of `--help`.
+const MORE_EXAMPLES: &str = "\
+More examples:
   retry -- curl -fsS https://example.com/health
   retry --base 1s --max 64s --max-time 5m -- curl -fsS https://example.com/health
   retry --attempts 3 --timeout 10s --retry-on-exit 1,75-78 -- ./deploy.sh
@@ -98,8 +110,11 @@ pub enum ReportFormat {
     version = VERSION,
     about = "Run a command until it succeeds, with backoff and jitter between attempts.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...",
-    after_help = "Use --help for details and examples.",
-    after_long_help = EXAMPLES,
+    // clap's own template, with the examples (`before_help`) moved after the usage.
+    help_template = "{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}{all-args}{after-help}",
+    before_help = EXAMPLES,
+    after_help = "Use --help for details and more examples.",
+    after_long_help = MORE_EXAMPLES,
     max_term_width = 100,
     args_override_self = true,
 )]

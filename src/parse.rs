@@ -10,13 +10,20 @@ use std::time::Duration;
 
 use crate::backoff::Jitter;
 
+/// What a duration may look like, for the messages that refuse one.
+const DURATION_FORMS: &str = "expected e.g. 500ms, 1.5, 1m30s, 2h (units: ms, s, m, h)";
+
+/// The units, for a message that already says what was meant.
+const DURATION_UNITS: &str = "(units: ms, s, m, h)";
+
 /// A duration: humantime (`250ms`, `1m30s`, `2h`) or bare decimal seconds (`1.5`).
 ///
-/// Negative, empty, NaN, exponent notation and values past `Duration::MAX` are rejected.
+/// Negative, empty, NaN, exponent notation and values past `Duration::MAX` are rejected, and
+/// so is humantime's `M` (months), which reads as minutes to many (`1M`).
 pub fn duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.is_empty() {
-        return Err("empty duration; expected e.g. 500ms, 1.5, 1m30s".into());
+        return Err(format!("empty duration; {DURATION_FORMS}"));
     }
     if text.starts_with("--") {
         return Err(format!("expected a duration, found the flag '{text}'"));
@@ -32,8 +39,31 @@ pub fn duration(text: &str) -> Result<Duration, String> {
             "'{text}' uses exponent notation, which durations do not accept; write the digits out (1000, 0.5) or use a unit (16m40s, 500ms)"
         ));
     }
-    humantime::parse_duration(text).map_err(|err| {
-        format!("invalid duration '{text}' ({err}); expected e.g. 500ms, 1.5, 1m30s")
+    // Units are lower case but for humantime's `M`: `1S`, `500MS`, `2H` are slips of the case.
+    let lower = text.to_lowercase();
+    let cased = (lower != text && humantime::parse_duration(&lower).is_ok())
+        .then(|| format!("did you mean '{lower}'? {DURATION_UNITS}"));
+    if text
+        .split(|c: char| !c.is_alphabetic())
+        .any(|unit| unit == "M")
+    {
+        let fix = cased.unwrap_or_else(|| DURATION_FORMS.into());
+        return Err(format!(
+            "duration '{text}' is ambiguous (M: a month or a minute?); {fix}"
+        ));
+    }
+    humantime::parse_duration(text).map_err(|error| match cased {
+        Some(fix) => format!("invalid duration '{text}'; {fix}"),
+        None => {
+            let why = match error {
+                humantime::DurationError::UnknownUnit { unit, .. } => {
+                    format!("unknown unit '{unit}'")
+                }
+                humantime::DurationError::NumberOverflow => "too large".into(),
+                _ => "not a number with a unit".into(),
+            };
+            format!("invalid duration '{text}' ({why}); {DURATION_FORMS}")
+        }
     })
 }
 
@@ -111,7 +141,7 @@ fn is_exponent_notation(text: &str) -> bool {
 /// Decimal seconds with an optional fraction, exact to the nanosecond (digits past the ninth
 /// decimal are dropped).
 fn bare_seconds(text: &str) -> Result<Duration, String> {
-    let invalid = || format!("invalid duration '{text}'; expected e.g. 500ms, 1.5, 1m30s");
+    let invalid = || format!("invalid duration '{text}'; {DURATION_FORMS}");
     let (whole, fraction) = match text.split_once('.') {
         Some((whole, fraction)) => (whole, fraction),
         None => (text, ""),
@@ -756,6 +786,47 @@ mod tests {
             assert!(
                 !message.contains("exponent notation"),
                 "{other:?}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_unit_in_the_wrong_case_is_corrected_and_m_is_refused() {
+        for (slip, fix) in [
+            ("1S", "1s"),
+            ("500MS", "500ms"),
+            ("2H", "2h"),
+            ("1Min", "1min"),
+            ("1M", "1m"),
+            ("1h30M", "1h30m"),
+        ] {
+            let message = duration(slip).unwrap_err();
+            assert!(
+                message.contains(&format!("did you mean '{fix}'? (units: ms, s, m, h)")),
+                "{slip}: {message}"
+            );
+        }
+        assert!(duration("1M").unwrap_err().contains("ambiguous"));
+        assert!(duration("1 M").unwrap_err().contains("ambiguous"));
+        assert_eq!(duration("1m"), Ok(ms(60_000)));
+        assert_eq!(duration("1ms"), Ok(ms(1)));
+    }
+
+    #[test]
+    fn a_duration_error_says_what_is_wrong_and_names_the_units() {
+        for (bad, why) in [
+            ("1x", "(unknown unit 'x')"),
+            ("1mo", "(unknown unit 'mo')"),
+            ("abc", "(not a number with a unit)"),
+            ("99999999999999999999999s", "(too large)"),
+            ("", "empty duration"),
+            ("1..5", "invalid duration '1..5'"),
+        ] {
+            let message = duration(bad).unwrap_err();
+            assert!(message.contains(why), "{bad}: {message}");
+            assert!(
+                message.ends_with("expected e.g. 500ms, 1.5, 1m30s, 2h (units: ms, s, m, h)"),
+                "{bad}: {message}"
             );
         }
     }

@@ -284,6 +284,14 @@ impl Settings {
         if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
             bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
         }
+        // `retry "$CMD"` with CMD unset or empty: no program has an empty name.
+        if cli
+            .command
+            .first()
+            .is_some_and(|program| program.is_empty())
+        {
+            bail!("the command is an empty word (''); name the program to run");
+        }
         Ok(Settings {
             max_attempts,
             // 0 disables a limit, as in timeout(1).

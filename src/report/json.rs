@@ -186,7 +186,7 @@ struct Budget<'a> {
 struct Breaker<'a> {
     name: &'a str,
     transition: &'static str,
-    next_probe_ms: Option<Millis>,
+    next_probe_ms: Option<WholeMillis>,
 }
 
 #[derive(Serialize)]
@@ -248,6 +248,18 @@ struct Millis(Duration);
 impl Serialize for Millis {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_f64(self.0.as_micros() as f64 / 1000.0)
+    }
+}
+
+/// A duration in whole milliseconds, rounded up (a time still to come never reads shorter):
+/// for the fleet's windows and probes, which no one needs to the microsecond.
+#[derive(Clone, Copy)]
+struct WholeMillis(Duration);
+
+impl Serialize for WholeMillis {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let millis = self.0.as_nanos().div_ceil(1_000_000);
+        serializer.serialize_u64(u64::try_from(millis).unwrap_or(u64::MAX))
     }
 }
 
@@ -601,7 +613,7 @@ fn fleet_object(notice: &Notice) -> (&'static str, Fields<'_>) {
                     Transition::Reopened { .. } => "reopened",
                     Transition::Closed => "closed",
                 },
-                next_probe_ms: next_probe.map(Millis),
+                next_probe_ms: next_probe.map(WholeMillis),
             }),
         ),
     }
@@ -620,7 +632,7 @@ struct BudgetFields<'a> {
     balance: Decimal,
     first_attempts: u64,
     retries: u64,
-    window_ms: Millis,
+    window_ms: WholeMillis,
 }
 
 #[derive(Serialize)]
@@ -628,7 +640,7 @@ struct BreakerFields<'a> {
     name: &'a str,
     state: &'static str,
     failures: u64,
-    next_probe_ms: Option<Millis>,
+    next_probe_ms: Option<WholeMillis>,
 }
 
 /// `--show-state` as one JSON object.
@@ -640,13 +652,13 @@ pub(super) fn state(budget: Option<&BudgetState>, breaker: Option<&BreakerShown>
             balance: Decimal(b.balance),
             first_attempts: b.firsts,
             retries: b.retries,
-            window_ms: Millis(b.window),
+            window_ms: WholeMillis(b.window),
         }),
         breaker: breaker.map(|b| BreakerFields {
             name: &b.name,
             state: b.state,
             failures: b.failures,
-            next_probe_ms: b.next_probe.map(Millis),
+            next_probe_ms: b.next_probe.map(WholeMillis),
         }),
     };
     serde_json::to_string(&object).unwrap_or_default() + "\n"
@@ -1133,7 +1145,19 @@ mod tests {
         assert_eq!(
             state(Some(&budget), None),
             "{\"event\":\"state\",\"budget\":{\"name\":\"b\",\"balance\":10.0,\"first_attempts\":3,\
-             \"retries\":1,\"window_ms\":60000.0},\"breaker\":null}\n"
+             \"retries\":1,\"window_ms\":60000},\"breaker\":null}\n"
+        );
+        // A probe due in 1.5 µs less than a minute is due in a minute: never sooner than it is.
+        let breaker = BreakerShown {
+            name: "k".into(),
+            state: "open",
+            failures: 0,
+            next_probe: Some(Duration::from_secs(60) - Duration::from_nanos(1500)),
+        };
+        assert!(
+            state(None, Some(&breaker)).contains("\"next_probe_ms\":60000}"),
+            "{}",
+            state(None, Some(&breaker))
         );
         assert_eq!(
             reset(None, Some("k")),

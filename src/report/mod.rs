@@ -252,8 +252,8 @@ pub enum Event<'a> {
 /// What the terminal (if stderr is one) allows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Terminal {
-    /// stderr is a terminal and `NO_COLOR` is unset (set to anything, even the empty
-    /// string, it turns colour off).
+    /// stderr is a terminal, `NO_COLOR` is unset (set to anything, even the empty string, it
+    /// turns colour off) and `TERM` is not `dumb` (a terminal that says it draws nothing).
     pub color: bool,
     /// stderr is a terminal and `CI` is unset or empty: long waits show a live countdown.
     pub countdown: bool,
@@ -265,7 +265,9 @@ impl Terminal {
         let tty = io::stderr().is_terminal();
         let ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
         Terminal {
-            color: tty && std::env::var_os("NO_COLOR").is_none(),
+            color: tty
+                && std::env::var_os("NO_COLOR").is_none()
+                && std::env::var_os("TERM").is_none_or(|term| term != "dumb"),
             countdown: tty && !ci,
         }
     }
@@ -466,27 +468,49 @@ pub(crate) fn fleet_state(
             let mut out = String::new();
             if let Some(b) = budget {
                 out += &format!(
-                    "budget '{}': balance {:.2}; in the last {}: {} first attempts, {} retries\n",
+                    "budget '{}': balance {:.2}; in the last {}: {}, {}\n",
                     b.name,
                     b.balance,
                     human(b.window),
-                    b.firsts,
-                    b.retries
+                    counted(b.firsts, "first attempt", "first attempts"),
+                    counted(b.retries, "retry", "retries"),
                 );
             }
             if let Some(b) = breaker {
-                let next = b
-                    .next_probe
-                    .filter(|d| !d.is_zero())
-                    .map_or(String::new(), |d| format!("; next probe in {}", human(d)));
-                out += &format!(
-                    "breaker '{}': {}, {} failures in a row{next}\n",
-                    b.name, b.state, b.failures
-                );
+                // An open breaker keeps no count (opening clears it), and a probe due in
+                // 59.992s reads as 1m: the next probe is a matter of seconds.
+                let state = match b.state {
+                    "closed" => match b.failures {
+                        0 => "closed, no failures in a row".to_string(),
+                        n => format!("closed, {} in a row", counted(n, "failure", "failures")),
+                    },
+                    "half-open" => {
+                        "half-open: the cooldown is over, one probe at a time may go".to_string()
+                    }
+                    state => match b.next_probe.filter(|d| !d.is_zero()) {
+                        Some(d) => format!("{state}; next probe in {}", human(whole_seconds(d))),
+                        None => state.to_string(),
+                    },
+                };
+                out += &format!("breaker '{}': {state}\n", b.name);
             }
             out
         }
     }
+}
+
+/// `n` and the noun for that many: `1 retry`, `2 retries`, `0 retries`.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `d` rounded up to whole seconds, from a second on (when the next probe is due is a matter
+/// of seconds; `59.992s` says more than anyone asked): a time to come never reads shorter.
+fn whole_seconds(d: Duration) -> Duration {
+    if d < Duration::from_secs(1) {
+        return d;
+    }
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
 
 /// What `--reset-state` prints.
@@ -509,9 +533,11 @@ pub(crate) fn fleet_reset(format: LogFormat, fleet: &FleetSettings) -> String {
 }
 
 /// Shell builtins and keywords that are no program of their own, for the hint below.
-const SHELL_ONLY: [&str; 20] = [
-    ".", "[[", "alias", "bg", "builtin", "cd", "declare", "eval", "exec", "export", "fg", "jobs",
-    "local", "read", "set", "shopt", "source", "ulimit", "umask", "unset",
+const SHELL_ONLY: &[&str] = &[
+    ".", "[[", "alias", "bg", "builtin", "case", "cd", "declare", "eval", "exec", "exit", "export",
+    "fg", "for", "function", "hash", "help", "history", "if", "jobs", "let", "local", "read",
+    "return", "set", "shopt", "source", "trap", "type", "ulimit", "umask", "unset", "until",
+    "wait", "while",
 ];
 
 /// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
@@ -523,15 +549,37 @@ pub(crate) fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> Str
     }
 }
 
-/// What to try when COMMAND was not found because it is shell syntax, not a program.
+/// What to try when COMMAND was not found because it is something else than a program: shell
+/// syntax, a whole command line, a URL, or an attempt count.
 fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
     if end != AttemptEnd::NotFound {
         return None;
     }
     let name = command.as_bytes();
-    // `retry 'curl -f url'`: a whole command line given as one word.
-    if name.contains(&b' ') && !name.contains(&b'/') {
-        return Some("for a command line, give its words apart or use sh -c '...'".into());
+    // `retry 3 curl ...`: the number meant as a limit (a program named `3` would have run);
+    // `retry 0 ...` as no retries, since no run has 0 attempts.
+    if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+        let n = command.to_str()?;
+        let flag = if name.iter().all(|&digit| digit == b'0') {
+            "--retries"
+        } else {
+            "--attempts"
+        };
+        return Some(format!("did you mean {flag} {n}?"));
+    }
+    // `retry 'curl -fsS https://x/y'`: a whole command line given as one word. Its first word
+    // names a program, by name or by a path to a file; a file name with a space in it
+    // (`./my script`, not found) does not.
+    if let Some(blank) = name.iter().position(u8::is_ascii_whitespace) {
+        let first = &name[..blank];
+        let program = !first.is_empty()
+            && (!first.contains(&b'/') || Path::new(OsStr::from_bytes(first)).is_file());
+        return program
+            .then(|| "for a command line, give its words apart or use sh -c '...'".into());
+    }
+    // `retry https://x/y`: a URL where the program that fetches it goes.
+    if name.windows(3).any(|three| three == b"://") {
+        return Some("a URL is not a program: name one that fetches it (curl -fsS URL)".into());
     }
     let name = command.to_str()?;
     SHELL_ONLY

@@ -12,7 +12,7 @@ use crate::predicate::Permanent;
 use crate::stdio::Stream;
 use crate::text::{human, shell_words};
 
-use super::{Count, Event, GiveUp, HintUse, OwnFile, cannot_start};
+use super::{Count, Event, GiveUp, HintUse, OwnFile, cannot_start, whole_seconds};
 
 /// The event's text, without the `retry: ` prefix.
 pub(super) fn line(event: &Event<'_>) -> String {
@@ -246,7 +246,7 @@ fn give_up_why(reason: GiveUp<'_>, attempts: u64) -> String {
         GiveUp::Budget(name) => format!("budget '{name}' is spent; not retrying"),
         GiveUp::Breaker { name, next_probe } => format!(
             "breaker '{name}' is open; next probe in {}",
-            human(next_probe)
+            human(whole_seconds(next_probe))
         ),
         GiveUp::Exhausted => "no retries left".to_string(),
         GiveUp::Permanent(Permanent::StopOnExit) => {
@@ -308,8 +308,9 @@ fn fleet_line(notice: &Notice) -> String {
             transition,
             next_probe,
         } => {
-            let next =
-                next_probe.map_or(String::new(), |d| format!("; next probe in {}", human(d)));
+            let next = next_probe.map_or(String::new(), |d| {
+                format!("; next probe in {}", human(whole_seconds(d)))
+            });
             match transition {
                 Transition::Opened { .. } => format!("breaker '{name}' opened{next}"),
                 Transition::Reopened { .. } => {

@@ -47,6 +47,29 @@ fn malformed_durations() {
     }
 }
 
+/// A duration in the wrong case is a slip the message corrects, and every duration error names
+/// the units people use. `M` is months to humantime and minutes to many: it is refused, not
+/// read as a month.
+#[test]
+fn a_duration_error_lists_the_units_and_corrects_the_case() {
+    for (flag, value, fix) in [
+        ("--base", "1S", "'1s'"),
+        ("--max-time", "500MS", "'500ms'"),
+        ("--timeout", "2H", "'2h'"),
+        ("--splay", "1M30S", "'1m30s'"),
+    ] {
+        misuse(&[flag, value], &format!("did you mean {fix}?"));
+        misuse(&[flag, value], "units: ms, s, m, h");
+    }
+    for (value, fix) in [("1M", "'1m'"), ("2M", "'2m'")] {
+        misuse(&["--max-time", value], "ambiguous");
+        misuse(&["--max-time", value], &format!("did you mean {fix}?"));
+    }
+    for value in ["1x", "abc", "10 parsecs"] {
+        misuse(&["--base", value], "units: ms, s, m, h");
+    }
+}
+
 #[test]
 fn malformed_counts() {
     for flag in ["--retries", "--attempts", "--seed", "--consecutive"] {

@@ -373,7 +373,7 @@ fn countdown(screen: &str) -> Vec<&str> {
 
 #[test]
 fn a_terminal_gets_colour_and_a_countdown_that_is_erased() {
-    let screen = under_terminal(LONG_WAIT, &[]);
+    let screen = under_terminal(LONG_WAIT, &[("TERM", "xterm")]);
     assert!(
         screen.contains("\u{1b}[1;33mretry:\u{1b}[0m attempt 1/2 failed"),
         "{screen:?}"
@@ -405,6 +405,19 @@ fn no_countdown_in_ci_and_no_escapes_with_no_color() {
     // NO_COLOR counts when set at all; CI only when set and not empty.
     assert!(!both_empty.contains('\u{1b}'), "{both_empty:?}");
     assert!(countdown(&both_empty).len() >= 2, "{both_empty:?}");
+}
+
+/// A terminal that says it cannot draw (`TERM=dumb`: Emacs' shell, some CI consoles) gets no
+/// colour, as with `NO_COLOR`; the same line on an able terminal has it.
+#[test]
+fn a_dumb_terminal_gets_no_colour() {
+    let args = "-r 0 --stdin null false";
+    let [dumb, able] = [("TERM", "dumb"), ("TERM", "xterm")]
+        .map(|term| std::thread::spawn(move || under_terminal(args, &[term])))
+        .map(|screen| screen.join().unwrap());
+    assert!(dumb.contains("retry: attempt 1/1 failed"), "{dumb:?}");
+    assert!(!dumb.contains('\u{1b}'), "{dumb:?}");
+    assert!(able.contains("\u{1b}[1;31mretry:\u{1b}[0m"), "{able:?}");
 }
 
 /// A command that reads the terminal from its own process group is stopped by the kernel
@@ -464,22 +477,17 @@ fn no_countdown_for_short_waits() {
     assert!(!screen.contains("..."), "{screen:?}");
 }
 
-#[test]
-fn long_help_ends_with_examples_and_short_help_is_short() {
-    let long = retry().args(["--help"]).command().output().unwrap();
-    let long = String::from_utf8(long.stdout).unwrap();
-    let short = retry().args(["-h"]).command().output().unwrap();
-    let short = String::from_utf8(short.stdout).unwrap();
-    let examples = long.rfind("Examples:").expect("examples in --help");
-    let examples: Vec<&str> = long[examples..]
+/// The examples under `header` in a help text: the indented lines up to the next blank line,
+/// each without its `# comment`. Each must be a valid command line (none quotes a word): its
+/// plan can be drawn.
+fn valid_examples(help: &str, header: &str) -> usize {
+    let start = help.find(&format!("\n{header}\n")).expect(header) + header.len() + 2;
+    let examples: Vec<&str> = help[start..]
         .lines()
-        .skip(1)
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.split(" #").next().unwrap().trim())
         .collect();
-    assert!(examples.len() >= 3, "{examples:?}");
-    for example in examples {
-        // Each one is a valid command line (none quotes a word): its plan can be drawn.
+    for example in &examples {
         let words: Vec<&str> = example.split_whitespace().collect();
         assert_eq!(words[0], "retry", "{example}");
         retry()
@@ -488,7 +496,30 @@ fn long_help_ends_with_examples_and_short_help_is_short() {
             .assert()
             .code(0);
     }
-    assert!(!short.contains("Examples:"));
+    examples.len()
+}
+
+/// The first screen of `-h` (and of `--help`) tells how to start: examples right after the
+/// usage, before the options, within 80 columns; `--help` ends with more.
+#[test]
+fn help_starts_with_examples_and_long_help_ends_with_more() {
+    let help = |flag: &str| {
+        let output = retry().args([flag]).command().output().unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let (short, long) = (help("-h"), help("--help"));
+    for help in [&short, &long] {
+        let usage = help.find("\nUsage: ").expect("the usage");
+        let examples = help.find("\nExamples:\n").expect("examples");
+        let options = help.find("\nOptions:\n").expect("the options");
+        assert!(usage < examples && examples < options, "{help}");
+        assert!(valid_examples(help, "Examples:") >= 5, "{help}");
+        let first = help[examples + 1..].split("\n\n").next().unwrap();
+        assert!(first.lines().all(|line| line.len() < 80), "{first}");
+    }
+    assert!(valid_examples(&long, "More examples:") >= 3, "{long}");
+    assert!(short.contains("\nUse --help for details and more examples.\n"));
+    assert!(!short.contains("More examples:"));
     assert!(
         short.lines().count() * 2 < long.lines().count(),
         "{} vs {}",

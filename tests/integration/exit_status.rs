@@ -105,6 +105,78 @@ fn a_command_line_in_one_word_gets_a_hint() {
         ));
 }
 
+/// A command line in one word that holds a URL or a path is the same slip, and so are the
+/// builtins one reaches for first (`help`, `exit`, `type`); a URL alone is no program either.
+/// `--dry-run` foresees the same line.
+#[test]
+fn a_command_line_with_a_url_or_a_builtin_gets_a_hint() {
+    let words_apart = "; for a command line, give its words apart or use sh -c '...'\n";
+    for one_word in ["curl -fsS https://example.com/health", "/bin/echo -n x"] {
+        retry()
+            .args(["--base", "0", one_word])
+            .assert()
+            .code(127)
+            .stderr(predicate::str::ends_with(words_apart));
+        retry()
+            .args(["--dry-run", one_word])
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains(words_apart));
+    }
+    for builtin in ["help", "exit", "type"] {
+        retry()
+            .args(["--base", "0", builtin])
+            .assert()
+            .code(127)
+            .stderr(format!(
+                "retry: cannot run '{builtin}': No such file or directory (command not found); \
+                 '{builtin}' is part of the shell, not a program: use sh -c '...'\n"
+            ));
+    }
+    retry()
+        .args(["--base", "0", "https://example.com/health"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::ends_with(
+            "; a URL is not a program: name one that fetches it (curl -fsS URL)\n",
+        ));
+}
+
+/// `retry 3 curl ...`: a number where the command goes is an attempt count, most likely. It is
+/// still a command that was not found (127), as a program named `3` could be run.
+#[test]
+fn a_number_where_the_command_goes_suggests_attempts() {
+    retry()
+        .args(["3", "curl", "-fsS", "https://example.com/health"])
+        .assert()
+        .code(127)
+        .stderr(
+            "retry: cannot run '3': No such file or directory (command not found); \
+             did you mean --attempts 3?\n",
+        );
+    // No run has 0 attempts: 0 is a count of retries.
+    retry()
+        .args(["0", "curl"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::ends_with("; did you mean --retries 0?\n"));
+}
+
+/// An empty command word (`retry "$CMD"` with CMD unset) is misuse, for a run and a plan alike.
+#[test]
+fn an_empty_command_word_is_misuse() {
+    for args in [&[""][..], &["--", ""], &["--dry-run", ""], &["", "x"]] {
+        retry()
+            .args(args)
+            .assert()
+            .code(125)
+            .stdout("")
+            .stderr(predicate::str::starts_with("retry: "))
+            .stderr(predicate::str::contains("empty"))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+}
+
 #[test]
 fn not_executable_is_126_not_retried() {
     let r = retry().args(["--base", "0"]);

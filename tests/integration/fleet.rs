@@ -657,6 +657,73 @@ on_every_store! {
     }
 }
 
+/// `--show-state` reads as a sentence for any count, right after a breaker opened too (no
+/// count of failures in a row, which an open breaker does not keep; a probe due in whole
+/// seconds), and its JSON gives whole milliseconds.
+#[test]
+fn show_state_reads_naturally_and_gives_whole_milliseconds() {
+    let s = state();
+    let names = [
+        "--budget",
+        "api",
+        "--breaker",
+        "db",
+        "--breaker-threshold",
+        "3",
+    ];
+    let text = || {
+        let output = s
+            .retry(&["--show-state"])
+            .args(names)
+            .command()
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(
+        text(),
+        "budget 'api': balance 10.00; in the last 1m: 0 first attempts, 0 retries\n\
+         breaker 'db': closed, no failures in a row\n"
+    );
+    s.retry(&names).args(["-r", "0", "false"]).assert().code(1);
+    assert_eq!(
+        text(),
+        "budget 'api': balance 10.10; in the last 1m: 1 first attempt, 0 retries\n\
+         breaker 'db': closed, 1 failure in a row\n"
+    );
+    s.retry(&names)
+        .args(["-r", "1", "--base", "0", "false"])
+        .assert()
+        .code(1);
+    let shown = text();
+    let (budget, breaker) = shown.split_once('\n').unwrap();
+    assert_eq!(
+        budget,
+        "budget 'api': balance 9.20; in the last 1m: 2 first attempts, 1 retry"
+    );
+    // The cooldown of 1m began as the third failure ended: the probe is due in 1m, less the
+    // time since, in whole seconds (never 59.992s).
+    let due = breaker
+        .strip_prefix("breaker 'db': open; next probe in ")
+        .and_then(|due| due.strip_suffix('\n'))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        due == "1m"
+            || due
+                .strip_suffix('s')
+                .is_some_and(|n| n.parse::<u8>().is_ok()),
+        "{shown}"
+    );
+    let json = s.show(&names);
+    for field in [
+        &json["budget"]["window_ms"],
+        &json["breaker"]["next_probe_ms"],
+    ] {
+        assert!(field.is_u64(), "{json}");
+    }
+}
+
 /// A run that names no budget and no breaker leaves the state alone: no directory is made.
 #[test]
 fn a_run_that_names_neither_makes_no_state() {

@@ -730,3 +730,74 @@ fn assert_command_completion(shell: &str, complete: impl FnOnce(&[&str]) -> Vec<
         );
     }
 }
+
+/// The flags the first column of the guide's table of options names, each with the short
+/// form written beside it: `-r, --retries N`, `--until-stdout REGEX` / `--until-stderr REGEX`.
+fn flags_in_the_guides_table() -> Vec<(String, Option<char>)> {
+    let guide = std::fs::read_to_string(Path::new(ROOT).join("docs/guide.md")).unwrap();
+    let start = guide
+        .find("\n## The options\n")
+        .expect("the guide's table of options");
+    let mut flags = Vec::new();
+    for row in guide[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+    {
+        let first = row[1..].split(" | ").next().unwrap();
+        for span in first.split('`').skip(1).step_by(2) {
+            let mut short = None;
+            for word in span.split([' ', ',']) {
+                if let Some(long) = word.strip_prefix("--") {
+                    flags.push((long.to_string(), short.take()));
+                } else if let Some(letter) = word.strip_prefix('-') {
+                    short = letter.chars().next();
+                }
+            }
+        }
+    }
+    flags
+}
+
+/// The guide's table of options is held to the command-line definition, whatever flags it
+/// grows: every long flag `--help` shows is in the table, with its short form if it has one,
+/// and the table names no flag that `retry` does not have, nor a short form a flag does not
+/// have. A hidden flag (`hide = true`) need not be listed, as `--help` does not list it; it
+/// may be, being a flag.
+#[test]
+fn the_guides_table_of_options_lists_every_flag() {
+    let mut command = Cli::command();
+    command.build();
+    let table = flags_in_the_guides_table();
+    let mut wrong = Vec::new();
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        let shown = table.iter().find(|(name, _)| name == long);
+        match shown {
+            None if !arg.is_hide_set() => wrong.push(format!("--{long} is not in the table")),
+            Some((_, short)) if *short != arg.get_short() => wrong.push(format!(
+                "--{long}: the table gives {short:?} as its short form, retry {:?}",
+                arg.get_short()
+            )),
+            _ => {}
+        }
+    }
+    for (long, _) in &table {
+        let known = command.get_arguments().any(|arg| {
+            arg.get_long() == Some(long)
+                || arg
+                    .get_all_aliases()
+                    .is_some_and(|aliases| aliases.contains(&long.as_str()))
+        });
+        if !known {
+            wrong.push(format!(
+                "the table lists --{long}, which retry does not have"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/guide.md, \"The options\": {wrong:#?}"
+    );
+}

@@ -676,3 +676,97 @@ printf '%s\n' "${{COMPREPLY[@]}}""#,
         ["--max-time"]
     );
 }
+
+/// The README's lines that install the man page and the completions from the unpacked tarball
+/// put each where its reader looks: run as written (without `sudo`, into a private prefix, from
+/// a folder laid out as the tarball is: the repository's `man/` and `completions/`, which
+/// `the_tarball_holds_one_folder_of_the_binary_manual_completions_and_licences` holds the
+/// tarball's to), man finds the page, zsh's compinit the function, fish the completions.
+#[test]
+fn the_readmes_install_lines_put_the_manual_and_completions_where_they_are_found() {
+    const README: &str = include_str!("../../README.md");
+    let block: Vec<&str> = README
+        .lines()
+        .skip_while(|line| *line != "    S=/usr/local/share")
+        .take_while(|line| line.starts_with("    "))
+        .collect();
+    assert!(
+        block.len() > 1,
+        "no install lines starting S=/usr/local/share in the README"
+    );
+    let prefix = tempfile::tempdir().unwrap();
+    let share = prefix.path().join("share");
+    let script = format!(
+        "T='{ROOT}'\nS='{}'\n{}",
+        share.display(),
+        block[1..]
+            .iter()
+            .map(|line| line.trim().strip_prefix("sudo ").unwrap_or(line.trim()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let output = Command::new("sh").args(["-ec", &script]).output().unwrap();
+    assert!(output.status.success(), "{script}\n{output:?}");
+    for (installed, committed) in [
+        ("man/man1/retry.1", "man/retry.1"),
+        (
+            "bash-completion/completions/retry",
+            "completions/retry.bash",
+        ),
+        ("zsh/site-functions/_retry", "completions/_retry"),
+        (
+            "fish/vendor_completions.d/retry.fish",
+            "completions/retry.fish",
+        ),
+    ] {
+        assert_eq!(
+            fs::read(share.join(installed)).ok(),
+            fs::read(Path::new(ROOT).join(committed)).ok(),
+            "{installed}"
+        );
+    }
+    let run = |program: &str, args: &[&str], env: &[(&str, &Path)]| {
+        let output = Command::new(program)
+            .args(args)
+            .envs(env.iter().copied())
+            .env("HOME", prefix.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .output();
+        match output {
+            Ok(output) => Some(text(&output)),
+            Err(_) => {
+                missing(program, "that it finds what the README installs");
+                None
+            }
+        }
+    };
+    let man = share.join("man");
+    if let Some(found) = run("man", &["-M", man.to_str().unwrap(), "-w", "retry"], &[]) {
+        assert_eq!(
+            found.trim(),
+            share.join("man/man1/retry.1").to_str().unwrap()
+        );
+    }
+    let zsh = format!(
+        "fpath=('{}/zsh/site-functions' $fpath); autoload -Uz compinit; compinit -u -d '{}/dump'; print -r -- ${{_comps[retry]}}",
+        share.display(),
+        prefix.path().display()
+    );
+    if let Some(function) = run("zsh", &["-f", "-c", &zsh], &[]) {
+        assert_eq!(function.trim(), "_retry");
+    }
+    // fish loads a command's completions from its vendor folders once the command is on PATH.
+    let path = format!(
+        "{}:{}",
+        Path::new(BIN).parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let fish = run(
+        "fish",
+        &["-c", "complete -C 'retry --attem'"],
+        &[("XDG_DATA_DIRS", &share), ("PATH", Path::new(&path))],
+    );
+    if let Some(candidates) = fish {
+        assert!(candidates.starts_with("--attempts\t"), "{candidates:?}");
+    }
+}
