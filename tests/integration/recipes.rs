@@ -455,11 +455,18 @@ fn crontab_line_that_mails_only_a_give_up_and_writes_metrics() {
             assert_eq!(output.status.code(), Some(2));
             assert_eq!(stdout, "dump 6 failed\n", "the final attempt's stdout");
             assert!(
-                stderr.starts_with("disk 6 full\ndump 1 failed\ndisk 1 full\n"),
+                stderr.starts_with(
+                    "retry: output of attempt 1 (exit 2):\ndump 1 failed\ndisk 1 full\n"
+                ),
                 "{stderr}"
             );
-            assert!(stderr.ends_with("dump 5 failed\ndisk 5 full\n"), "{stderr}");
-            assert!(!stderr.contains("retry:"), "--quiet leaves out the headers");
+            assert!(
+                stderr.ends_with(
+                    "retry: output of attempt 5 (exit 2):\ndump 5 failed\ndisk 5 full\ndisk 6 full\n"
+                ),
+                "the mail reads attempts 1 to 5, each behind its header, then the final one: \
+                 {stderr}"
+            );
             assert!(
                 text.contains("retry_last_run_success{job=\"backup\"} 0\n"),
                 "{text}"
