@@ -373,6 +373,7 @@ impl Execute for Runner<'_> {
             // command's stdout, which may feed a pipeline.
             .stdin(Stdio::null())
             .process_group(0);
+        signals::start_as_inherited(&mut command);
         match hook.next_delay {
             Some(delay) => command.env("RETRY_NEXT_DELAY_MS", delay.as_millis().to_string()),
             None => command.env_remove("RETRY_NEXT_DELAY_MS"),
@@ -673,6 +674,7 @@ impl Runner<'_> {
         if !self.foreground {
             command.process_group(0);
         }
+        signals::start_as_inherited(&mut command);
         command
     }
 
