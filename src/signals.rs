@@ -29,12 +29,13 @@
 //!   Nor SIGCHLD, which `retry` cannot do without.
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
 //!   runtime's start-up): a write to a closed pipe is an error `retry` handles.
-//! - Every child (attempt or hook) starts with the dispositions and mask `retry` was started
-//!   with (`record_inherited`, `start_as_inherited`): what `retry` changed for itself above is
-//!   put back between fork and exec. Exec alone would not do: it keeps an ignored signal
-//!   ignored (SIGPIPE, were it `retry`'s own) and resets a handled one to its default (SIGINT
-//!   the parent ignored); std's `Command` empties the mask; and glibc's posix_spawn, std's way
-//!   to start a child, leaves its two internal signals (32 and 33) ignored in the child.
+//! - Every command `retry` starts (an attempt, a hook) gets the dispositions and mask `retry`
+//!   was started with (`record_inherited`, `start_as_inherited`): what `retry` changed for
+//!   itself above is put back between fork and exec. Exec alone would not do: it keeps an
+//!   ignored signal ignored (SIGPIPE, were it `retry`'s own) and resets a handled one to its
+//!   default (SIGINT the parent ignored); std's `Command` empties the mask; and glibc's
+//!   posix_spawn, std's way to start a child, leaves its two internal signals (32 and 33)
+//!   ignored in the child.
 //!
 //! Waiting for the next event with a deadline (`ppoll`, nanosecond precision) is also how `retry`
 //! sleeps, so a signal ends any wait at once. There is no signal thread: start-up stays cheap.
@@ -129,8 +130,8 @@ pub(crate) fn start_as_inherited(command: &mut Command) {
                 return Ok(());
             };
             for (signal, ignored) in CHANGED.into_iter().zip(inherited.ignored) {
-                // A handler of `retry`'s must not run in the child either before exec, when
-                // a signal would write to `retry`'s own signal pipe.
+                // Also before exec, no handler of `retry`'s may run in the child: it would
+                // write to `retry`'s own signal pipe.
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = if ignored {
                     libc::SIG_IGN
