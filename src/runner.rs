@@ -378,7 +378,6 @@ impl Execute for Runner<'_> {
             // command's stdout, which may feed a pipeline.
             .stdin(Stdio::null())
             .process_group(0);
-        signals::start_as_inherited(&mut command);
         match hook.next_delay {
             Some(delay) => command.env("RETRY_NEXT_DELAY_MS", delay.as_millis().to_string()),
             None => command.env_remove("RETRY_NEXT_DELAY_MS"),
@@ -387,6 +386,7 @@ impl Execute for Runner<'_> {
             Some(path) => command.env("RETRY_ENV_FILE", path.as_os_str()),
             None => command.env_remove("RETRY_ENV_FILE"),
         };
+        start::exactly(&mut command);
         let spawned = io::stderr()
             .as_fd()
             .try_clone_to_owned()
@@ -679,7 +679,7 @@ impl Runner<'_> {
         if !self.foreground {
             command.process_group(0);
         }
-        signals::start_as_inherited(&mut command);
+        start::exactly(&mut command);
         command
     }
 

@@ -30,7 +30,7 @@
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
 //!   runtime's start-up): a write to a closed pipe is an error `retry` handles.
 //! - Every command `retry` starts (an attempt, a hook) gets the dispositions and mask `retry`
-//!   was started with (`record_inherited`, `start_as_inherited`): what `retry` changed for
+//!   was started with (`record_inherited`, `restore_inherited`): what `retry` changed for
 //!   itself above is put back between fork and exec. Exec alone would not do: it keeps an
 //!   ignored signal ignored (SIGPIPE, were it `retry`'s own) and resets a handled one to its
 //!   default (SIGINT the parent ignored); std's `Command` empties the mask; and glibc's
@@ -47,8 +47,6 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -92,7 +90,7 @@ struct Inherited {
 static INHERITED: OnceLock<Inherited> = OnceLock::new();
 
 /// Records the signal mask and the dispositions of `CHANGED` as `retry` was started with them,
-/// for every child to start with again (`start_as_inherited`): eleven system calls, before
+/// for every child to start with again (`restore_inherited`): eleven system calls, before
 /// anything changes them. Only the first call records.
 pub(crate) fn record_inherited() {
     INHERITED.get_or_init(|| {
@@ -117,32 +115,30 @@ fn ignored_at_start(signal: i32) -> bool {
     }
 }
 
-/// Makes `command`'s child start with the signal dispositions and mask `retry` was started
-/// with (see the policy above): a signal the parent ignored stays ignored, every other one is
-/// at its default, and the parent's blocked signals are blocked.
-pub(crate) fn start_as_inherited(command: &mut Command) {
-    // SAFETY: the closure runs in the child between fork and exec and calls only sigaction(2)
-    // and pthread_sigmask(2), which are async-signal-safe, on data recorded before any child
-    // was started; it allocates nothing.
+/// Gives the calling process the signal dispositions and mask `retry` was started with (see
+/// the policy above): a signal the parent ignored is ignored, every other one `retry` changed
+/// is at its default, and the parent's blocked signals are blocked. For a child between fork
+/// and exec (`start::exactly`): it calls only sigaction(2) and pthread_sigmask(2), which are
+/// async-signal-safe, on data recorded before any child was started, and allocates nothing.
+pub(crate) fn restore_inherited() {
+    let Some(inherited) = INHERITED.get() else {
+        return;
+    };
+    // SAFETY: sigaction(2) and pthread_sigmask(2) with valid signals and structures of their
+    // own types; no handler is installed.
     unsafe {
-        command.pre_exec(|| {
-            let Some(inherited) = INHERITED.get() else {
-                return Ok(());
+        for (signal, ignored) in CHANGED.into_iter().zip(inherited.ignored) {
+            // Also before exec, no handler of `retry`'s may run in the child: it would write
+            // to `retry`'s own signal pipe.
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = if ignored {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
             };
-            for (signal, ignored) in CHANGED.into_iter().zip(inherited.ignored) {
-                // Also before exec, no handler of `retry`'s may run in the child: it would
-                // write to `retry`'s own signal pipe.
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = if ignored {
-                    libc::SIG_IGN
-                } else {
-                    libc::SIG_DFL
-                };
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
-            libc::pthread_sigmask(libc::SIG_SETMASK, &inherited.mask, std::ptr::null_mut());
-            Ok(())
-        });
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &inherited.mask, std::ptr::null_mut());
     }
 }
 
