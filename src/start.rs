@@ -23,7 +23,8 @@ use crate::signals;
 /// file the kernel cannot (ENOEXEC) through /bin/sh: whether to is `retry`'s choice (a script
 /// without `#!` is, a binary for another machine is not: `runner::spawn_attempt`), where
 /// glibc's execvp, which std calls in a child it forked, would run /bin/sh on any such file.
-/// Call it once the environment is set: the child execs with the environment seen here.
+/// Call it once the environment is set: the child execs with the environment seen here (the
+/// parent's with the command's changes; not for a command whose environment was cleared).
 pub(crate) fn exactly(command: &mut Command) {
     let exec = Exec::of(command);
     // SAFETY: the closure runs in the child between fork and exec, and calls only
@@ -73,7 +74,10 @@ impl Exec {
         }
         let program = command.get_program();
         let c_string = |bytes: &[u8]| CString::new(bytes).ok();
-        let candidates = if program.as_bytes().contains(&b'/') {
+        let candidates = if program.is_empty() {
+            // No file has that name: "No such file or directory", as execvp says.
+            Vec::new()
+        } else if program.as_bytes().contains(&b'/') {
             vec![c_string(program.as_bytes())?]
         } else {
             // As glibc's execvp: its default without PATH; an empty entry is the current
@@ -317,8 +321,11 @@ mod tests {
         assert!(environment.contains(&"RETRY_TEST_SET=1".to_string()));
         assert!(environment.contains(&"PATH=/x::/y/".to_string()));
         assert!(!environment.iter().any(|word| word.starts_with("HOME=")));
-        // A program named with a `/` is that file alone.
+        // A program named with a `/` is that file alone; an empty name, none.
         let exec = Exec::of(&Command::new("./here/prog")).unwrap();
         assert_eq!(exec.candidates, [CString::new("./here/prog").unwrap()]);
+        let exec = Exec::of(&Command::new("")).unwrap();
+        assert!(exec.candidates.is_empty());
+        assert_eq!(exec.run().raw_os_error(), Some(libc::ENOENT));
     }
 }

@@ -75,6 +75,12 @@ fn not_found_is_127_not_retried() {
         .code(127)
         .stderr(predicate::str::contains("no-such-command-for-retry"))
         .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    // An empty name is no file's, whatever PATH holds.
+    retry()
+        .args(["--base", "0", ""])
+        .assert()
+        .code(127)
+        .stderr("retry: cannot run '': No such file or directory (command not found)\n");
 }
 
 /// A whole command line in one word, or a shell builtin, is a common slip: the line says what
