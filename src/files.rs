@@ -384,17 +384,16 @@ fn file_kind(kind: fs::FileType) -> &'static str {
     }
 }
 
-/// The bytes of the regular file at `path`, up to `most`: opened without blocking (a FIFO put
-/// there would otherwise hold `retry` in `open`) and without following a symlink put there.
+/// The bytes of the regular file of this user's (or root's) at `path`, up to `most`: opened
+/// without blocking (a FIFO put there would otherwise hold `retry` in `open`) and without
+/// following a symlink put there; what is open is then judged, not the name.
 pub(crate) fn read_bounded(path: &Path, most: u64) -> io::Result<Vec<u8>> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
         .map_err(not_a_link)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("it is not a regular file"));
-    }
+    regular_of_ours(&file)?;
     bounded(file, most)
 }
 

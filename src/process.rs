@@ -12,6 +12,8 @@ use crate::text;
 /// panic, on any thread, ends `retry` with status 125 and one line, as `timeout(1)` does when it
 /// fails itself: never by a signal or a status that would read as the command's own end.
 pub(crate) fn prepare() {
+    // First: every child starts with what `retry` was started with, before anything changes it.
+    crate::signals::record_inherited();
     std::panic::set_hook(Box::new(|info| {
         let what = info
             .payload()

@@ -61,6 +61,10 @@ pub(crate) struct Runner<'a> {
     leftovers: Vec<Leftover>,
     /// What `--on-retry` hooks handed on to later attempts.
     hook_values: HookValues,
+    /// The directory of the files `--on-retry` hooks write values to, once made: private (mode
+    /// 0700), so that no other user can put a file at a name a hook freed (in a shared `/tmp`,
+    /// with `LD_PRELOAD=` in it for the attempts). Removed, with all in it, when the run ends.
+    values_dir: Option<tempfile::TempDir>,
 }
 
 impl<'a> Runner<'a> {
@@ -85,6 +89,7 @@ impl<'a> Runner<'a> {
             warned: Vec::new(),
             leftovers: Vec::new(),
             hook_values: HookValues::default(),
+            values_dir: None,
         }
     }
 
@@ -387,6 +392,7 @@ impl Execute for Runner<'_> {
             Some(path) => command.env("RETRY_ENV_FILE", path.as_os_str()),
             None => command.env_remove("RETRY_ENV_FILE"),
         };
+        start::exactly(&mut command);
         let spawned = io::stderr()
             .as_fd()
             .try_clone_to_owned()
@@ -679,6 +685,7 @@ impl Runner<'_> {
         if !self.foreground {
             command.process_group(0);
         }
+        start::exactly(&mut command);
         command
     }
 
@@ -938,14 +945,25 @@ impl Runner<'_> {
     }
 
     /// A private empty file for the `--on-retry` hook to write values to (`RETRY_ENV_FILE`):
-    /// mode 0600, under a name no one can foresee, in the temporary directory. One that cannot
-    /// be made is said once, and the hook runs without it.
+    /// mode 0600, under a name no one can foresee, in the run's private directory in the
+    /// temporary directory (made at the first hook). One that cannot be made is said once, and
+    /// the hook runs without it.
     fn values_file(&mut self, reporter: &mut Reporter) -> Option<tempfile::TempPath> {
+        use std::os::unix::fs::PermissionsExt;
         let dir = crate::dirs::temp_dir();
-        match tempfile::Builder::new()
-            .prefix("retry-env-")
-            .tempfile_in(&dir)
-        {
+        let made = match self.values_dir.take() {
+            Some(made) => Ok(made),
+            None => tempfile::Builder::new()
+                .prefix("retry-env-")
+                .permissions(std::fs::Permissions::from_mode(0o700))
+                .tempdir_in(&dir),
+        };
+        let file = made.and_then(|made| {
+            let file = tempfile::Builder::new().prefix("env-").tempfile_in(&made);
+            self.values_dir = Some(made);
+            file
+        });
+        match file {
             Ok(file) => Some(file.into_temp_path()),
             Err(error) => {
                 let error = format!(
@@ -967,8 +985,9 @@ impl Runner<'_> {
     }
 
     /// Reads the values the hook wrote to `path` for the attempts after it, saying once what
-    /// was skipped. Only a regular file is read, and at most 64 KiB of it; a hook that removed
-    /// the file handed on nothing.
+    /// was skipped. Only a regular file of the user's is read (the hook may write it in place
+    /// or move one over it), and at most 64 KiB of it; a hook that removed the file handed on
+    /// nothing.
     fn take_hook_values(&mut self, path: &Path, reporter: &mut Reporter) {
         let mut text = match files::read_bounded(path, hook_values::MOST_READ + 1) {
             Ok(text) => text,

@@ -28,8 +28,14 @@
 //!   for every background job of a script, and `kill -INT` must still end `retry ... &` there.
 //!   Nor SIGCHLD, which `retry` cannot do without.
 //! - SIGPIPE is ignored (as the Rust runtime would; `run` does it, since main.rs skips the
-//!   runtime's start-up): a write to a closed pipe is an error `retry` handles. std's `Command`
-//!   gives children SIGPIPE back, and exec resets the handlers below to their defaults.
+//!   runtime's start-up): a write to a closed pipe is an error `retry` handles.
+//! - Every command `retry` starts (an attempt, a hook) gets the dispositions and mask `retry`
+//!   was started with (`record_inherited`, `restore_inherited`): what `retry` changed for
+//!   itself above is put back between fork and exec. Exec alone would not do: it keeps an
+//!   ignored signal ignored (SIGPIPE, were it `retry`'s own) and resets a handled one to its
+//!   default (SIGINT the parent ignored); std's `Command` empties the mask; and glibc's
+//!   posix_spawn, std's way to start a child, leaves its two internal signals (32 and 33)
+//!   ignored in the child.
 //!
 //! Waiting for the next event with a deadline (`ppoll`, nanosecond precision) is also how `retry`
 //! sleeps, so a signal ends any wait at once. There is no signal thread: start-up stays cheap.
@@ -42,11 +48,12 @@ use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::rc::Rc;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
 use signal_hook::consts::{
-    SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2, SIGWINCH,
+    SIGCHLD, SIGHUP, SIGINT, SIGPIPE, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2, SIGWINCH,
 };
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithRawSiginfo;
@@ -66,6 +73,74 @@ pub const SHUTDOWN: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 pub const HANDLED: [i32; 9] = [
     SIGHUP, SIGTSTP, SIGWINCH, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT, SIGTERM, SIGCHLD,
 ];
+
+/// The signals whose disposition `retry` changes for itself before it starts a child: SIGPIPE
+/// (ignored) and those it handles. (SIGXFSZ is ignored only once every child has ended.)
+const CHANGED: [i32; 10] = [
+    SIGPIPE, SIGHUP, SIGTSTP, SIGWINCH, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT, SIGTERM, SIGCHLD,
+];
+
+/// What `retry` was started with, of what it changes for itself.
+struct Inherited {
+    mask: libc::sigset_t,
+    /// Which of `CHANGED` were ignored.
+    ignored: [bool; CHANGED.len()],
+}
+
+static INHERITED: OnceLock<Inherited> = OnceLock::new();
+
+/// Records the signal mask and the dispositions of `CHANGED` as `retry` was started with them,
+/// for every child to start with again (`restore_inherited`): eleven system calls, before
+/// anything changes them. Only the first call records.
+pub(crate) fn record_inherited() {
+    INHERITED.get_or_init(|| {
+        // SAFETY: pthread_sigmask(2) and sigaction(2) with a null new value only read into
+        // zeroed structures of their own types.
+        unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+            Inherited {
+                mask,
+                ignored: CHANGED.map(ignored),
+            }
+        }
+    });
+}
+
+/// Whether `signal` was ignored when `retry` started (as the parent left it).
+fn ignored_at_start(signal: i32) -> bool {
+    match (INHERITED.get(), CHANGED.iter().position(|&s| s == signal)) {
+        (Some(inherited), Some(index)) => inherited.ignored[index],
+        _ => ignored(signal),
+    }
+}
+
+/// Gives the calling process the signal dispositions and mask `retry` was started with (see
+/// the policy above): a signal the parent ignored is ignored, every other one `retry` changed
+/// is at its default, and the parent's blocked signals are blocked. For a child between fork
+/// and exec (`start::exactly`): it calls only sigaction(2) and pthread_sigmask(2), which are
+/// async-signal-safe, on data recorded before any child was started, and allocates nothing.
+pub(crate) fn restore_inherited() {
+    let Some(inherited) = INHERITED.get() else {
+        return;
+    };
+    // SAFETY: sigaction(2) and pthread_sigmask(2) with valid signals and structures of their
+    // own types; no handler is installed.
+    unsafe {
+        for (signal, ignored) in CHANGED.into_iter().zip(inherited.ignored) {
+            // Also before exec, no handler of `retry`'s may run in the child: it would write
+            // to `retry`'s own signal pipe.
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = if ignored {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &inherited.mask, std::ptr::null_mut());
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -103,7 +178,7 @@ impl Events {
             .and_then(|()| write.set_nonblocking(true))
             .map_err(failed("cannot set up the signal pipe"))?;
         let handled = HANDLED.into_iter().filter(|signal| {
-            [SIGINT, SIGQUIT, SIGTERM, SIGCHLD].contains(signal) || !ignored(*signal)
+            [SIGINT, SIGQUIT, SIGTERM, SIGCHLD].contains(signal) || !ignored_at_start(*signal)
         });
         let delivery = SignalDelivery::with_pipe(read, write, WithRawSiginfo, handled)
             .map_err(failed("cannot install signal handlers"))?;
@@ -348,7 +423,7 @@ pub fn exit_by(signal: i32) -> ! {
     std::process::exit(128 + signal)
 }
 
-/// Whether `signal` is set to be ignored (as the parent left it: nothing here ignores one).
+/// Whether `signal` is set to be ignored now.
 fn ignored(signal: i32) -> bool {
     // SAFETY: sigaction(2) with a null new action only reads the current one into `current`.
     unsafe {

@@ -311,10 +311,12 @@ fn a_hook_that_replaces_its_file_hands_on_nothing_and_holds_nothing_up() {
         let (lines, stderr, status) = hand_on(hook, "1", &["A"], &[]);
         assert_eq!(status, 1, "{hook}");
         assert_eq!(lines, ["1 A=unset", "2 A=unset"], "{hook}");
-        assert!(
-            stderr.contains("its RETRY_ENV_FILE is not read") && stderr.contains(said),
+        assert_eq!(
+            stderr.matches("its RETRY_ENV_FILE is not read").count(),
+            1,
             "{hook}: {stderr}"
         );
+        assert!(stderr.contains(said), "{hook}: {stderr}");
     }
     // Removed by the hook: nothing to hand on, nothing to say.
     let (lines, stderr, _) = hand_on("rm \"$RETRY_ENV_FILE\"", "1", &["A"], &[]);
@@ -387,6 +389,100 @@ fn the_hooks_file_lives_in_tmpdir_and_leaves_nothing_there() {
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
 }
 
+/// The hooks' files live in one directory made for the run in `TMPDIR`, private to the user
+/// (0700), so that no one else can put anything at a name a hook freed; it is gone after the
+/// run.
+#[test]
+fn the_hooks_files_live_in_a_private_directory_of_the_run() {
+    let r = retry();
+    let tmp = r.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let hook = "dir=$(dirname \"$RETRY_ENV_FILE\"); echo \"dir $dir $(stat -c %a \"$dir\")\"";
+    let (_, stderr, status) = hand_on(hook, "2", &[], &[("TMPDIR", tmp.to_str().unwrap())]);
+    assert_eq!(status, 1);
+    let dirs: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("dir "))
+        .collect();
+    assert_eq!(dirs.len(), 2, "{stderr}");
+    assert_eq!(dirs[0], dirs[1], "one directory for the run: {stderr}");
+    let (dir, mode) = dirs[0].rsplit_once(' ').unwrap();
+    assert_eq!(mode, "700", "{stderr}");
+    let dir = std::path::Path::new(dir);
+    assert_eq!(dir.parent(), Some(tmp.as_path()), "{stderr}");
+    assert!(!dir.exists(), "gone after the run");
+}
+
+/// A hook may write its file in place or move a file of its own over it.
+#[test]
+fn a_file_the_hook_moves_over_its_file_is_read() {
+    let hook = "printf 'A=moved\\n' > \"$RETRY_ENV_FILE.new\"; mv \"$RETRY_ENV_FILE.new\" \"$RETRY_ENV_FILE\"";
+    let (lines, stderr, _) = hand_on(hook, "1", &["A"], &[]);
+    assert_eq!(lines, ["1 A=unset", "2 A=moved"], "{stderr}");
+    assert!(!stderr.contains("RETRY_ENV_FILE"), "{stderr}");
+}
+
+/// Only a file of the user's is read: one that belongs to another user hands on nothing and
+/// is said once. (Needs root, to give a file away.)
+#[test]
+fn a_file_of_another_user_hands_on_nothing() {
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a hook's file of another user");
+        return;
+    }
+    let hook = "echo A=1 > \"$RETRY_ENV_FILE\"; chown 65534 \"$RETRY_ENV_FILE\"";
+    let (lines, stderr, status) = hand_on(hook, "1", &["A"], &[]);
+    assert_eq!(status, 1);
+    assert_eq!(lines, ["1 A=unset", "2 A=unset"], "{stderr}");
+    assert_eq!(
+        stderr.matches("its RETRY_ENV_FILE is not read").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("another user (uid 65534)"), "{stderr}");
+}
+
+/// In a `TMPDIR` every user may write (`/tmp`), another user cannot put a file at the name a
+/// hook freed for the next attempts to run with (`LD_PRELOAD=` in it). (Needs root and
+/// setpriv, to be another user.)
+#[test]
+fn another_user_cannot_put_a_file_at_a_name_the_hook_freed() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        missing("root", "a neighbour at the hook's file");
+        return;
+    }
+    if std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        missing("setpriv", "a neighbour at the hook's file");
+        return;
+    }
+    let r = retry();
+    let tmp = r.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(r.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let hook = "rm \"$RETRY_ENV_FILE\"; \
+         setpriv --reuid=65534 --regid=65534 --clear-groups \
+           sh -c 'echo PLANTED=1 > \"$RETRY_ENV_FILE\"' 2>/dev/null; echo \"neighbour $?\"";
+    let (lines, stderr, _) = hand_on(
+        hook,
+        "1",
+        &["PLANTED"],
+        &[("TMPDIR", tmp.to_str().unwrap())],
+    );
+    assert_eq!(lines, ["1 PLANTED=unset", "2 PLANTED=unset"], "{stderr}");
+    assert!(
+        stderr.contains("neighbour ") && !stderr.contains("neighbour 0"),
+        "the neighbour made the file: {stderr}"
+    );
+}
+
 /// A file written on Windows ends its lines with `\r\n`: the `\r` is not the value's.
 #[test]
 fn a_crlf_line_end_is_not_part_of_the_value() {
@@ -395,8 +491,8 @@ fn a_crlf_line_end_is_not_part_of_the_value() {
     assert_eq!(lines, ["1 URL=unset", "2 URL=https://mirror"]);
 }
 
-/// A signal that ends the run during the hook leaves nothing of its file in TMPDIR either,
-/// not even a directory the hook made in its place.
+/// A signal that ends the run during the hook, or during a later attempt, leaves nothing of
+/// its file in TMPDIR either, not even a directory the hook made in its place.
 #[test]
 fn a_signal_during_the_hook_leaves_nothing_in_tmpdir() {
     let r = retry();
@@ -404,16 +500,23 @@ fn a_signal_during_the_hook_leaves_nothing_in_tmpdir() {
     std::fs::create_dir(&tmp).unwrap();
     let hook =
         "rm \"$RETRY_ENV_FILE\"; mkdir -p \"$RETRY_ENV_FILE/sub\"; kill -INT $PPID; exec sleep 5";
-    let output = retry()
-        .args(["-r", "1", "--delays", "0", "--on-retry", hook, "false"])
-        .command()
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
-    assert_eq!(shell_status(output.status), 130);
-    assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "left in TMPDIR"
-    );
+    // Also a signal during the next attempt, the run's directory of hook files still there
+    // with what the hook left in it.
+    let after = "touch \"$(dirname \"$RETRY_ENV_FILE\")/left\"";
+    let attempt = "[ $RETRY_ATTEMPT = 2 ] && kill -INT $PPID && exec sleep 5; exit 1";
+    for (hook, attempt) in [(hook, "false"), (after, attempt)] {
+        let output = retry()
+            .args(["-r", "1", "--delays", "0", "--on-retry", hook])
+            .args(sh(attempt))
+            .command()
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        assert_eq!(shell_status(output.status), 130, "{hook}");
+        assert_eq!(
+            std::fs::read_dir(&tmp).unwrap().count(),
+            0,
+            "left in TMPDIR: {hook}"
+        );
+    }
 }

@@ -167,9 +167,20 @@ fn background_processes_of_an_attempt_that_ended_on_its_own_are_left_alone() {
 fn a_hundred_attempts_leave_no_zombie_and_no_descriptor() {
     let r = retry();
     let counts = r.path("counts");
+    // Counted once retry waits for the attempt (in poll): while it starts one, it holds what
+    // the start takes (std's pipe for an exec's error, its copy of the attempt's stdin), and
+    // the attempt may already run.
     let script = format!(
-        "setsid sh -c 'sleep 0.01' </dev/null >/dev/null 2>&1 &
-         [ $RETRY_ATTEMPT = 1 ] && ls /proc/$PPID/fd | wc -l >> '{counts}'
+        "count() {{
+           n=0
+           until grep -q poll /proc/$PPID/wchan; do
+             n=$((n+1)); [ $n -lt 2000 ] || break
+             sleep 0.01
+           done
+           ls /proc/$PPID/fd | wc -l >> '{counts}'
+         }}
+         setsid sh -c 'sleep 0.01' </dev/null >/dev/null 2>&1 &
+         [ $RETRY_ATTEMPT = 1 ] && count
          [ $RETRY_ATTEMPT = 100 ] || exit 1
          wait
          # Until retry has collected every straggler: no child of retry but this one.
@@ -178,7 +189,7 @@ fn a_hundred_attempts_leave_no_zombie_and_no_descriptor() {
            n=$((n+1)); [ $n -lt 2000 ] || {{ echo 'children left:'; cat /proc/$PPID/task/*/children; exit 1; }}
            sleep 0.01
          done
-         ls /proc/$PPID/fd | wc -l >> '{counts}'",
+         count",
         counts = counts.display()
     );
     retry()

@@ -567,12 +567,61 @@ fn a_hangup_the_parent_ignores_stays_ignored() {
     assert!(r.path("alive").exists());
 }
 
+/// Each attempt and each hook starts with the signal dispositions and mask `retry` was started
+/// with: nothing `retry` ignores, handles or unblocks for itself (SIGPIPE, SIGINT, SIGCHLD),
+/// nor glibc's signals 32 and 33, which its posix_spawn leaves ignored, reaches the command;
+/// what the parent ignored (SIGHUP under nohup, SIGINT for a script's `cmd &`, SIGPIPE) or
+/// blocked stays so.
+#[test]
+fn attempts_and_hooks_start_with_the_signals_retry_was_started_with() {
+    const IGNORED: [i32; 4] = [libc::SIGHUP, libc::SIGINT, libc::SIGPIPE, 34];
+    const BLOCKED: [i32; 3] = [libc::SIGTERM, libc::SIGUSR1, libc::SIGCHLD];
+    let bits = |signals: &[i32]| signals.iter().fold(0u64, |bits, s| bits | 1 << (s - 1));
+    for (ignored, blocked) in [
+        (&[][..], &[][..]),
+        (&[libc::SIGHUP][..], &[][..]),
+        (&IGNORED[..], &BLOCKED[..]),
+    ] {
+        // The command itself, as exec'd by the shell (which clears the mask of what it forks),
+        // failing (no such file) to have a retry and its hook.
+        let show = "exec grep -hs -E '^Sig(Blk|Ign)' /proc/self/status /nonexistent";
+        let output = retry()
+            .args(["-r", "1", "--delays", "0", "--on-retry", show])
+            .args(sh(show))
+            .command_with_signals(ignored, blocked)
+            .output()
+            .unwrap();
+        let expected = format!(
+            "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\n",
+            bits(blocked),
+            bits(ignored)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            stdout,
+            expected.repeat(2),
+            "attempts, {ignored:?} {blocked:?}"
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let hook: String = stderr
+            .lines()
+            .filter(|line| line.starts_with("Sig"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert_eq!(
+            hook, expected,
+            "the hook, {ignored:?} {blocked:?}: {stderr}"
+        );
+    }
+}
+
 /// `retry ... &` in a script runs with SIGINT and SIGQUIT ignored, as every background job
-/// there does; as under `timeout(1)`, `kill -INT` still ends the run.
+/// there does; as under `timeout(1)`, `kill -INT` still ends the run. The attempt ignores them
+/// too, as it would without `retry`: SIGKILL ends it after `--kill-after`.
 #[test]
 fn an_interrupt_the_parent_ignores_still_ends_the_run() {
     for (signal, status) in [(libc::SIGINT, 130), (libc::SIGQUIT, 131)] {
-        let r = retry().args(["-r", "0"]);
+        let r = retry().args(["-r", "0", "--kill-after", "100ms"]);
         let r = r.args(sh("echo $$ > pid; sleep 5"));
         let mut child = r.spawn_with_ignored(&[libc::SIGINT, libc::SIGQUIT]);
         wait_for_lines(&r.path("pid"), 1);

@@ -256,6 +256,53 @@ impl Retry {
         self.spawn_from(command)
     }
 
+    /// The command, run with exactly `ignored` ignored, every other signal at its default (the
+    /// real-time ones included), and exactly `blocked` blocked. Whatever this process inherited
+    /// (std's posix_spawn leaves glibc's signals 32 and 33 ignored in its children, cargo's
+    /// test runner included), the state `retry` starts with is the test's.
+    pub fn command_with_signals(
+        &self,
+        ignored: &'static [i32],
+        blocked: &'static [i32],
+    ) -> Command {
+        let mut command = self.std_command(&[]);
+        // SAFETY: runs in the forked child before exec, and only calls rt_sigaction(2) (raw:
+        // glibc's sigaction refuses its own signals 32 and 33), sigemptyset, sigaddset and
+        // sigprocmask, which are async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                let set = |signal: i32, handler: libc::sighandler_t| {
+                    // The kernel's struct sigaction starts with the handler; flags, restorer
+                    // and mask are zero.
+                    let action: [usize; 4] = [handler, 0, 0, 0];
+                    libc::syscall(
+                        libc::SYS_rt_sigaction,
+                        signal,
+                        action.as_ptr(),
+                        std::ptr::null_mut::<usize>(),
+                        8,
+                    );
+                };
+                for signal in 1..=64 {
+                    set(signal, libc::SIG_DFL);
+                }
+                for &signal in ignored {
+                    set(signal, libc::SIG_IGN);
+                }
+                let mut mask: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut mask);
+                for &signal in blocked {
+                    libc::sigaddset(&mut mask, signal);
+                }
+                libc::sigprocmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        let mut command = Command::from_std(command);
+        command.timeout(BOUND);
+        command
+    }
+
     /// The command, run with at most `limit` open descriptors (RLIMIT_NOFILE).
     pub fn command_with_open_files(&self, limit: u64) -> Command {
         let rlimit = libc::rlimit {
