@@ -5,7 +5,8 @@
 //! past it is shortened so that one last attempt still starts, early enough to have a chance
 //! to finish (twice the longest attempt so far before the deadline) and never later than
 //! [`LAST_CHANCE_MARGIN`] before it. A server's wait (a hint) is never shortened, nor a wait
-//! after a success: the first is what the server asked for, the second is no retry.
+//! after a success: the first is what the server asked for, the second is no retry. A last
+//! chance never comes sooner than a hint asked, even one the schedule's longer wait outgrew.
 
 use std::time::Duration;
 
@@ -15,8 +16,9 @@ pub(crate) const LAST_CHANCE_MARGIN: Duration = Duration::from_millis(100);
 /// What the wait after an attempt is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WaitKind {
-    /// After a retryable failure, from the schedule alone.
-    AfterFailure,
+    /// After a retryable failure, from the schedule; `not_before` is the least wait the
+    /// attempt's hint asked for (zero without one), which a last chance never cuts into.
+    AfterFailure { not_before: Duration },
     /// After a retryable failure, lengthened by the attempt's own hint (`Retry-After`).
     Hinted,
     /// After a success (`--consecutive`, `--restart`).
@@ -52,12 +54,16 @@ pub(crate) fn fit(
     if wait < left {
         return Fit::Keep;
     }
-    if kind != WaitKind::AfterFailure {
+    let WaitKind::AfterFailure { not_before } = kind else {
         return Fit::End;
-    }
+    };
     let room = next_limit.map_or(longest, |limit| limit.min(longest));
     let before = room.saturating_mul(2).max(LAST_CHANCE_MARGIN);
-    Fit::LastChance(left.saturating_sub(before))
+    let shorter = left.saturating_sub(before).max(not_before);
+    if shorter >= left {
+        return Fit::End;
+    }
+    Fit::LastChance(shorter)
 }
 
 #[cfg(test)]
@@ -65,17 +71,17 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const FAILURE: WaitKind = WaitKind::AfterFailure {
+        not_before: Duration::ZERO,
+    };
+
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
 
     #[test]
     fn a_wait_that_ends_before_the_deadline_stands() {
-        for kind in [
-            WaitKind::AfterFailure,
-            WaitKind::Hinted,
-            WaitKind::AfterSuccess,
-        ] {
+        for kind in [FAILURE, WaitKind::Hinted, WaitKind::AfterSuccess] {
             assert_eq!(fit(ms(999), ms(1000), kind, ms(5), None), Fit::Keep);
         }
     }
@@ -85,34 +91,22 @@ mod tests {
         // The motivating case: 5.5 s in, the curve's next step is 6.5 s, 4.5 s are left, and
         // the attempts take 20 ms: the last attempt starts 100 ms before the deadline.
         assert_eq!(
-            fit(ms(6500), ms(4500), WaitKind::AfterFailure, ms(20), None),
+            fit(ms(6500), ms(4500), FAILURE, ms(20), None),
             Fit::LastChance(ms(4400))
         );
         // Attempts of 1 s: the last starts 2 s before the deadline.
         assert_eq!(
-            fit(ms(6500), ms(4500), WaitKind::AfterFailure, ms(1000), None),
+            fit(ms(6500), ms(4500), FAILURE, ms(1000), None),
             Fit::LastChance(ms(2500))
         );
         // The next attempt's own limit, shorter than the longest attempt, is what it needs.
         assert_eq!(
-            fit(
-                ms(6500),
-                ms(4500),
-                WaitKind::AfterFailure,
-                ms(1000),
-                Some(ms(300))
-            ),
+            fit(ms(6500), ms(4500), FAILURE, ms(1000), Some(ms(300))),
             Fit::LastChance(ms(3900))
         );
         // A longer limit changes nothing.
         assert_eq!(
-            fit(
-                ms(6500),
-                ms(4500),
-                WaitKind::AfterFailure,
-                ms(1000),
-                Some(ms(9000))
-            ),
+            fit(ms(6500), ms(4500), FAILURE, ms(1000), Some(ms(9000))),
             Fit::LastChance(ms(2500))
         );
     }
@@ -120,27 +114,42 @@ mod tests {
     #[test]
     fn a_moment_already_passed_gives_the_last_chance_at_once() {
         assert_eq!(
-            fit(ms(6500), ms(1500), WaitKind::AfterFailure, ms(1000), None),
+            fit(ms(6500), ms(1500), FAILURE, ms(1000), None),
             Fit::LastChance(Duration::ZERO)
         );
         assert_eq!(
-            fit(ms(6500), ms(50), WaitKind::AfterFailure, ms(0), None),
+            fit(ms(6500), ms(50), FAILURE, ms(0), None),
             Fit::LastChance(Duration::ZERO)
         );
         // A wait that ends exactly at the deadline is one that crosses it.
         assert_eq!(
-            fit(ms(500), ms(500), WaitKind::AfterFailure, ms(0), None),
+            fit(ms(500), ms(500), FAILURE, ms(0), None),
             Fit::LastChance(ms(400))
+        );
+    }
+
+    /// A hint the schedule's longer wait outgrew still holds the last chance back: never
+    /// sooner than the server asked, and no chance at all when that is past the deadline.
+    #[test]
+    fn a_last_chance_never_comes_sooner_than_a_hint_asked() {
+        let hinted = |not_before| WaitKind::AfterFailure { not_before };
+        assert_eq!(
+            fit(ms(10_000), ms(3000), hinted(ms(2000)), ms(500), None),
+            Fit::LastChance(ms(2000))
+        );
+        assert_eq!(
+            fit(ms(10_000), ms(3000), hinted(ms(1000)), ms(500), None),
+            Fit::LastChance(ms(2000))
+        );
+        assert_eq!(
+            fit(ms(10_000), ms(3000), hinted(ms(3000)), ms(500), None),
+            Fit::End
         );
     }
 
     #[test]
     fn no_time_left_ends_the_run() {
-        for kind in [
-            WaitKind::AfterFailure,
-            WaitKind::Hinted,
-            WaitKind::AfterSuccess,
-        ] {
+        for kind in [FAILURE, WaitKind::Hinted, WaitKind::AfterSuccess] {
             assert_eq!(fit(ms(0), ms(0), kind, ms(0), None), Fit::End);
             assert_eq!(fit(ms(10), ms(0), kind, ms(0), None), Fit::End);
         }
@@ -164,7 +173,7 @@ mod tests {
             fit(
                 Duration::MAX,
                 Duration::MAX,
-                WaitKind::AfterFailure,
+                FAILURE,
                 Duration::MAX,
                 Some(Duration::MAX)
             ),
@@ -174,7 +183,9 @@ mod tests {
 
     fn any_kind() -> impl Strategy<Value = WaitKind> {
         prop_oneof![
-            Just(WaitKind::AfterFailure),
+            (0u64..5_000).prop_map(|ms| WaitKind::AfterFailure {
+                not_before: Duration::from_millis(ms)
+            }),
             Just(WaitKind::Hinted),
             Just(WaitKind::AfterSuccess)
         ]
@@ -200,20 +211,25 @@ mod tests {
                 }
                 Fit::LastChance(shorter) => {
                     // Only a failure's own wait is shortened, and only one that would cross.
-                    prop_assert_eq!(kind, WaitKind::AfterFailure);
+                    let WaitKind::AfterFailure { not_before } = kind else {
+                        return Err(TestCaseError::fail("only a failure's wait is cut"));
+                    };
+                    prop_assert!(shorter >= not_before, "never sooner than a hint asked");
                     prop_assert!(wait >= left && shorter < wait);
                     // The last attempt starts before the deadline: at least 100 ms before it
                     // when there is that much time, at once otherwise.
                     prop_assert!(shorter < left);
                     let room = next_limit.map_or(longest, |limit| limit.min(longest));
                     let needed = room.saturating_mul(2).max(LAST_CHANCE_MARGIN);
-                    prop_assert!(left - shorter >= needed || shorter.is_zero());
+                    prop_assert!(left - shorter >= needed || shorter == not_before || shorter.is_zero());
                     // And no earlier than it must.
-                    prop_assert!(left - shorter <= needed);
+                    prop_assert!(left - shorter <= needed || shorter == not_before);
                 }
                 Fit::End => {
                     // Time is left only for a wait that is not to be shortened.
-                    prop_assert!(left.is_zero() || (wait >= left && kind != WaitKind::AfterFailure));
+                    let hint_past = matches!(kind, WaitKind::AfterFailure { not_before } if not_before >= left);
+                    let not_cut = !matches!(kind, WaitKind::AfterFailure { .. });
+                    prop_assert!(left.is_zero() || (wait >= left && (not_cut || hint_past)));
                 }
             }
         }

@@ -288,13 +288,16 @@ enum Between {
 }
 
 impl Between {
-    /// What the deadline may do to the wait that follows.
-    fn wait_kind(self) -> WaitKind {
+    /// What the deadline may do to the wait that follows: a hint cut to `retry_after_max` is
+    /// the least it may become.
+    fn wait_kind(self, retry_after_max: Duration) -> WaitKind {
         match self {
             Between::Failure {
                 hint: Some(hint), ..
             } if hint.lengthened => WaitKind::Hinted,
-            Between::Failure { .. } => WaitKind::AfterFailure,
+            Between::Failure { hint, .. } => WaitKind::AfterFailure {
+                not_before: hint.map_or(Duration::ZERO, |hint| hint.asked.min(retry_after_max)),
+            },
             Between::Streak | Between::Restart => WaitKind::AfterSuccess,
         }
     }
@@ -618,7 +621,6 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         let settings = self.settings;
         let count = self.count(attempt, progress);
         progress.streak += 1;
-        self.last_chance = false;
         if settings.restart {
             self.hook(HookKind::Success, attempt, report.end.status(), None)?;
         }
@@ -693,7 +695,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         let mut wait = wait;
         // No wait follows a last chance: after_attempt ends the run.
         if !self.last_chance
-            && let Fit::LastChance(shorter) = self.fit(wait, between.wait_kind(), attempt)
+            && let Fit::LastChance(shorter) = self.fit(wait, between, attempt)
         {
             wait = shorter;
             between = Between::Failure {
@@ -705,8 +707,10 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         self.after_attempt(count, report, wait, between, progress)
     }
 
-    /// Fits a wait of `wait` after attempt `attempt` to the deadline, if the run has one.
-    fn fit(&self, wait: Duration, kind: WaitKind, attempt: u64) -> Fit {
+    /// Fits a wait of `wait` after attempt `attempt` (`between` it and the next) to the
+    /// deadline, if the run has one.
+    fn fit(&self, wait: Duration, between: Between, attempt: u64) -> Fit {
+        let kind = between.wait_kind(self.settings.retry_after_max);
         let Some(deadline) = self.deadline else {
             return Fit::Keep;
         };
@@ -728,11 +732,13 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     ) -> Result<Next, Halt> {
         let attempt = count.attempt;
         let is_last = self.is_last(attempt, progress);
-        let crosses_deadline = self.fit(wait, between.wait_kind(), attempt) == Fit::End;
+        let crosses_deadline = self.fit(wait, between, attempt) == Fit::End;
         // The fleet limits are asked first: an attempt after which they refuse is the final one.
         let refusal = if is_last {
             Some(GiveUp::Exhausted)
-        } else if self.last_chance && matches!(between, Between::Failure { .. }) {
+        } else if self.last_chance {
+            // No wait follows the last chance, whatever its end: a success that leaves a
+            // streak unfinished or restarts the command has no time either.
             Some(GiveUp::LastChanceUsed)
         } else if crosses_deadline {
             Some(self.max_time_end(wait))
@@ -795,9 +801,16 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 } => Duration::MAX,
                 _ => wait,
             };
-            match self.fit(planned, between.wait_kind(), attempt) {
+            match self.fit(planned, between, attempt) {
                 Fit::Keep => {}
                 Fit::LastChance(shorter) => {
+                    if planned != Duration::MAX {
+                        // The wait was told as any other: say what it became.
+                        self.reporter.emit(&Event::CutByHook {
+                            attempt: attempt + 1,
+                            next: shorter,
+                        });
+                    }
                     self.last_chance = true;
                     return Ok(Next::Wait {
                         wait: shorter,
@@ -1225,6 +1238,9 @@ mod tests {
                 hook.next_delay,
                 self.time.elapsed.get()
             ));
+            if hook.command == "slow" {
+                self.time.advance(Duration::from_millis(800));
+            }
             Ok(if hook.command == "fail" {
                 AttemptEnd::Exited(3)
             } else {
@@ -2128,6 +2144,105 @@ mod tests {
         // 210ms: then 315ms would cross, and a streak's wait is not shortened.
         assert_eq!(out.ends.len(), 3, "{}", out.output);
         assert_eq!(out.slept, vec![ms(100), ms(100)]);
+    }
+
+    /// A hint the schedule's longer wait outgrew still holds the last chance back to what the
+    /// server asked: attempts of 500ms, a 2s hint, a 10s list wait and 3s in all: the last
+    /// chance would start at 1.5s after the first attempt, but the hint asks 2s.
+    #[test]
+    fn the_last_chance_never_comes_sooner_than_a_hint_asked() {
+        let hint = Some(AskedWait {
+            wait: Duration::from_secs(2),
+            source: HintSource::RetryAfter,
+        });
+        let out = run_with_hints(
+            &[
+                "--max-time",
+                "3s",
+                "--forever",
+                "--base",
+                "10s",
+                "--backoff",
+                "constant",
+            ],
+            &[exited(1, 500), exited(1, 10)],
+            &[hint],
+            None,
+        );
+        assert_eq!(out.slept, vec![ms(2000)]);
+        assert_eq!(out.ends.len(), 2, "{}", out.output);
+        // A hint past the deadline: no last chance at all.
+        let late = Some(AskedWait {
+            wait: Duration::from_millis(2600),
+            source: HintSource::RetryAfter,
+        });
+        let out = run_with_hints(
+            &[
+                "--max-time",
+                "3s",
+                "--forever",
+                "--base",
+                "10s",
+                "--backoff",
+                "constant",
+            ],
+            &[exited(1, 500)],
+            &[late],
+            None,
+        );
+        assert!(out.slept.is_empty(), "{:?}", out.slept);
+        assert_eq!(out.ends.len(), 1);
+    }
+
+    /// No wait follows the last chance, whatever its end: a success that leaves a
+    /// `--consecutive` streak unfinished ends the run (exit 1), one under `--restart` ends it
+    /// as a success; "the last before --max-time" is never said twice.
+    #[test]
+    fn nothing_follows_the_last_chance_even_a_success() {
+        // Waits of 10, 20, 40, ... 320ms bring the seventh attempt to 630ms; 640ms more would
+        // cross 1s: the eighth is the last chance, at 900ms, and d(1) after it would still fit.
+        let failures = [exited(1, 0); 7];
+        let args = ["--max-time", "1s", "--forever", "--base", "10ms"];
+        let streak = [&args[..], &["--consecutive", "2"]].concat();
+        let out = run(&streak, &[&failures[..], &[exited(0, 0); 2]].concat());
+        assert_eq!(out.ends.len(), 8, "{}", out.output);
+        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
+        assert_eq!(out.output.matches("the last before --max-time").count(), 1);
+        let restart = [&args[..], &["--restart"]].concat();
+        let out = run(
+            &restart,
+            &[&failures[..], &[exited(0, 0), exited(1, 0)]].concat(),
+        );
+        assert_eq!(out.ends.len(), 8, "{}", out.output);
+        assert_eq!(out.end, RunEnd::Succeeded);
+    }
+
+    /// A hook that uses up a wait that was told as any other: what it became is said, in the
+    /// line and as a `retry` event with `last_chance`.
+    #[test]
+    fn a_wait_the_hook_used_up_is_said_to_be_the_last_chance() {
+        let out = run(
+            &[
+                "--max-time",
+                "1s",
+                "--forever",
+                "--base",
+                "500ms",
+                "--backoff",
+                "constant",
+                "--on-retry",
+                "slow",
+            ],
+            &[exited(1, 0)],
+        );
+        assert!(
+            out.output.contains(
+                "the --on-retry hook used up the wait: next attempt in 100ms, the last before \
+                 --max-time"
+            ),
+            "{}",
+            out.output
+        );
     }
 
     /// `--on-retry` that uses up time: the last chance is fitted again to what is left, and

@@ -495,7 +495,15 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
 /// chance. A wait that reaches a deadline already passed (an earlier cut left none) is none.
 fn fit_to(limit: Duration, wait: Duration, from: Duration) -> (Duration, bool) {
     let left = limit.saturating_sub(from);
-    match deadline::fit(wait, left, WaitKind::AfterFailure, Duration::ZERO, None) {
+    match deadline::fit(
+        wait,
+        left,
+        WaitKind::AfterFailure {
+            not_before: Duration::ZERO,
+        },
+        Duration::ZERO,
+        None,
+    ) {
         Fit::Keep => (wait, false),
         Fit::LastChance(shorter) => (shorter, true),
         Fit::End => (Duration::ZERO, true),

@@ -404,7 +404,8 @@ pub(crate) struct KeptOutput {
 
 impl KeptOutput {
     /// Writes the kept output; where `--keep-max` cut it, one line between its head and its
-    /// tail says how much was left out.
+    /// tail says how much was left out. It ends its line, so that what follows (the next
+    /// header, the final attempt's output) starts one of its own.
     pub(crate) fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
         let end = self.from + self.len;
         match self.cut {
@@ -412,7 +413,7 @@ impl KeptOutput {
             Some((head, left_out)) => {
                 copy_range(&self.spool, self.from..self.from + head, out)?;
                 // The line stands on its own, whatever the head ended with.
-                let apart = if head > 0 && !self.ends_a_line(self.from + head) {
+                let apart = if head > 0 && !self.ends_a_line_at(self.from + head) {
                     "\n"
                 } else {
                     ""
@@ -425,11 +426,14 @@ impl KeptOutput {
                 copy_range(&self.spool, self.from + head..end, out)?;
             }
         }
+        if self.len > 0 && !self.ends_a_line_at(end) {
+            out.write_all(b"\n")?;
+        }
         out.flush()
     }
 
     /// Whether the byte before `offset` ends a line.
-    fn ends_a_line(&self, offset: u64) -> bool {
+    fn ends_a_line_at(&self, offset: u64) -> bool {
         let mut last = [0u8; 1];
         self.spool
             .read_at(offset - 1, &mut last)
@@ -1217,7 +1221,8 @@ mod tests {
     }
 
     /// Each kept attempt comes back in order with exactly its own output, its streams as they
-    /// were interleaved; the first attempt's spool taken as it is, later ones copied after it.
+    /// were interleaved, and a newline when it did not end its line; the first attempt's spool
+    /// taken as it is, later ones copied after it.
     #[test]
     fn kept_output_comes_back_attempt_by_attempt() {
         let mut kept = Kept::default();
@@ -1251,7 +1256,8 @@ mod tests {
                     AttemptEnd::Exited(1),
                     b"out 1\nerr 1\nout 1 again\n".to_vec()
                 ),
-                (2, AttemptEnd::Exited(2), big),
+                // A replay ends its line; an empty one is nothing at all.
+                (2, AttemptEnd::Exited(2), [&big[..], b"\n"].concat()),
                 (3, AttemptEnd::Signaled(9), Vec::new()),
             ]
         );

@@ -326,6 +326,15 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
             let attempt = attempt(count, end, ran, "failure", why.map(|why| why.to_string()));
             with_retry(attempt, count.attempt, next, hint, last_chance)
         }
+        Event::CutByHook { attempt, next } => vec![(
+            "retry",
+            Fields::Retry(Retry {
+                attempt,
+                delay_ms: Millis(next),
+                hint_ms: None,
+                last_chance: true,
+            }),
+        )],
         Event::Reset { attempt, ran } => vec![(
             "reset",
             Fields::Reset(Reset {
@@ -981,6 +990,10 @@ mod tests {
                 value: "soon",
             },
             Event::StdinShared,
+            Event::CutByHook {
+                attempt: 2,
+                next: ms(100),
+            },
             Event::FailedOutput {
                 attempt: 1,
                 end: AttemptEnd::TimedOut(Limit::Attempt),

@@ -138,6 +138,12 @@ pub enum Event<'a> {
         /// `--max-time`.
         last_chance: bool,
     },
+    /// The `--on-retry` hook used up so much of the wait that `--max-time` cut what was left
+    /// into the last chance: attempt `attempt` starts after `next`.
+    CutByHook {
+        attempt: u64,
+        next: Duration,
+    },
     /// An attempt ran for `--reset-after` or longer and failed: the schedule and the attempt
     /// limit start over after it.
     Reset {
@@ -253,7 +259,8 @@ pub enum Event<'a> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Terminal {
     /// stderr is a terminal, `NO_COLOR` is unset (set to anything, even the empty string, it
-    /// turns colour off) and `TERM` is not `dumb` (a terminal that says it draws nothing).
+    /// turns colour off) and `TERM` names a terminal other than `dumb` (unset or empty, as git
+    /// reads it, it says nothing of what the terminal draws).
     pub color: bool,
     /// stderr is a terminal and `CI` is unset or empty: long waits show a live countdown.
     pub countdown: bool,
@@ -267,7 +274,7 @@ impl Terminal {
         Terminal {
             color: tty
                 && std::env::var_os("NO_COLOR").is_none()
-                && std::env::var_os("TERM").is_none_or(|term| term != "dumb"),
+                && std::env::var_os("TERM").is_some_and(|term| !term.is_empty() && term != "dumb"),
             countdown: tty && !ci,
         }
     }

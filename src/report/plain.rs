@@ -53,6 +53,10 @@ pub(super) fn line(event: &Event<'_>) -> String {
                 asked(hint)
             )
         }
+        Event::CutByHook { next, .. } => format!(
+            "the --on-retry hook used up the wait: next attempt in {}, the last before --max-time",
+            human(next)
+        ),
         Event::Reset { attempt, ran } => format!(
             "attempt {attempt} ran {}, at least --reset-after: the schedule and the attempt \
              limit start over",

@@ -407,16 +407,19 @@ fn no_countdown_in_ci_and_no_escapes_with_no_color() {
     assert!(countdown(&both_empty).len() >= 2, "{both_empty:?}");
 }
 
-/// A terminal that says it cannot draw (`TERM=dumb`: Emacs' shell, some CI consoles) gets no
-/// colour, as with `NO_COLOR`; the same line on an able terminal has it.
+/// A terminal that says it cannot draw (`TERM=dumb`: Emacs' shell, some CI consoles), or says
+/// nothing (`TERM` empty, as git reads it), gets no colour, as with `NO_COLOR`; the same line
+/// on an able terminal has it.
 #[test]
 fn a_dumb_terminal_gets_no_colour() {
     let args = "-r 0 --stdin null false";
-    let [dumb, able] = [("TERM", "dumb"), ("TERM", "xterm")]
+    let [dumb, empty, able] = [("TERM", "dumb"), ("TERM", ""), ("TERM", "xterm")]
         .map(|term| std::thread::spawn(move || under_terminal(args, &[term])))
         .map(|screen| screen.join().unwrap());
-    assert!(dumb.contains("retry: attempt 1/1 failed"), "{dumb:?}");
-    assert!(!dumb.contains('\u{1b}'), "{dumb:?}");
+    for plain in [&dumb, &empty] {
+        assert!(plain.contains("retry: attempt 1/1 failed"), "{plain:?}");
+        assert!(!plain.contains('\u{1b}'), "{plain:?}");
+    }
     assert!(able.contains("\u{1b}[1;31mretry:\u{1b}[0m"), "{able:?}");
 }
 

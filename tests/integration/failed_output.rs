@@ -112,6 +112,33 @@ fn a_quiet_cron_mail_reads_the_attempts_in_order() {
     }
 }
 
+/// An attempt whose output does not end its line: the next header, and the final attempt's
+/// output, still start lines of their own, so a mail tells the attempts apart.
+#[test]
+fn each_replay_ends_its_line() {
+    let output = retry()
+        .args([
+            "-q",
+            "--failed-output",
+            "on-give-up",
+            "-a",
+            "3",
+            "--delays",
+            "0",
+        ])
+        .args(sh("printf \"partial-$RETRY_ATTEMPT\" >&2; exit 1"))
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "retry: output of attempt 1 (exit 1):\npartial-1\n\
+         retry: output of attempt 2 (exit 1):\npartial-2\n\
+         partial-3"
+    );
+}
+
 /// stdout and stderr into one pipe (`2>&1`, as cron and CI take them): held output comes out
 /// as the attempt interleaved it, the final attempt's and each kept one's alike. The command
 /// pauses between streams, so that its two pipes are read in that order.
@@ -280,7 +307,8 @@ fn binary_output_is_kept_and_replayed_byte_for_byte() {
             format!("retry: output of attempt {attempt} (exit 4):\n").as_bytes(),
         );
         replayed.extend_from_slice(&bytes);
-        replayed.extend_from_slice(format!("e{attempt}").as_bytes());
+        // A replay ends its line, so the next header (or the final output) starts its own.
+        replayed.extend_from_slice(format!("e{attempt}\n").as_bytes());
     }
     replayed.extend_from_slice(b"e3");
     assert!(
@@ -313,9 +341,10 @@ fn two_hundred_mib_of_failed_output_is_held_in_bounded_memory() {
     assert_eq!(status.code(), Some(1));
     let replayed = fs::metadata(&written).unwrap().len();
     let headers = "retry: output of attempt 1 (exit 1):\n".len() * 2;
+    // Each replay ends its line: NUL bytes end none, so one newline follows each.
     assert_eq!(
         replayed,
-        2 * 104_857_600 + headers as u64,
+        2 * (104_857_600 + 1) + headers as u64,
         "both kept attempts behind their headers, and nothing else"
     );
     assert!(peak_kib < 32 * 1024, "peak RSS {peak_kib} KiB");
