@@ -6,6 +6,7 @@
 //! attempt itself has died, whatever is left of its group gets the rest of the grace and then
 //! SIGKILL too, so no grandchild outlives a terminated attempt.
 
+use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, PipeReader, Write};
 use std::os::fd::AsFd;
@@ -59,6 +60,8 @@ pub(crate) struct Runner<'a> {
     leftovers: Vec<Leftover>,
     /// What `--on-retry` hooks handed on to later attempts.
     hook_values: HookValues,
+    /// What `retry` held below it when the running attempt started (see `sweep::below`).
+    earlier: BTreeSet<sweep::Known>,
 }
 
 impl<'a> Runner<'a> {
@@ -82,6 +85,7 @@ impl<'a> Runner<'a> {
             warned: Vec::new(),
             leftovers: Vec::new(),
             hook_values: HookValues::default(),
+            earlier: BTreeSet::new(),
         }
     }
 
@@ -98,6 +102,16 @@ impl<'a> Runner<'a> {
 enum Target {
     Group(libc::pid_t),
     Process(libc::pid_t),
+}
+
+impl Phase {
+    /// When SIGKILL follows, if it does.
+    fn kill_at(self) -> Option<Instant> {
+        match self {
+            Phase::Terminating { kill_at } => Some(kill_at),
+            Phase::Running | Phase::Killed => None,
+        }
+    }
 }
 
 impl Target {
@@ -222,6 +236,11 @@ struct Supervised {
 
 impl Execute for Runner<'_> {
     fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut> {
+        if !self.foreground {
+            // SAFETY: getpid(2) cannot fail.
+            let own = unsafe { libc::getpid() };
+            self.earlier = sweep::below(own, &plumbing::helpers());
+        }
         let started = Instant::now();
         let Spawned {
             mut child,
@@ -461,6 +480,7 @@ impl Runner<'_> {
             Supervisee::Attempt(number) => Some(number),
             Supervisee::Hook => None,
         };
+        let earlier = &self.earlier;
         let status = loop {
             let wake_at = match phase {
                 Phase::Running => deadline.map(|(at, _)| at),
@@ -493,18 +513,20 @@ impl Runner<'_> {
                 }) => {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
-                        let stragglers = stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
+                        let stragglers = stragglers.get_or_insert_with(|| {
+                            Stragglers::of(child, target, attempt, signal, earlier, phase.kill_at())
+                        });
                         target.send(libc::SIGKILL);
                         phase = Phase::Killed;
-                        stragglers.kill();
+                        stragglers.kill(Instant::now() + KILL_ROUNDS);
                     } else {
                         interrupted = Some(signal);
                         if phase == Phase::Running {
                             phase = self.terminating();
                         }
-                        let stragglers = stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
+                        let stragglers = stragglers.get_or_insert_with(|| {
+                            Stragglers::of(child, target, attempt, signal, earlier, phase.kill_at())
+                        });
                         // The terminal's Ctrl-C reached an attempt in `retry`'s own group
                         // (--foreground) already; a second copy would read as "again, and
                         // harder", which tells terraform or docker compose to quit at once.
@@ -519,15 +541,20 @@ impl Runner<'_> {
                         timed_out = deadline.map(|(_, limit)| limit);
                         phase = self.terminating();
                         let signal = self.kill_signal;
-                        let stragglers = stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
+                        let stragglers = stragglers.get_or_insert_with(|| {
+                            Stragglers::of(child, target, attempt, signal, earlier, phase.kill_at())
+                        });
                         target.terminate(signal);
                         stragglers.terminate();
                     }
                     Phase::Terminating { .. } | Phase::Killed => {
                         target.send(libc::SIGKILL);
+                        let kill_at = match phase {
+                            Phase::Terminating { kill_at } => kill_at,
+                            _ => Instant::now(),
+                        };
                         if let Some(stragglers) = &mut stragglers {
-                            stragglers.kill();
+                            stragglers.kill(kill_at + KILL_ROUNDS);
                         }
                         phase = Phase::Killed;
                     }
@@ -1020,7 +1047,7 @@ impl Runner<'_> {
         let kill = |stragglers: &mut Option<&mut Stragglers>| {
             target.send(libc::SIGKILL);
             if let Some(stragglers) = stragglers {
-                stragglers.kill();
+                stragglers.kill(Instant::now().min(kill_at) + KILL_ROUNDS);
             }
         };
         while left(&mut stragglers) {
@@ -1047,6 +1074,11 @@ impl Runner<'_> {
     }
 }
 
+/// How long the last rounds of SIGKILL may run past the end of the grace: what forks as it is
+/// killed is chased that long, no longer, so that `retry` ends within 100 ms of the grace
+/// (the rest is for collecting the attempt and exiting).
+const KILL_ROUNDS: Duration = Duration::from_millis(80);
+
 /// What a child that `retry` ends leaves behind outside its process group (see `sweep`): found
 /// anew each time it is asked, so one forked since is found too, and first looked for before
 /// the child is signalled, while what it started is still below it.
@@ -1060,20 +1092,40 @@ struct Stragglers {
     /// `sweep::adopted_by`); `None` for a hook, whose re-parented processes cannot be told from
     /// the attempt's before it: then only what is found below it counts.
     attempt: Option<u64>,
+    /// What `retry` held before the child started, and what was found below those since:
+    /// never signalled.
+    earlier: BTreeSet<sweep::Known>,
     /// The signal that ends them: the one the child got.
     signal: i32,
-    /// Every one found so far, with its start: once re-parented, one that was found below the
-    /// child is still followed (by number and start, so never a process that took its number).
-    known: Vec<(libc::pid_t, u64)>,
+    /// Every living one found so far out of the child's group: once re-parented, one that was
+    /// found below the child is still followed.
+    living: Vec<sweep::Followed>,
     /// Those sent `signal` already.
-    signalled: Vec<libc::pid_t>,
-    /// SIGKILL was sent: whatever is found from now on gets it too.
-    killed: bool,
+    signalled: BTreeSet<sweep::Known>,
+    /// The ended ones (not yet collected) the last look found, the child's group and the child
+    /// too: their children were re-parented before the next look began.
+    ended: BTreeSet<sweep::Known>,
+    /// When the grace ends: a look meanwhile is cut short then, so SIGKILL is not late.
+    kill_at: Option<Instant>,
+    /// SIGKILL was sent, with rounds of it until then: whatever is found from now on gets it
+    /// too.
+    killed: Option<Instant>,
 }
+
+/// The most pidfds the stragglers hold open at once: beyond that, one is opened for each
+/// signal, and `retry` keeps descriptors for its own files whatever an attempt forks.
+const HELD_PIDFDS: usize = 256;
 
 impl Stragglers {
     /// Takes the first look, which must come before the child is signalled.
-    fn of(child: &Child, target: Target, attempt: Option<u64>, signal: i32) -> Stragglers {
+    fn of(
+        child: &Child,
+        target: Target,
+        attempt: Option<u64>,
+        signal: i32,
+        earlier: &BTreeSet<sweep::Known>,
+        kill_at: Option<Instant>,
+    ) -> Stragglers {
         let root = child.id() as libc::pid_t;
         let mut stragglers = Stragglers {
             root,
@@ -1082,68 +1134,103 @@ impl Stragglers {
                 Target::Process(_) => None,
             },
             attempt,
+            earlier: earlier.clone(),
             signal,
-            known: Vec::new(),
-            signalled: Vec::new(),
-            killed: false,
+            living: Vec::new(),
+            signalled: BTreeSet::new(),
+            ended: BTreeSet::new(),
+            kill_at,
+            killed: None,
         };
-        stragglers.living();
+        stragglers.look(kill_at, &[]);
         stragglers
     }
 
-    /// The living ones, less those of the child's group (which `Target` signals).
-    fn living(&mut self) -> Vec<libc::pid_t> {
+    /// Looks for them again (up to `until`: a look cut short settles nothing), sending each
+    /// one found alive `send` as soon as it is found (so one killed forks no more while the
+    /// walk goes on); whether this look shows that none is left: none alive, the child's
+    /// group's included, and none ended since the last look (whose children may have moved to
+    /// `retry` after its list was read).
+    fn look(&mut self, until: Option<Instant>, send: &[i32]) -> bool {
         let Some(since) = self.since else {
-            return Vec::new();
+            return true;
         };
-        // SAFETY: getpid(2) cannot fail.
-        let own = unsafe { libc::getpid() };
         let helpers = plumbing::helpers();
         let attempt = self.attempt;
-        let adopted = |pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt));
-        let family = sweep::family(own, &helpers);
-        for entry in sweep::left_behind(&family, self.root, since, own, &helpers, &adopted) {
-            if entry.group != self.root && !self.known.contains(&(entry.pid, entry.start)) {
-                self.known.push((entry.pid, entry.start));
+        let lineage = sweep::Lineage {
+            root: self.root,
+            since,
+            // SAFETY: getpid(2) cannot fail.
+            own: unsafe { libc::getpid() },
+            spared: &helpers,
+            adopted: &|pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt)),
+        };
+        let mut settled = true;
+        let mut ended = BTreeSet::new();
+        let (root, living) = (self.root, &mut self.living);
+        let whole = sweep::walk(&lineage, &mut self.earlier, until, &mut |entry| {
+            let known = (entry.pid, entry.start);
+            if entry.zombie {
+                ended.insert(known);
+            } else if entry.group == root {
+                settled = false;
+            } else if let Some(followed) = living.iter().find(|followed| followed.known == known) {
+                followed.signal(send);
+            } else {
+                let keep = living.len() < HELD_PIDFDS;
+                if let Some(followed) = sweep::Followed::new(known, keep) {
+                    followed.signal(send);
+                    living.push(followed);
+                }
             }
-        }
-        self.known.retain(|&(pid, start)| {
-            sweep::entry_of(pid).is_some_and(|now| now.start == start && !now.zombie)
         });
-        self.known.iter().map(|&(pid, _)| pid).collect()
+        self.living.retain(|followed| match followed.ended() {
+            Some(false) => true,
+            Some(true) => {
+                ended.insert(followed.known);
+                false
+            }
+            None => false,
+        });
+        settled &= whole && self.living.is_empty() && ended.is_subset(&self.ended);
+        self.ended = ended;
+        settled
     }
 
     /// Sends the signal (and SIGCONT, so a stopped one can act on it) to those not sent it
-    /// yet, or SIGKILL to all once that was sent; whether any is left.
+    /// yet, or SIGKILL to all once that was sent; whether any may be left.
     fn terminate(&mut self) -> bool {
-        if self.killed {
-            return self.kill();
+        if let Some(until) = self.killed {
+            return self.kill(until);
         }
-        let living = self.living();
-        for &pid in &living {
-            if !self.signalled.contains(&pid) {
-                self.signalled.push(pid);
-                Target::Process(pid).terminate(self.signal);
+        let settled = self.look(self.kill_at, &[]);
+        for followed in &self.living {
+            if self.signalled.insert(followed.known) {
+                followed.signal(&[self.signal, libc::SIGCONT]);
             }
         }
-        !living.is_empty()
+        !settled
     }
 
     /// SIGKILL to every one, again until none is found (one that forks as it is killed has
-    /// children the last look did not see, and a killed one forks no more); whether any is
-    /// still found after the last round.
-    fn kill(&mut self) -> bool {
-        self.killed = true;
-        for _ in 0..100 {
-            let living = self.living();
-            if living.is_empty() {
-                return false;
-            }
-            for pid in living {
-                Target::Process(pid).send(libc::SIGKILL);
-            }
+    /// children the last look did not see, and a killed one forks no more) or until `until`
+    /// (the first time it is asked: later calls keep to it); whether any may still be left.
+    fn kill(&mut self, until: Instant) -> bool {
+        let until = *self.killed.get_or_insert(until);
+        // Those already found first, before a walk for the rest; and one whole walk however
+        // late it is: killed, what forked (and loaded the machine) forks no more, so the walk
+        // is quick, and it finds what they forked since the last look.
+        for followed in &self.living {
+            followed.signal(&[libc::SIGKILL]);
         }
-        !self.living().is_empty()
+        if self.look(None, &[libc::SIGKILL]) {
+            return false;
+        }
+        sweep::rounds_until(
+            || !self.look(Some(until), &[libc::SIGKILL]),
+            Instant::now,
+            until,
+        )
     }
 }
 
