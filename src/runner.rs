@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::cgroup::{self, Cgroups};
 use crate::cli::FailedOutput;
 use crate::driver::{
     AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
@@ -60,8 +61,15 @@ pub(crate) struct Runner<'a> {
     leftovers: Vec<Leftover>,
     /// What `--on-retry` hooks handed on to later attempts.
     hook_values: HookValues,
-    /// What `retry` held below it when the running attempt started (see `sweep::below`).
+    /// What `retry` held below it when the running attempt started (see `sweep::below`), where
+    /// the attempt has no cgroup of its own.
     earlier: BTreeSet<sweep::Known>,
+    /// Where the attempts' cgroups are made, where `retry` may make them (see `cgroup`).
+    cgroups: Option<Cgroups>,
+    /// The running attempt's cgroup, if it has one.
+    cgroup: Option<cgroup::Attempt>,
+    /// The sweep's way was said (`--verbose`).
+    said_sweep: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -86,6 +94,14 @@ impl<'a> Runner<'a> {
             leftovers: Vec::new(),
             hook_values: HookValues::default(),
             earlier: BTreeSet::new(),
+            // Under --foreground, only the attempt itself is ever signalled.
+            cgroups: if settings.foreground {
+                None
+            } else {
+                Cgroups::here()
+            },
+            cgroup: None,
+            said_sweep: false,
         }
     }
 
@@ -236,10 +252,20 @@ struct Supervised {
 
 impl Execute for Runner<'_> {
     fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut> {
-        if !self.foreground {
-            // SAFETY: getpid(2) cannot fail.
-            let own = unsafe { libc::getpid() };
-            self.earlier = sweep::below(own, &plumbing::helpers());
+        self.cgroup = self
+            .cgroups
+            .as_mut()
+            .and_then(|cgroups| cgroups.for_attempt(spec.number));
+        if !self.said_sweep {
+            self.said_sweep = true;
+            let parent = self
+                .cgroup
+                .as_ref()
+                .and_then(|cgroup| cgroup.dir().parent());
+            reporter.emit(&Report::Sweep { cgroup: parent });
+        }
+        if self.cgroup.is_none() && !self.foreground {
+            self.earlier = own_below();
         }
         let started = Instant::now();
         let Spawned {
@@ -249,6 +275,9 @@ impl Execute for Runner<'_> {
         } = match self.spawn_attempt(spec) {
             Ok(spawned) => spawned,
             Err(error) => {
+                if let (Some(cgroups), Some(cgroup)) = (&mut self.cgroups, self.cgroup.take()) {
+                    cgroups.finished(cgroup);
+                }
                 let (end, why) = start::failure(&error, &self.command[0]);
                 return Ok(AttemptReport {
                     end,
@@ -260,7 +289,23 @@ impl Execute for Runner<'_> {
                 });
             }
         };
+        if let Some(cgroup) = self
+            .cgroup
+            .take_if(|cgroup| !cgroup.holds(child.id() as i32))
+        {
+            // It could not join its cgroup: this attempt, and every later one, is swept by
+            // /proc, and what `retry` held before it started is what it holds now, less it.
+            if let Some(mut cgroups) = self.cgroups.take() {
+                cgroups.finished(cgroup);
+            }
+            self.earlier = own_below();
+            self.earlier
+                .retain(|&(pid, _)| pid != child.id() as libc::pid_t);
+        }
         let supervised = self.supervise_attempt(&mut child, spec, started, reporter);
+        if let (Some(cgroups), Some(cgroup)) = (&mut self.cgroups, self.cgroup.take()) {
+            cgroups.finished(cgroup);
+        }
         let reader_wait = match supervised.interrupted {
             Some(_) => ReaderWait::WhileFlowing,
             None => ReaderWait::Whole,
@@ -475,12 +520,16 @@ impl Runner<'_> {
         let mut timed_out = None;
         let mut interrupted = None;
         // Once `retry` ends the child: what it leaves outside its group.
-        let mut stragglers: Option<Stragglers> = None;
+        let mut stragglers: Option<Stragglers<'_>> = None;
         let attempt = match supervisee {
             Supervisee::Attempt(number) => Some(number),
             Supervisee::Hook => None,
         };
         let earlier = &self.earlier;
+        let cgroup = match supervisee {
+            Supervisee::Attempt(_) => self.cgroup.as_ref(),
+            Supervisee::Hook => None,
+        };
         let status = loop {
             let wake_at = match phase {
                 Phase::Running => deadline.map(|(at, _)| at),
@@ -514,7 +563,15 @@ impl Runner<'_> {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
                         let stragglers = stragglers.get_or_insert_with(|| {
-                            Stragglers::of(child, target, attempt, signal, earlier, phase.kill_at())
+                            Stragglers::of(
+                                child,
+                                target,
+                                attempt,
+                                signal,
+                                earlier,
+                                cgroup,
+                                phase.kill_at(),
+                            )
                         });
                         target.send(libc::SIGKILL);
                         phase = Phase::Killed;
@@ -525,7 +582,15 @@ impl Runner<'_> {
                             phase = self.terminating();
                         }
                         let stragglers = stragglers.get_or_insert_with(|| {
-                            Stragglers::of(child, target, attempt, signal, earlier, phase.kill_at())
+                            Stragglers::of(
+                                child,
+                                target,
+                                attempt,
+                                signal,
+                                earlier,
+                                cgroup,
+                                phase.kill_at(),
+                            )
                         });
                         // The terminal's Ctrl-C reached an attempt in `retry`'s own group
                         // (--foreground) already; a second copy would read as "again, and
@@ -542,7 +607,15 @@ impl Runner<'_> {
                         phase = self.terminating();
                         let signal = self.kill_signal;
                         let stragglers = stragglers.get_or_insert_with(|| {
-                            Stragglers::of(child, target, attempt, signal, earlier, phase.kill_at())
+                            Stragglers::of(
+                                child,
+                                target,
+                                attempt,
+                                signal,
+                                earlier,
+                                cgroup,
+                                phase.kill_at(),
+                            )
                         });
                         target.terminate(signal);
                         stragglers.terminate();
@@ -699,6 +772,16 @@ impl Runner<'_> {
             .envs(self.hook_values.pairs());
         if !self.foreground {
             command.process_group(0);
+        }
+        if let Some(procs) = self.cgroup.as_ref().map(cgroup::Attempt::procs) {
+            // SAFETY: the closure only writes to a descriptor (see `cgroup::Attempt::join`),
+            // which is async-signal-safe.
+            unsafe {
+                command.pre_exec(move || {
+                    cgroup::Attempt::join(procs);
+                    Ok(())
+                });
+            }
         }
         command
     }
@@ -1032,10 +1115,10 @@ impl Runner<'_> {
         &self,
         target: Target,
         kill_at: Instant,
-        mut stragglers: Option<&mut Stragglers>,
+        mut stragglers: Option<&mut Stragglers<'_>>,
     ) -> Option<i32> {
         let mut pause = Duration::from_millis(1);
-        let left = |stragglers: &mut Option<&mut Stragglers>| {
+        let left = |stragglers: &mut Option<&mut Stragglers<'_>>| {
             let group = target.group_alive();
             // Those re-parented to `retry` that have died are its to collect.
             reap_orphans(None);
@@ -1044,7 +1127,7 @@ impl Runner<'_> {
                 None => group,
             }
         };
-        let kill = |stragglers: &mut Option<&mut Stragglers>| {
+        let kill = |stragglers: &mut Option<&mut Stragglers<'_>>| {
             target.send(libc::SIGKILL);
             if let Some(stragglers) = stragglers {
                 stragglers.kill(Instant::now().min(kill_at) + KILL_ROUNDS);
@@ -1082,8 +1165,11 @@ const KILL_ROUNDS: Duration = Duration::from_millis(80);
 /// What a child that `retry` ends leaves behind outside its process group (see `sweep`): found
 /// anew each time it is asked, so one forked since is found too, and first looked for before
 /// the child is signalled, while what it started is still below it.
-struct Stragglers {
+struct Stragglers<'a> {
     root: libc::pid_t,
+    /// The attempt's cgroup, where it has one: then it is the cgroup's processes, and the
+    /// kernel's `cgroup.kill` ends them.
+    cgroup: Option<&'a cgroup::Attempt>,
     /// When the child started, in clock ticks since boot; `None` when that could not be read
     /// (no /proc), or under `--foreground`, where only the child itself is ever signalled:
     /// then none is found.
@@ -1116,7 +1202,7 @@ struct Stragglers {
 /// signal, and `retry` keeps descriptors for its own files whatever an attempt forks.
 const HELD_PIDFDS: usize = 256;
 
-impl Stragglers {
+impl<'a> Stragglers<'a> {
     /// Takes the first look, which must come before the child is signalled.
     fn of(
         child: &Child,
@@ -1124,11 +1210,13 @@ impl Stragglers {
         attempt: Option<u64>,
         signal: i32,
         earlier: &BTreeSet<sweep::Known>,
+        cgroup: Option<&'a cgroup::Attempt>,
         kill_at: Option<Instant>,
-    ) -> Stragglers {
+    ) -> Stragglers<'a> {
         let root = child.id() as libc::pid_t;
         let mut stragglers = Stragglers {
             root,
+            cgroup,
             since: match target {
                 Target::Group(_) => sweep::entry_of(root).map(|entry| entry.start),
                 Target::Process(_) => None,
@@ -1155,6 +1243,9 @@ impl Stragglers {
         let Some(since) = self.since else {
             return true;
         };
+        if let Some(cgroup) = self.cgroup {
+            return self.look_in(cgroup, until, send);
+        }
         let helpers = plumbing::helpers();
         let attempt = self.attempt;
         let lineage = sweep::Lineage {
@@ -1197,6 +1288,43 @@ impl Stragglers {
         settled
     }
 
+    /// `look` where the attempt has a cgroup: its processes out of the child's group are
+    /// listed there, and none is left once it is empty. A look cut short at `until` settles
+    /// nothing.
+    fn look_in(&mut self, cgroup: &cgroup::Attempt, until: Option<Instant>, send: &[i32]) -> bool {
+        for pid in cgroup.processes() {
+            if until.is_some_and(|until| Instant::now() >= until) {
+                return false;
+            }
+            // SAFETY: getpgid(2) takes any pid, and fails for one that has gone.
+            let group = unsafe { libc::getpgid(pid) };
+            if group == self.root || group < 0 {
+                continue;
+            }
+            let Some(start) = sweep::entry_of(pid).map(|entry| entry.start) else {
+                continue;
+            };
+            if self
+                .living
+                .iter()
+                .any(|followed| followed.known == (pid, start))
+            {
+                continue;
+            }
+            let keep = self.living.len() < HELD_PIDFDS;
+            // Followed once its pidfd is open: still in the cgroup then, it is the attempt's.
+            if let Some(followed) =
+                sweep::Followed::new((pid, start), keep).filter(|_| cgroup.holds(pid))
+            {
+                followed.signal(send);
+                self.living.push(followed);
+            }
+        }
+        self.living
+            .retain(|followed| followed.ended() == Some(false));
+        !cgroup.populated()
+    }
+
     /// Sends the signal (and SIGCONT, so a stopped one can act on it) to those not sent it
     /// yet, or SIGKILL to all once that was sent; whether any may be left.
     fn terminate(&mut self) -> bool {
@@ -1217,6 +1345,9 @@ impl Stragglers {
     /// (the first time it is asked: later calls keep to it); whether any may still be left.
     fn kill(&mut self, until: Instant) -> bool {
         let until = *self.killed.get_or_insert(until);
+        if let Some(cgroup) = self.cgroup {
+            return cgroup.kill(until);
+        }
         // Those already found first, before a walk for the rest; and one whole walk however
         // late it is: killed, what forked (and loaded the machine) forks no more, so the walk
         // is quick, and it finds what they forked since the last look.
@@ -1232,6 +1363,12 @@ impl Stragglers {
             until,
         )
     }
+}
+
+/// What `retry` holds below it now, less its helpers (see `sweep::below`).
+fn own_below() -> BTreeSet<sweep::Known> {
+    // SAFETY: getpid(2) cannot fail.
+    sweep::below(unsafe { libc::getpid() }, &plumbing::helpers())
 }
 
 /// Starts `copy` on a thread of its own; returns the thread and a pipe that hangs up when it

@@ -74,6 +74,7 @@ enum Fields<'a> {
     Budget(Budget<'a>),
     Breaker(Breaker<'a>),
     Message(Message),
+    Sweep(SweepFields<'a>),
     Stream(StreamFailure<'a>),
     Signal(AttemptSignal),
     Hook(HookFailedFields),
@@ -183,6 +184,13 @@ struct Breaker<'a> {
 #[derive(Serialize)]
 struct Message {
     message: String,
+}
+
+/// How the run ends what a timed-out or interrupted attempt leaves.
+#[derive(Serialize)]
+struct SweepFields<'a> {
+    way: &'static str,
+    cgroup: Option<Cow<'a, str>>,
 }
 
 /// A stream `retry` could not spill, read or write.
@@ -446,6 +454,13 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
             Fields::Signal(AttemptSignal {
                 attempt,
                 signal: signal_text(signal),
+            }),
+        )],
+        Event::Sweep { cgroup } => vec![(
+            "sweep",
+            Fields::Sweep(SweepFields {
+                way: if cgroup.is_some() { "cgroup" } else { "proc" },
+                cgroup: cgroup.map(|path| path.to_string_lossy()),
             }),
         )],
         Event::Relayed { attempt, signal } => vec![(
@@ -977,6 +992,10 @@ mod tests {
                 attempt: 1,
                 signal: libc::SIGUSR1,
             },
+            Event::Sweep {
+                cgroup: Some(Path::new("/sys/fs/cgroup/job")),
+            },
+            Event::Sweep { cgroup: None },
             Event::HookFailed {
                 kind: HookKind::Retry,
                 end,

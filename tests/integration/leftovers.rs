@@ -4,13 +4,40 @@
 
 use std::fs;
 use std::path::Path;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use crate::util::*;
 
 /// Kills, when the test ends however it ends, the processes whose pids were written to the
-/// given files: a failing test leaves no `sleep 600` behind.
-struct Reap(Vec<std::path::PathBuf>);
+/// given files: a failing test leaves no `sleep 600` behind. While one lives, no test of this
+/// module churns through pids (see `churning`): a pid read back from a file after its process
+/// died is another's only once the numbers wrap around.
+struct Reap(
+    Vec<std::path::PathBuf>,
+    #[allow(dead_code)] RwLockReadGuard<'static, ()>,
+);
+
+impl Reap {
+    fn new(files: Vec<std::path::PathBuf>) -> Reap {
+        Reap(
+            files,
+            CHURN
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+}
+
+static CHURN: RwLock<()> = RwLock::new(());
+
+/// Held by a test that forks thousands of processes, during which no test of this module kills
+/// a process by a pid it read back (`Reap`).
+fn churning() -> RwLockWriteGuard<'static, ()> {
+    CHURN
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 impl Drop for Reap {
     fn drop(&mut self) {
@@ -19,10 +46,32 @@ impl Drop for Reap {
                 .ok()
                 .and_then(|text| text.trim().parse::<i32>().ok())
             {
+                let cgroup = cgroup_of(pid);
                 kill_leftover(pid);
+                if let Some(cgroup) = cgroup.filter(|_| gone_soon(pid)) {
+                    // The cgroup an attempt that ended on its own left with this process
+                    // in it stays after `retry` exits: it is the test's to remove.
+                    let _ = fs::remove_dir(cgroup);
+                }
             }
         }
     }
+}
+
+/// The cgroup `retry` made for the attempt that started `pid`, if it has one.
+fn cgroup_of(pid: i32) -> Option<std::path::PathBuf> {
+    let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = own.lines().find_map(|line| line.strip_prefix("0::"))?;
+    if !path.rsplit('/').next()?.starts_with("retry-") {
+        return None;
+    }
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo.lines().find_map(|line| {
+        let (fields, fs) = line.split_once(" - ")?;
+        let fields: Vec<&str> = fields.split(' ').collect();
+        (fs.starts_with("cgroup2 ") && fields.get(3) == Some(&"/")).then(|| fields[4].to_string())
+    })?;
+    Some(Path::new(&mount).join(path.trim_start_matches('/')))
 }
 
 /// The living processes whose environment holds `STRAGGLER_OF=marker`: every process of a
@@ -77,7 +126,7 @@ fn a_timeout_ends_what_left_the_group_too() {
     for how in ["setsid", "daemon"] {
         let r = retry();
         let pid_file = r.path("pid");
-        let _reap = Reap(vec![pid_file.clone()]);
+        let _reap = Reap::new(vec![pid_file.clone()]);
         let script = straggler(
             how,
             &pid_file,
@@ -102,7 +151,7 @@ fn a_timeout_ends_what_left_the_group_too() {
 fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = format!(
         "setsid sh -c 'trap \"\" TERM; echo $$ > {pid}; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & \
          while [ ! -s '{pid}' ]; do sleep 0.01; done; exec sleep 600",
@@ -123,7 +172,7 @@ fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
 fn the_next_attempt_starts_after_the_stragglers_are_gone() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let first = straggler(
         "setsid",
         &pid_file,
@@ -152,7 +201,7 @@ fn the_next_attempt_starts_after_the_stragglers_are_gone() {
 fn a_signal_to_retry_ends_the_stragglers_too() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = straggler("daemon", &pid_file, "exec sleep 600");
     let mut child = retry().args(["-r", "0"]).args(sh(&script)).spawn();
     let pid = pid_in(&pid_file);
@@ -171,7 +220,7 @@ fn a_signal_to_retry_ends_the_stragglers_too() {
 fn background_processes_of_an_attempt_that_ended_on_its_own_are_left_alone() {
     let r = retry();
     let (setsid, daemon) = (r.path("setsid"), r.path("daemon"));
-    let _reap = Reap(vec![setsid.clone(), daemon.clone()]);
+    let _reap = Reap::new(vec![setsid.clone(), daemon.clone()]);
     let wait = format!(
         "while [ ! -s '{}' ] || [ ! -s '{}' ]; do sleep 0.01; done",
         setsid.display(),
@@ -241,7 +290,7 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
     );
     // The earlier attempt's background job is left alone too: the test ends it.
     let job = r.path("job");
-    let _reap = Reap(vec![earlier.clone(), own.clone(), job.clone()]);
+    let _reap = Reap::new(vec![earlier.clone(), own.clone(), job.clone()]);
     let daemon = |pid_file: &Path| {
         format!(
             "sh -c \"setsid sh -c 'echo \\$\\$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &\"",
@@ -295,6 +344,7 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
 /// nothing, whatever the timing.)
 #[test]
 fn processes_that_fork_as_they_are_killed_leave_nothing() {
+    let _churning = churning();
     let r = retry();
     let marker = r.dir.path().display().to_string();
     let spawner = "trap '' TERM; while :; do setsid sleep 1001 </dev/null >/dev/null 2>&1 & p=$!; kill -9 $p; wait $p; done";
@@ -323,7 +373,7 @@ fn processes_that_fork_as_they_are_killed_leave_nothing() {
 fn what_a_signalled_hook_started_is_ended_with_it() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let hook = format!(
         "setsid sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
         pid = pid_file.display()
@@ -348,7 +398,7 @@ fn what_a_signalled_hook_started_is_ended_with_it() {
 fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = format!(
         "(setsid env -i sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 &)
          while [ ! -s '{pid}' ] || [ \"$(cut -d' ' -f4 /proc/$(cat '{pid}')/stat)\" != $PPID ]; do sleep 0.01; done
@@ -384,7 +434,7 @@ fn a_sweep_never_ends_what_an_earlier_attempt_left_in_the_same_tick() {
         let daemons: Vec<_> = (1..=6)
             .map(|pair| r.path(&format!("daemon{pair}")))
             .collect();
-        let _reap = Reap(daemons.clone());
+        let _reap = Reap::new(daemons.clone());
         let script = format!(
             "if [ $((RETRY_ATTEMPT % 2)) = 1 ]; then
                (setsid env -i sh -c \"echo \\$\\$ > '{dir}/daemon$(((RETRY_ATTEMPT + 1) / 2))'; exec sleep 600\" </dev/null >/dev/null 2>&1 &)
@@ -427,6 +477,7 @@ fn a_process_that_keeps_forking_anew_is_ended() {
     {
         return missing("perl", "a process that keeps forking anew");
     }
+    let _churning = churning();
     for (way, env) in WAYS {
         let r = retry();
         let marker = r.dir.path().display().to_string();
@@ -505,6 +556,7 @@ impl Drop for Touch {
 /// that, where rounds of SIGKILL with no bound took 2.3 to 4.5 s more.
 #[test]
 fn a_tree_that_forks_as_it_is_killed_holds_retry_no_longer_than_the_grace() {
+    let _churning = churning();
     let _heavy = one_heavy_test_at_a_time();
     for (way, env) in WAYS {
         let r = retry();
@@ -534,5 +586,28 @@ fn a_tree_that_forks_as_it_is_killed_holds_retry_no_longer_than_the_grace() {
         eventually(&format!("{way}: nothing of the tree left"), || {
             marked_with(&marker).is_empty()
         });
+    }
+}
+
+/// `--verbose` says which way the run's sweep takes, in one line: each attempt in a cgroup of
+/// its own (where `retry` may make one), or a walk of /proc.
+#[test]
+fn verbose_says_which_way_the_sweep_takes() {
+    for (way, env) in WAYS {
+        let output = retry()
+            .args(["--verbose", "true"])
+            .command()
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.contains("cgroup.kill") || line.contains("in /proc"))
+            .collect();
+        assert_eq!(said.len(), 1, "{way}: {stderr}");
+        if !env.is_empty() {
+            assert!(said[0].contains("looked for in /proc"), "{way}: {stderr}");
+        }
     }
 }
