@@ -94,8 +94,12 @@ impl<'a> Runner<'a> {
             leftovers: Vec::new(),
             hook_values: HookValues::default(),
             earlier: BTreeSet::new(),
-            // Under --foreground, only the attempt itself is ever signalled.
-            cgroups: if settings.foreground {
+            // Under --foreground, only the attempt itself is ever signalled. A cgroup costs
+            // each attempt's start a tenth of a millisecond or more (a fork instead of a
+            // vfork, and a move between cgroups): it is had where attempts are timed, which
+            // is where sweeps are made run after run; a run that only a signal ends is swept
+            // once, at its end, by /proc.
+            cgroups: if settings.foreground || !timed(settings) {
                 None
             } else {
                 Cgroups::here()
@@ -264,7 +268,9 @@ impl Execute for Runner<'_> {
                 .and_then(|cgroup| cgroup.dir().parent());
             reporter.emit(&Report::Sweep { cgroup: parent });
         }
-        if self.cgroup.is_none() && !self.foreground {
+        // Before the first attempt, nothing below `retry` is an attempt's: what it holds then
+        // started before it did (children of the process it was exec'd from).
+        if self.cgroup.is_none() && !self.foreground && spec.number > 1 {
             self.earlier = own_below();
         }
         let started = Instant::now();
@@ -1363,6 +1369,16 @@ impl<'a> Stragglers<'a> {
             until,
         )
     }
+}
+
+/// Whether the attempts of a run with `settings` may be ended at a time limit.
+fn timed(settings: &Settings) -> bool {
+    settings.max_time.is_some()
+        || settings
+            .timeouts
+            .list()
+            .iter()
+            .any(|limit| !limit.is_zero())
 }
 
 /// What `retry` holds below it now, less its helpers (see `sweep::below`).

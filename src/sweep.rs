@@ -159,27 +159,28 @@ pub(crate) fn walk(
     until: Option<Instant>,
     found: &mut dyn FnMut(&Entry),
 ) -> bool {
-    if Proc.children(lineage.own, 2).is_some() {
-        walk_in(&Proc, lineage, earlier, until, found)
-    } else {
-        walk_in(&Table(every_process()), lineage, earlier, until, found)
+    match Proc.children(lineage.own, 2) {
+        Some(children) => walk_in(&Proc, children, lineage, earlier, until, found),
+        None => {
+            let table = Table(every_process());
+            let children = table.children(lineage.own, 2).unwrap_or_default();
+            walk_in(&table, children, lineage, earlier, until, found)
+        }
     }
 }
 
+/// `walk` in `source`, where `retry` has `children`.
 fn walk_in(
     source: &dyn Source,
+    children: Vec<libc::pid_t>,
     lineage: &Lineage<'_>,
     earlier: &mut BTreeSet<Known>,
     until: Option<Instant>,
     found: &mut dyn FnMut(&Entry),
 ) -> bool {
     let mut seen = BTreeSet::from([lineage.own]);
-    let mut to_visit: Vec<(libc::pid_t, Option<Kind>)> = source
-        .children(lineage.own, 2)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|pid| (pid, None))
-        .collect();
+    let mut to_visit: Vec<(libc::pid_t, Option<Kind>)> =
+        children.into_iter().map(|pid| (pid, None)).collect();
     while let Some((pid, parent)) = to_visit.pop() {
         if until.is_some_and(|until| Instant::now() >= until) {
             return false;
@@ -438,15 +439,11 @@ mod tests {
             adopted,
         };
         let mut found = Vec::new();
-        let whole = walk_in(
-            &Table(table.to_vec()),
-            &lineage,
-            earlier,
-            None,
-            &mut |entry| {
-                found.push(entry.pid);
-            },
-        );
+        let table = Table(table.to_vec());
+        let children = table.children(100, 2).unwrap();
+        let whole = walk_in(&table, children, &lineage, earlier, None, &mut |entry| {
+            found.push(entry.pid);
+        });
         assert!(whole);
         found.sort_unstable();
         found
@@ -562,8 +559,10 @@ mod tests {
         };
         let mut found = 0;
         let past = Some(Instant::now());
+        let children = table.children(100, 2).unwrap();
         assert!(!walk_in(
             &table,
+            children,
             &lineage,
             &mut BTreeSet::new(),
             past,

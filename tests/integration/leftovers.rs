@@ -590,12 +590,19 @@ fn a_tree_that_forks_as_it_is_killed_holds_retry_no_longer_than_the_grace() {
 }
 
 /// `--verbose` says which way the run's sweep takes, in one line: each attempt in a cgroup of
-/// its own (where `retry` may make one), or a walk of /proc.
+/// its own (where `retry` may make one and the attempts are timed), or a walk of /proc.
 #[test]
 fn verbose_says_which_way_the_sweep_takes() {
+    let output = retry()
+        .args(["--verbose", "true"])
+        .command()
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("looked for in /proc"), "untimed: {stderr}");
     for (way, env) in WAYS {
         let output = retry()
-            .args(["--verbose", "true"])
+            .args(["--verbose", "--timeout", "1h", "true"])
             .command()
             .envs(env.iter().copied())
             .output()
