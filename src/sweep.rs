@@ -519,7 +519,7 @@ mod tests {
         assert!(left_behind(&reused, 200, 50, &mut none(), &ours).is_empty());
     }
 
-    /// Fine point 45: what `retry` held before the attempt started is never the attempt's,
+    /// What `retry` held before the attempt started is never the attempt's,
     /// though it started in the same clock tick and carries no mark (a daemon that wrote its
     /// title over its environment), and neither is what it starts, also once re-parented.
     #[test]
@@ -571,7 +571,7 @@ mod tests {
         assert_eq!(found, 0);
     }
 
-    /// Fine point 45's bound, on a fake clock: rounds that always find more (a tree that forks
+    /// The sweep's bound, on a fake clock: rounds that always find more (a tree that forks
     /// as it is killed, each round taking 7 ms) stop at the first round that ends past the
     /// bound; rounds that find none stop at once.
     #[test]

@@ -74,7 +74,6 @@ enum Fields<'a> {
     Budget(Budget<'a>),
     Breaker(Breaker<'a>),
     Message(Message),
-    Sweep(SweepFields<'a>),
     Stream(StreamFailure<'a>),
     Signal(AttemptSignal),
     Hook(HookFailedFields),
@@ -184,13 +183,6 @@ struct Breaker<'a> {
 #[derive(Serialize)]
 struct Message {
     message: String,
-}
-
-/// How the run ends what a timed-out or interrupted attempt leaves.
-#[derive(Serialize)]
-struct SweepFields<'a> {
-    way: &'static str,
-    cgroup: Option<Cow<'a, str>>,
 }
 
 /// A stream `retry` could not spill, read or write.
@@ -456,13 +448,8 @@ fn objects<'a>(event: &'a Event<'a>) -> Vec<(&'static str, Fields<'a>)> {
                 signal: signal_text(signal),
             }),
         )],
-        Event::Sweep { cgroup } => vec![(
-            "sweep",
-            Fields::Sweep(SweepFields {
-                way: if cgroup.is_some() { "cgroup" } else { "proc" },
-                cgroup: cgroup.map(|path| path.to_string_lossy()),
-            }),
-        )],
+        // Said under --verbose only: a log pipeline's events stay as they were.
+        Event::Sweep { .. } => vec![],
         Event::Relayed { attempt, signal } => vec![(
             "relay",
             Fields::Signal(AttemptSignal {
