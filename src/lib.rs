@@ -4,6 +4,7 @@
 //! clock) -> `RunEnd` -> exit status. Each module's own doc says what it owns.
 
 pub mod backoff;
+mod cgroup;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -6,6 +6,7 @@
 //! attempt itself has died, whatever is left of its group gets the rest of the grace and then
 //! SIGKILL too, so no grandchild outlives a terminated attempt.
 
+use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, PipeReader, Write};
 use std::os::fd::AsFd;
@@ -17,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::cgroup::{self, Cgroups};
 use crate::cli::FailedOutput;
 use crate::driver::{
     AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
@@ -65,6 +67,15 @@ pub(crate) struct Runner<'a> {
     /// 0700), so that no other user can put a file at a name a hook freed (in a shared `/tmp`,
     /// with `LD_PRELOAD=` in it for the attempts). Removed, with all in it, when the run ends.
     values_dir: Option<tempfile::TempDir>,
+    /// What `retry` held below it when the running attempt started (see `sweep::below`), where
+    /// the attempt has no cgroup of its own.
+    earlier: BTreeSet<sweep::Known>,
+    /// Where the attempts' cgroups are made, where `retry` may make them (see `cgroup`).
+    cgroups: Option<Cgroups>,
+    /// The running attempt's cgroup, if it has one.
+    cgroup: Option<cgroup::Attempt>,
+    /// The sweep's way was said (`--verbose`).
+    said_sweep: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -90,6 +101,19 @@ impl<'a> Runner<'a> {
             leftovers: Vec::new(),
             hook_values: HookValues::default(),
             values_dir: None,
+            earlier: BTreeSet::new(),
+            // Under --foreground, only the attempt itself is ever signalled. A cgroup costs
+            // each attempt's start a tenth of a millisecond or more (a fork instead of a
+            // vfork, and a move between cgroups): it is had where attempts are timed, which
+            // is where sweeps are made run after run; a run that only a signal ends is swept
+            // once, at its end, by /proc.
+            cgroups: if settings.foreground || !timed(settings) {
+                None
+            } else {
+                Cgroups::here()
+            },
+            cgroup: None,
+            said_sweep: false,
         }
     }
 
@@ -106,6 +130,16 @@ impl<'a> Runner<'a> {
 enum Target {
     Group(libc::pid_t),
     Process(libc::pid_t),
+}
+
+impl Phase {
+    /// When SIGKILL follows, if it does.
+    fn kill_at(self) -> Option<Instant> {
+        match self {
+            Phase::Terminating { kill_at } => Some(kill_at),
+            Phase::Running | Phase::Killed => None,
+        }
+    }
 }
 
 impl Target {
@@ -230,6 +264,23 @@ struct Supervised {
 
 impl Execute for Runner<'_> {
     fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut> {
+        self.cgroup = self
+            .cgroups
+            .as_mut()
+            .and_then(|cgroups| cgroups.for_attempt(spec.number));
+        if !self.said_sweep {
+            self.said_sweep = true;
+            let parent = self
+                .cgroup
+                .as_ref()
+                .and_then(|cgroup| cgroup.dir().parent());
+            reporter.emit(&Report::Sweep { cgroup: parent });
+        }
+        // Before the first attempt, nothing below `retry` is an attempt's: what it holds then
+        // started before it did (children of the process it was exec'd from).
+        if self.cgroup.is_none() && !self.foreground && spec.number > 1 {
+            self.earlier = own_below();
+        }
         let started = Instant::now();
         let Spawned {
             mut child,
@@ -238,6 +289,9 @@ impl Execute for Runner<'_> {
         } = match self.spawn_attempt(spec) {
             Ok(spawned) => spawned,
             Err(error) => {
+                if let (Some(cgroups), Some(cgroup)) = (&mut self.cgroups, self.cgroup.take()) {
+                    cgroups.finished(cgroup);
+                }
                 let (end, why) = start::failure(&error, &self.command[0]);
                 return Ok(AttemptReport {
                     end,
@@ -249,7 +303,23 @@ impl Execute for Runner<'_> {
                 });
             }
         };
+        if let Some(cgroup) = self
+            .cgroup
+            .take_if(|cgroup| !cgroup.holds(child.id() as i32))
+        {
+            // It could not join its cgroup: this attempt, and every later one, is swept by
+            // /proc, and what `retry` held before it started is what it holds now, less it.
+            if let Some(mut cgroups) = self.cgroups.take() {
+                cgroups.finished(cgroup);
+            }
+            self.earlier = own_below();
+            self.earlier
+                .retain(|&(pid, _)| pid != child.id() as libc::pid_t);
+        }
         let supervised = self.supervise_attempt(&mut child, spec, started, reporter);
+        if let (Some(cgroups), Some(cgroup)) = (&mut self.cgroups, self.cgroup.take()) {
+            cgroups.finished(cgroup);
+        }
         let reader_wait = match supervised.interrupted {
             Some(_) => ReaderWait::WhileFlowing,
             None => ReaderWait::Whole,
@@ -468,9 +538,14 @@ impl Runner<'_> {
         let mut timed_out = None;
         let mut interrupted = None;
         // Once `retry` ends the child: what it leaves outside its group.
-        let mut stragglers: Option<Stragglers> = None;
+        let mut stragglers: Option<Stragglers<'_>> = None;
         let attempt = match supervisee {
             Supervisee::Attempt(number) => Some(number),
+            Supervisee::Hook => None,
+        };
+        let earlier = &self.earlier;
+        let cgroup = match supervisee {
+            Supervisee::Attempt(_) => self.cgroup.as_ref(),
             Supervisee::Hook => None,
         };
         let status = loop {
@@ -505,18 +580,36 @@ impl Runner<'_> {
                 }) => {
                     if interrupted.is_some() {
                         // A second request (Ctrl-C again): no more grace.
-                        let stragglers = stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
+                        let stragglers = stragglers.get_or_insert_with(|| {
+                            Stragglers::of(
+                                child,
+                                target,
+                                attempt,
+                                signal,
+                                earlier,
+                                cgroup,
+                                phase.kill_at(),
+                            )
+                        });
                         target.send(libc::SIGKILL);
                         phase = Phase::Killed;
-                        stragglers.kill();
+                        stragglers.kill(Instant::now() + KILL_ROUNDS);
                     } else {
                         interrupted = Some(signal);
                         if phase == Phase::Running {
                             phase = self.terminating();
                         }
-                        let stragglers = stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
+                        let stragglers = stragglers.get_or_insert_with(|| {
+                            Stragglers::of(
+                                child,
+                                target,
+                                attempt,
+                                signal,
+                                earlier,
+                                cgroup,
+                                phase.kill_at(),
+                            )
+                        });
                         // The terminal's Ctrl-C reached an attempt in `retry`'s own group
                         // (--foreground) already; a second copy would read as "again, and
                         // harder", which tells terraform or docker compose to quit at once.
@@ -531,15 +624,28 @@ impl Runner<'_> {
                         timed_out = deadline.map(|(_, limit)| limit);
                         phase = self.terminating();
                         let signal = self.kill_signal;
-                        let stragglers = stragglers
-                            .get_or_insert_with(|| Stragglers::of(child, target, attempt, signal));
+                        let stragglers = stragglers.get_or_insert_with(|| {
+                            Stragglers::of(
+                                child,
+                                target,
+                                attempt,
+                                signal,
+                                earlier,
+                                cgroup,
+                                phase.kill_at(),
+                            )
+                        });
                         target.terminate(signal);
                         stragglers.terminate();
                     }
                     Phase::Terminating { .. } | Phase::Killed => {
                         target.send(libc::SIGKILL);
+                        let kill_at = match phase {
+                            Phase::Terminating { kill_at } => kill_at,
+                            _ => Instant::now(),
+                        };
                         if let Some(stragglers) = &mut stragglers {
-                            stragglers.kill();
+                            stragglers.kill(kill_at + KILL_ROUNDS);
                         }
                         phase = Phase::Killed;
                     }
@@ -685,6 +791,17 @@ impl Runner<'_> {
         if !self.foreground {
             command.process_group(0);
         }
+        if let Some(procs) = self.cgroup.as_ref().map(cgroup::Attempt::procs) {
+            // SAFETY: the closure only writes to a descriptor (see `cgroup::Attempt::join`),
+            // which is async-signal-safe.
+            unsafe {
+                command.pre_exec(move || {
+                    cgroup::Attempt::join(procs);
+                    Ok(())
+                });
+            }
+        }
+        // Last: its pre_exec execs the command itself.
         start::exactly(&mut command);
         command
     }
@@ -1031,10 +1148,10 @@ impl Runner<'_> {
         &self,
         target: Target,
         kill_at: Instant,
-        mut stragglers: Option<&mut Stragglers>,
+        mut stragglers: Option<&mut Stragglers<'_>>,
     ) -> Option<i32> {
         let mut pause = Duration::from_millis(1);
-        let left = |stragglers: &mut Option<&mut Stragglers>| {
+        let left = |stragglers: &mut Option<&mut Stragglers<'_>>| {
             let group = target.group_alive();
             // Those re-parented to `retry` that have died are its to collect.
             reap_orphans(None);
@@ -1043,10 +1160,10 @@ impl Runner<'_> {
                 None => group,
             }
         };
-        let kill = |stragglers: &mut Option<&mut Stragglers>| {
+        let kill = |stragglers: &mut Option<&mut Stragglers<'_>>| {
             target.send(libc::SIGKILL);
             if let Some(stragglers) = stragglers {
-                stragglers.kill();
+                stragglers.kill(Instant::now().min(kill_at) + KILL_ROUNDS);
             }
         };
         while left(&mut stragglers) {
@@ -1073,11 +1190,19 @@ impl Runner<'_> {
     }
 }
 
+/// How long the last rounds of SIGKILL may run past the end of the grace: what forks as it is
+/// killed is chased that long, no longer, so that `retry` ends within 100 ms of the grace
+/// (the rest is for collecting the attempt and exiting).
+const KILL_ROUNDS: Duration = Duration::from_millis(80);
+
 /// What a child that `retry` ends leaves behind outside its process group (see `sweep`): found
 /// anew each time it is asked, so one forked since is found too, and first looked for before
 /// the child is signalled, while what it started is still below it.
-struct Stragglers {
+struct Stragglers<'a> {
     root: libc::pid_t,
+    /// The attempt's cgroup, where it has one: then it is the cgroup's processes, and the
+    /// kernel's `cgroup.kill` ends them.
+    cgroup: Option<&'a cgroup::Attempt>,
     /// When the child started, in clock ticks since boot; `None` when that could not be read
     /// (no /proc), or under `--foreground`, where only the child itself is ever signalled:
     /// then none is found.
@@ -1086,91 +1211,207 @@ struct Stragglers {
     /// `sweep::adopted_by`); `None` for a hook, whose re-parented processes cannot be told from
     /// the attempt's before it: then only what is found below it counts.
     attempt: Option<u64>,
+    /// What `retry` held before the child started, and what was found below those since:
+    /// never signalled.
+    earlier: BTreeSet<sweep::Known>,
     /// The signal that ends them: the one the child got.
     signal: i32,
-    /// Every one found so far, with its start: once re-parented, one that was found below the
-    /// child is still followed (by number and start, so never a process that took its number).
-    known: Vec<(libc::pid_t, u64)>,
+    /// Every living one found so far out of the child's group: once re-parented, one that was
+    /// found below the child is still followed.
+    living: Vec<sweep::Followed>,
     /// Those sent `signal` already.
-    signalled: Vec<libc::pid_t>,
-    /// SIGKILL was sent: whatever is found from now on gets it too.
-    killed: bool,
+    signalled: BTreeSet<sweep::Known>,
+    /// The ended ones (not yet collected) the last look found, the child's group and the child
+    /// too: their children were re-parented before the next look began.
+    ended: BTreeSet<sweep::Known>,
+    /// When the grace ends: a look meanwhile is cut short then, so SIGKILL is not late.
+    kill_at: Option<Instant>,
+    /// SIGKILL was sent, with rounds of it until then: whatever is found from now on gets it
+    /// too.
+    killed: Option<Instant>,
 }
 
-impl Stragglers {
+/// The most pidfds the stragglers hold open at once: beyond that, one is opened for each
+/// signal, and `retry` keeps descriptors for its own files whatever an attempt forks.
+const HELD_PIDFDS: usize = 256;
+
+impl<'a> Stragglers<'a> {
     /// Takes the first look, which must come before the child is signalled.
-    fn of(child: &Child, target: Target, attempt: Option<u64>, signal: i32) -> Stragglers {
+    fn of(
+        child: &Child,
+        target: Target,
+        attempt: Option<u64>,
+        signal: i32,
+        earlier: &BTreeSet<sweep::Known>,
+        cgroup: Option<&'a cgroup::Attempt>,
+        kill_at: Option<Instant>,
+    ) -> Stragglers<'a> {
         let root = child.id() as libc::pid_t;
         let mut stragglers = Stragglers {
             root,
+            cgroup,
             since: match target {
                 Target::Group(_) => sweep::entry_of(root).map(|entry| entry.start),
                 Target::Process(_) => None,
             },
             attempt,
+            earlier: earlier.clone(),
             signal,
-            known: Vec::new(),
-            signalled: Vec::new(),
-            killed: false,
+            living: Vec::new(),
+            signalled: BTreeSet::new(),
+            ended: BTreeSet::new(),
+            kill_at,
+            killed: None,
         };
-        stragglers.living();
+        stragglers.look(kill_at, &[]);
         stragglers
     }
 
-    /// The living ones, less those of the child's group (which `Target` signals).
-    fn living(&mut self) -> Vec<libc::pid_t> {
+    /// Looks for them again (up to `until`: a look cut short settles nothing), sending each
+    /// one found alive `send` as soon as it is found (so one killed forks no more while the
+    /// walk goes on); whether this look shows that none is left: none alive, the child's
+    /// group's included, and none ended since the last look (whose children may have moved to
+    /// `retry` after its list was read).
+    fn look(&mut self, until: Option<Instant>, send: &[i32]) -> bool {
         let Some(since) = self.since else {
-            return Vec::new();
+            return true;
         };
-        // SAFETY: getpid(2) cannot fail.
-        let own = unsafe { libc::getpid() };
+        if let Some(cgroup) = self.cgroup {
+            return self.look_in(cgroup, until, send);
+        }
         let helpers = plumbing::helpers();
         let attempt = self.attempt;
-        let adopted = |pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt));
-        let family = sweep::family(own, &helpers);
-        for entry in sweep::left_behind(&family, self.root, since, own, &helpers, &adopted) {
-            if entry.group != self.root && !self.known.contains(&(entry.pid, entry.start)) {
-                self.known.push((entry.pid, entry.start));
+        let lineage = sweep::Lineage {
+            root: self.root,
+            since,
+            // SAFETY: getpid(2) cannot fail.
+            own: unsafe { libc::getpid() },
+            spared: &helpers,
+            adopted: &|pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt)),
+        };
+        let mut settled = true;
+        let mut ended = BTreeSet::new();
+        let (root, living) = (self.root, &mut self.living);
+        let whole = sweep::walk(&lineage, &mut self.earlier, until, &mut |entry| {
+            let known = (entry.pid, entry.start);
+            if entry.zombie {
+                ended.insert(known);
+            } else if entry.group == root {
+                settled = false;
+            } else if let Some(followed) = living.iter().find(|followed| followed.known == known) {
+                followed.signal(send);
+            } else {
+                let keep = living.len() < HELD_PIDFDS;
+                if let Some(followed) = sweep::Followed::new(known, keep) {
+                    followed.signal(send);
+                    living.push(followed);
+                }
+            }
+        });
+        self.living.retain(|followed| match followed.ended() {
+            Some(false) => true,
+            Some(true) => {
+                ended.insert(followed.known);
+                false
+            }
+            None => false,
+        });
+        settled &= whole && self.living.is_empty() && ended.is_subset(&self.ended);
+        self.ended = ended;
+        settled
+    }
+
+    /// `look` where the attempt has a cgroup: its processes out of the child's group are
+    /// listed there, and none is left once it is empty. A look cut short at `until` settles
+    /// nothing.
+    fn look_in(&mut self, cgroup: &cgroup::Attempt, until: Option<Instant>, send: &[i32]) -> bool {
+        for pid in cgroup.processes() {
+            if until.is_some_and(|until| Instant::now() >= until) {
+                return false;
+            }
+            // SAFETY: getpgid(2) takes any pid, and fails for one that has gone.
+            let group = unsafe { libc::getpgid(pid) };
+            if group == self.root || group < 0 {
+                continue;
+            }
+            let Some(start) = sweep::entry_of(pid).map(|entry| entry.start) else {
+                continue;
+            };
+            if self
+                .living
+                .iter()
+                .any(|followed| followed.known == (pid, start))
+            {
+                continue;
+            }
+            let keep = self.living.len() < HELD_PIDFDS;
+            // Followed once its pidfd is open: still in the cgroup then, it is the attempt's.
+            if let Some(followed) =
+                sweep::Followed::new((pid, start), keep).filter(|_| cgroup.holds(pid))
+            {
+                followed.signal(send);
+                self.living.push(followed);
             }
         }
-        self.known.retain(|&(pid, start)| {
-            sweep::entry_of(pid).is_some_and(|now| now.start == start && !now.zombie)
-        });
-        self.known.iter().map(|&(pid, _)| pid).collect()
+        self.living
+            .retain(|followed| followed.ended() == Some(false));
+        !cgroup.populated()
     }
 
     /// Sends the signal (and SIGCONT, so a stopped one can act on it) to those not sent it
-    /// yet, or SIGKILL to all once that was sent; whether any is left.
+    /// yet, or SIGKILL to all once that was sent; whether any may be left.
     fn terminate(&mut self) -> bool {
-        if self.killed {
-            return self.kill();
+        if let Some(until) = self.killed {
+            return self.kill(until);
         }
-        let living = self.living();
-        for &pid in &living {
-            if !self.signalled.contains(&pid) {
-                self.signalled.push(pid);
-                Target::Process(pid).terminate(self.signal);
+        let settled = self.look(self.kill_at, &[]);
+        for followed in &self.living {
+            if self.signalled.insert(followed.known) {
+                followed.signal(&[self.signal, libc::SIGCONT]);
             }
         }
-        !living.is_empty()
+        !settled
     }
 
     /// SIGKILL to every one, again until none is found (one that forks as it is killed has
-    /// children the last look did not see, and a killed one forks no more); whether any is
-    /// still found after the last round.
-    fn kill(&mut self) -> bool {
-        self.killed = true;
-        for _ in 0..100 {
-            let living = self.living();
-            if living.is_empty() {
-                return false;
-            }
-            for pid in living {
-                Target::Process(pid).send(libc::SIGKILL);
-            }
+    /// children the last look did not see, and a killed one forks no more) or until `until`
+    /// (the first time it is asked: later calls keep to it); whether any may still be left.
+    fn kill(&mut self, until: Instant) -> bool {
+        let until = *self.killed.get_or_insert(until);
+        if let Some(cgroup) = self.cgroup {
+            return cgroup.kill(until);
         }
-        !self.living().is_empty()
+        // Those already found first, before a walk for the rest; and one whole walk however
+        // late it is: killed, what forked (and loaded the machine) forks no more, so the walk
+        // is quick, and it finds what they forked since the last look.
+        for followed in &self.living {
+            followed.signal(&[libc::SIGKILL]);
+        }
+        if self.look(None, &[libc::SIGKILL]) {
+            return false;
+        }
+        sweep::rounds_until(
+            || !self.look(Some(until), &[libc::SIGKILL]),
+            Instant::now,
+            until,
+        )
     }
+}
+
+/// Whether the attempts of a run with `settings` may be ended at a time limit.
+fn timed(settings: &Settings) -> bool {
+    settings.max_time.is_some()
+        || settings
+            .timeouts
+            .list()
+            .iter()
+            .any(|limit| !limit.is_zero())
+}
+
+/// What `retry` holds below it now, less its helpers (see `sweep::below`).
+fn own_below() -> BTreeSet<sweep::Known> {
+    // SAFETY: getpid(2) cannot fail.
+    sweep::below(unsafe { libc::getpid() }, &plumbing::helpers())
 }
 
 /// Starts `copy` on a thread of its own; returns the thread and a pipe that hangs up when it

@@ -1,19 +1,29 @@
 //! What an attempt that `retry` ends leaves behind outside its process group: processes that
 //! called `setsid` (still the attempt's descendants by parentage) and daemons that
-//! double-forked (re-parented to `retry`, the subreaper). Found in /proc, walking down from
-//! `retry` itself, only when `retry` ends an attempt (a timeout, `--max-time`, a signal):
-//! nothing here runs on the path of an attempt that ends on its own.
+//! double-forked (re-parented to `retry`, the subreaper). This is the way without a cgroup (see
+//! `cgroup` for the other): found in /proc, walking down from `retry` itself, only when
+//! `retry` ends an attempt (a timeout, `--max-time`, a signal); on the path of an attempt that
+//! ends on its own, only the record of what `retry` holds before it starts (`below`).
 //!
-//! A process re-parented to `retry` is the ended attempt's when it started after the attempt did
-//! and its environment holds the attempt's `RETRY_ATTEMPT=N`, or no `RETRY_ATTEMPT` at all (a
-//! daemon that wrote its title over its environment, or cleared it): one that an earlier
-//! attempt or a hook left (`RETRY_ATTEMPT` of another number) is left alone, however late it
-//! was re-parented. What was found once, while still below the attempt, is followed by its
-//! number and start time. What it cannot reach: a process that left through another subreaper
-//! (a service manager), one of another user (`sudo`: kill(2) is refused), and one that a
-//! nested `retry` left (it carries the inner run's numbers).
+//! A process is the ended attempt's by its lineage: below the attempt, or re-parented to
+//! `retry` since the attempt started, and not in the record of what `retry` held before the
+//! attempt started (an earlier attempt's or a hook's leftovers), nor below one of those. A
+//! re-parented one whose environment holds another `RETRY_ATTEMPT` is another attempt's too;
+//! one with none (a daemon that wrote its title over its environment, or cleared it) is taken
+//! by lineage alone. What cannot be told apart: a process that an earlier attempt's leftover
+//! starts after that leftover's own parent has gone (so it is `retry`'s child, not yet seen),
+//! which is re-parented to `retry` once its parent exits, with its environment wiped. What was
+//! found once is followed by its number and start time, and signalled through a pidfd opened
+//! while that start time still holds: a recycled pid is never signalled. The walk is repeated
+//! to a fixed point: one look can miss a process whose parent exits as the walk passes (its
+//! children move to `retry`'s list, read already), so "none left" is only taken from a look
+//! that finds none alive and no process newly ended. What it cannot reach: a process that left
+//! through another subreaper (a service manager), one of another user (`sudo`: signals are
+//! refused), and one that a nested `retry` left (it carries the inner run's numbers).
 
 use std::collections::BTreeSet;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Instant;
 
 /// One process, as /proc/PID/stat gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +35,8 @@ pub(crate) struct Entry {
     pub(crate) start: u64,
     /// Ended, not yet collected by its parent.
     pub(crate) zombie: bool,
+    /// How many threads it has.
+    pub(crate) threads: u64,
 }
 
 /// Reads the line of /proc/PID/stat: the process's name (field 2, in parentheses) may hold
@@ -33,90 +45,296 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
     let close = line.iter().rposition(|&byte| byte == b')')?;
     let rest = std::str::from_utf8(&line[close + 1..]).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 22 (starttime): index = field - 3.
+    // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 20 (num_threads), 22 (starttime): index =
+    // field - 3.
     Some(Entry {
         pid,
         parent: fields.get(1)?.parse().ok()?,
         group: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
         zombie: *fields.first()? == "Z",
+        threads: fields.get(17)?.parse().ok()?,
     })
 }
 
-/// The processes of `table` an ended attempt `root` (started at `since`) leaves behind: its
-/// descendants, and those of the processes re-parented to `retry` (`own`) that are the
-/// attempt's (`adopted`: started since it did, and marked as its), less `retry`'s own helpers
-/// (`spared`) and theirs; `root` itself is not one. Every one started since `root` did: a
-/// process with `root`'s number that started at another time is another process, whose
-/// children are not the attempt's.
-pub(crate) fn left_behind(
-    table: &[Entry],
-    root: libc::pid_t,
-    since: u64,
-    own: libc::pid_t,
-    spared: &[libc::pid_t],
-    adopted: &dyn Fn(libc::pid_t) -> bool,
-) -> Vec<Entry> {
-    let mut found: BTreeSet<libc::pid_t> = table
-        .iter()
-        .filter(|entry| {
-            entry.parent == own
-                && entry.pid != root
-                && entry.start >= since
-                && !spared.contains(&entry.pid)
-                && adopted(entry.pid)
-        })
-        .map(|entry| entry.pid)
-        .collect();
-    if table
-        .iter()
-        .any(|entry| entry.pid == root && entry.start == since)
-    {
-        found.insert(root);
-    }
-    // Parentage is a tree: grow the set until no process's parent is newly in it.
-    loop {
-        let before = found.len();
-        for entry in table {
-            if entry.start >= since && found.contains(&entry.parent) {
-                found.insert(entry.pid);
-            }
-        }
-        if found.len() == before {
-            break;
-        }
-    }
-    table
-        .iter()
-        .filter(|entry| entry.pid != root && found.contains(&entry.pid))
-        .copied()
-        .collect()
+/// Who the ended attempt is, and what is not its: what a walk (`walk`) tells its processes by.
+pub(crate) struct Lineage<'a> {
+    /// The attempt's own process (or a hook's), which started at `since`, in clock ticks.
+    pub(crate) root: libc::pid_t,
+    pub(crate) since: u64,
+    /// `retry`.
+    pub(crate) own: libc::pid_t,
+    /// `retry`'s own helpers: neither they nor theirs are the attempt's.
+    pub(crate) spared: &'a [libc::pid_t],
+    /// Whether a process re-parented to `retry` is marked as the attempt's, or not marked.
+    pub(crate) adopted: &'a dyn Fn(libc::pid_t) -> bool,
 }
 
-/// `retry` (`own`) and every process below it, walking down through
-/// /proc/PID/task/TID/children, less what is below a `spared` one: as dear as `retry`'s own
-/// family, whatever else the machine runs. Where the kernel keeps no such lists, every process
-/// of /proc.
-pub(crate) fn family(own: libc::pid_t, spared: &[libc::pid_t]) -> Vec<Entry> {
-    let Some(children) = children_of(own) else {
-        return every_process();
-    };
-    let mut table: Vec<Entry> = entry_of(own).into_iter().collect();
-    let mut seen: BTreeSet<libc::pid_t> = BTreeSet::from([own]);
-    let mut to_visit: Vec<libc::pid_t> = children;
-    while let Some(pid) = to_visit.pop() {
+/// Whose a process is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// The ended attempt's.
+    Attempts,
+    /// An earlier attempt's or a hook's: below what `retry` held before the attempt started.
+    Earlier,
+    /// Neither: nothing below it is looked at.
+    Other,
+}
+
+impl Lineage<'_> {
+    /// What `entry` is, a child of `retry` (`parent` is `None`) or of a process of `parent`'s
+    /// kind. Every one of the attempt's started since `root` did: a process with `root`'s
+    /// number that started at another time is another process, whose children are not the
+    /// attempt's.
+    fn kind(&self, entry: &Entry, parent: Option<Kind>, earlier: &BTreeSet<Known>) -> Kind {
+        if earlier.contains(&(entry.pid, entry.start)) {
+            return Kind::Earlier;
+        }
+        match parent {
+            Some(Kind::Earlier) => Kind::Earlier,
+            Some(Kind::Attempts) if entry.start >= self.since => Kind::Attempts,
+            Some(_) => Kind::Other,
+            None if entry.pid == self.root && entry.start == self.since => Kind::Attempts,
+            None if entry.pid == self.root || self.spared.contains(&entry.pid) => Kind::Other,
+            None if entry.start >= self.since && (self.adopted)(entry.pid) => Kind::Attempts,
+            None => Kind::Other,
+        }
+    }
+}
+
+/// A process as `retry` follows it: its number and its start, which tell it from any later
+/// process given the same number.
+pub(crate) type Known = (libc::pid_t, u64);
+
+/// Where a walk reads processes.
+trait Source {
+    fn entry(&self, pid: libc::pid_t) -> Option<Entry>;
+    /// The children of `pid` (which has `threads` threads); `None` when there is no list.
+    fn children(&self, pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>>;
+}
+
+/// /proc, now.
+struct Proc;
+
+impl Source for Proc {
+    fn entry(&self, pid: libc::pid_t) -> Option<Entry> {
+        entry_of(pid)
+    }
+
+    fn children(&self, pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>> {
+        children_of(pid, threads)
+    }
+}
+
+/// A table of processes, whose children are found by their parent's number: every process of
+/// /proc where the kernel keeps no lists of children, and the tests' tables.
+struct Table(Vec<Entry>);
+
+impl Source for Table {
+    fn entry(&self, pid: libc::pid_t) -> Option<Entry> {
+        self.0.iter().find(|entry| entry.pid == pid).copied()
+    }
+
+    fn children(&self, pid: libc::pid_t, _: u64) -> Option<Vec<libc::pid_t>> {
+        Some(
+            self.0
+                .iter()
+                .filter(|entry| entry.parent == pid)
+                .map(|entry| entry.pid)
+                .collect(),
+        )
+    }
+}
+
+/// Walks down from `retry` and hands `found` each process of the ended attempt (its root too,
+/// while it is there), as soon as it is read and before its children are: one that `found`
+/// kills forks no more while the walk goes on. A process re-parented to `retry` is the
+/// attempt's when it started since the attempt did, is not `earlier` and is `adopted`;
+/// anything below one of the attempt's is the attempt's. What it finds below an `earlier` one
+/// it adds to `earlier`: a leftover's child stays its attempt's once its parent has gone and it
+/// is re-parented to `retry`. Whether the walk was whole, not cut short at `until`.
+pub(crate) fn walk(
+    lineage: &Lineage<'_>,
+    earlier: &mut BTreeSet<Known>,
+    until: Option<Instant>,
+    found: &mut dyn FnMut(&Entry),
+) -> bool {
+    match Proc.children(lineage.own, 2) {
+        Some(children) => walk_in(&Proc, children, lineage, earlier, until, found),
+        None => {
+            let table = Table(every_process());
+            let children = table.children(lineage.own, 2).unwrap_or_default();
+            walk_in(&table, children, lineage, earlier, until, found)
+        }
+    }
+}
+
+/// `walk` in `source`, where `retry` has `children`.
+fn walk_in(
+    source: &dyn Source,
+    children: Vec<libc::pid_t>,
+    lineage: &Lineage<'_>,
+    earlier: &mut BTreeSet<Known>,
+    until: Option<Instant>,
+    found: &mut dyn FnMut(&Entry),
+) -> bool {
+    let mut seen = BTreeSet::from([lineage.own]);
+    let mut to_visit: Vec<(libc::pid_t, Option<Kind>)> =
+        children.into_iter().map(|pid| (pid, None)).collect();
+    while let Some((pid, parent)) = to_visit.pop() {
+        if until.is_some_and(|until| Instant::now() >= until) {
+            return false;
+        }
         if !seen.insert(pid) {
             continue;
         }
-        let Some(entry) = entry_of(pid) else {
+        let Some(entry) = source.entry(pid) else {
             continue;
         };
-        table.push(entry);
-        if !spared.contains(&pid) {
-            to_visit.extend(children_of(pid).unwrap_or_default());
+        let kind = lineage.kind(&entry, parent, earlier);
+        match kind {
+            Kind::Attempts => found(&entry),
+            Kind::Earlier => {
+                earlier.insert((entry.pid, entry.start));
+            }
+            Kind::Other => continue,
+        }
+        let children = source.children(pid, entry.threads).unwrap_or_default();
+        to_visit.extend(children.into_iter().map(|child| (child, Some(kind))));
+    }
+    true
+}
+
+/// What `retry` (`own`) holds below it now, less its helpers (`spared`) and theirs: taken
+/// before an attempt starts, it is what that attempt's sweep leaves alone.
+pub(crate) fn below(own: libc::pid_t, spared: &[libc::pid_t]) -> BTreeSet<Known> {
+    // Everything below `retry` is taken as the earlier attempts' own, to be recorded.
+    let lineage = Lineage {
+        root: own,
+        since: 0,
+        own,
+        spared,
+        adopted: &|_| true,
+    };
+    let mut below = BTreeSet::new();
+    walk(&lineage, &mut BTreeSet::new(), None, &mut |entry| {
+        below.insert((entry.pid, entry.start));
+    });
+    below
+}
+
+/// A process `retry` follows to end it, by a pidfd opened while it held its number: a signal
+/// sent through that never reaches a process that took the number since.
+pub(crate) struct Followed {
+    pub(crate) known: Known,
+    /// `None` where the kernel has no pidfds (before Linux 5.3), or when `retry` holds enough
+    /// of them already: then one is opened for each signal.
+    pidfd: Option<OwnedFd>,
+}
+
+impl Followed {
+    /// Follows `known`, keeping a pidfd open when `keep` allows; `None` when it holds its
+    /// number no more.
+    pub(crate) fn new(known: Known, keep: bool) -> Option<Followed> {
+        let pidfd = pidfd_of(known)?;
+        Some(Followed {
+            known,
+            pidfd: pidfd.filter(|_| keep),
+        })
+    }
+
+    /// Sends each of `signals`, in turn; failure (it has ended) is fine.
+    pub(crate) fn signal(&self, signals: &[i32]) {
+        let send = |pidfd: &OwnedFd| {
+            for &signal in signals {
+                // SAFETY: pidfd_send_signal(2) on a pidfd, with no siginfo.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        pidfd.as_raw_fd(),
+                        signal,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    );
+                }
+            }
+        };
+        if let Some(pidfd) = &self.pidfd {
+            return send(pidfd);
+        }
+        match pidfd_of(self.known) {
+            Some(Some(pidfd)) => send(&pidfd),
+            // No pidfds at all: kill(2) right after the check that it still holds its number.
+            Some(None) => {
+                for &signal in signals {
+                    // SAFETY: kill(2) with a pid checked just before.
+                    unsafe {
+                        libc::kill(self.known.0, signal);
+                    }
+                }
+            }
+            None => {}
         }
     }
-    table
+
+    /// `Some(false)` while it runs, `Some(true)` once it has ended and waits to be collected,
+    /// `None` once it was.
+    pub(crate) fn ended(&self) -> Option<bool> {
+        if let Some(pidfd) = &self.pidfd {
+            let mut poll = libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll(2) on one valid pollfd, without waiting. A pidfd reads ready once
+            // its process has ended.
+            if unsafe { libc::poll(&mut poll, 1, 0) } == 0 {
+                return Some(false);
+            }
+        }
+        let (pid, start) = self.known;
+        entry_of(pid)
+            .filter(|now| now.start == start)
+            .map(|now| now.zombie)
+    }
+}
+
+/// A pidfd for `known`, checked to be its own: `None` when the number is another's now (or
+/// no one's), `Some(None)` when the kernel has no pidfds.
+fn pidfd_of(known: Known) -> Option<Option<OwnedFd>> {
+    let (pid, start) = known;
+    // SAFETY: pidfd_open(2) takes a pid and flags, and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+    if fd < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+        // Gone, or no descriptor to be had: not signalled rather than signalled by number.
+        return None;
+    }
+    // SAFETY: a descriptor just opened, owned by nothing else.
+    let pidfd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+    // The process that had the number when the pidfd was opened has it still: the pidfd is
+    // that process's.
+    entry_of(pid)
+        .is_some_and(|now| now.start == start)
+        .then_some(pidfd)
+}
+
+/// Runs `round` (which says whether any is left) again until it finds none, or until `until`
+/// as `now` tells it, whichever comes first; whether any was left at the last round. The bound
+/// holds however many a round finds: a tree that forks as it is killed is chased until then,
+/// no longer.
+pub(crate) fn rounds_until(
+    mut round: impl FnMut() -> bool,
+    now: impl Fn() -> Instant,
+    until: Instant,
+) -> bool {
+    loop {
+        if !round() {
+            return false;
+        }
+        if now() >= until {
+            return true;
+        }
+    }
 }
 
 /// Whether a process re-parented to `retry` (and started since the attempt did) is attempt
@@ -148,9 +366,20 @@ pub(crate) fn entry_of(pid: libc::pid_t) -> Option<Entry> {
     parse_stat(pid, &line)
 }
 
-/// The children of every thread of `pid`; `None` when the kernel keeps no such lists (or the
-/// process is gone).
-fn children_of(pid: libc::pid_t) -> Option<Vec<libc::pid_t>> {
+/// The children of every thread of `pid` (which has `threads` of them: with one, its list is
+/// read without listing its tasks); `None` when the kernel keeps no such lists (or the process
+/// is gone).
+fn children_of(pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>> {
+    let parse = |text: &str| -> Vec<libc::pid_t> {
+        text.split_ascii_whitespace()
+            .filter_map(|pid| pid.parse().ok())
+            .collect()
+    };
+    if threads == 1 {
+        return std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .ok()
+            .map(|text| parse(&text));
+    }
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut children = Vec::new();
     let mut any = false;
@@ -159,10 +388,7 @@ fn children_of(pid: libc::pid_t) -> Option<Vec<libc::pid_t>> {
             continue;
         };
         any = true;
-        children.extend(
-            text.split_ascii_whitespace()
-                .filter_map(|pid| pid.parse::<libc::pid_t>().ok()),
-        );
+        children.extend(parse(&text));
     }
     any.then_some(children)
 }
@@ -181,6 +407,8 @@ fn every_process() -> Vec<Entry> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn entry(pid: i32, parent: i32, group: i32, start: u64) -> Entry {
@@ -190,15 +418,44 @@ mod tests {
             group,
             start,
             zombie: false,
+            threads: 1,
         }
+    }
+
+    /// What a walk over `table` finds of the attempt `root` (started at `since`) of retry 100,
+    /// whose helper 500 is spared, in the order found.
+    fn left_behind(
+        table: &[Entry],
+        root: i32,
+        since: u64,
+        earlier: &mut BTreeSet<Known>,
+        adopted: &dyn Fn(i32) -> bool,
+    ) -> Vec<i32> {
+        let lineage = Lineage {
+            root,
+            since,
+            own: 100,
+            spared: &[500],
+            adopted,
+        };
+        let mut found = Vec::new();
+        let table = Table(table.to_vec());
+        let children = table.children(100, 2).unwrap();
+        let whole = walk_in(&table, children, &lineage, earlier, None, &mut |entry| {
+            found.push(entry.pid);
+        });
+        assert!(whole);
+        found.sort_unstable();
+        found
     }
 
     #[test]
     fn a_stat_line_is_read_from_after_the_name() {
         let line = b"4242 (a) b) (c 1) S 7 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n";
         assert_eq!(parse_stat(4242, line), Some(entry(4242, 7, 4242, 123_456)));
-        let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n";
+        let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 77 0 0\n";
         assert!(parse_stat(9, zombie).unwrap().zombie);
+        assert_eq!(parse_stat(9, zombie).unwrap().threads, 3);
         assert_eq!(parse_stat(1, b"1 (init) S 0 1"), None, "cut short");
         assert_eq!(parse_stat(1, b"no parenthesis"), None);
         assert_eq!(parse_stat(1, b"1 (x) S a b c"), None);
@@ -223,18 +480,17 @@ mod tests {
             entry(401, 400, 400, 70),
             // A daemon that process started since, re-parented to retry: not the attempt's.
             entry(402, 100, 402, 71),
-            // retry's own helper, started since: spared.
+            // retry's own helper, started since, and its child: spared.
             entry(500, 100, 100, 55),
+            entry(501, 500, 100, 56),
             // Strangers.
             entry(600, 1, 600, 80),
             entry(601, 600, 600, 81),
         ];
         let ours = |pid| pid != 402;
-        let left: Vec<i32> = left_behind(&table, 200, 50, 100, &[500], &ours)
-            .iter()
-            .map(|e| e.pid)
-            .collect();
-        assert_eq!(left, [201, 202, 203, 300, 301]);
+        let none = || BTreeSet::new();
+        let all = [200, 201, 202, 203, 300, 301];
+        assert_eq!(left_behind(&table, 200, 50, &mut none(), &ours), all);
         // Once the attempt is gone, its children are re-parented to retry.
         let after: Vec<Entry> = table
             .iter()
@@ -244,25 +500,109 @@ mod tests {
                 ..*e
             })
             .collect();
-        let left: Vec<i32> = left_behind(&after, 200, 50, 100, &[500], &ours)
-            .iter()
-            .map(|e| e.pid)
-            .collect();
-        assert_eq!(left, [201, 202, 203, 300, 301]);
+        assert_eq!(
+            left_behind(&after, 200, 50, &mut none(), &ours),
+            [201, 202, 203, 300, 301]
+        );
         // Unmarked, a re-parented process is not taken; the attempt's own tree still is.
-        let left: Vec<i32> = left_behind(&table, 200, 50, 100, &[500], &|_| false)
-            .iter()
-            .map(|e| e.pid)
-            .collect();
-        assert_eq!(left, [201, 202, 203]);
-        assert!(left_behind(&table, 999, u64::MAX, 100, &[], &ours).is_empty());
+        assert_eq!(
+            left_behind(&table, 200, 50, &mut none(), &|_| false),
+            [200, 201, 202, 203]
+        );
+        assert!(left_behind(&table, 999, u64::MAX, &mut none(), &ours).is_empty());
         // Another process has the attempt's number now: its children are not the attempt's.
         let reused = [
             entry(100, 1, 100, 10),
-            entry(200, 1, 200, 90),
+            entry(200, 100, 200, 90),
             entry(201, 200, 200, 91),
         ];
-        assert!(left_behind(&reused, 200, 50, 100, &[], &ours).is_empty());
+        assert!(left_behind(&reused, 200, 50, &mut none(), &ours).is_empty());
+    }
+
+    /// What `retry` held before the attempt started is never the attempt's,
+    /// though it started in the same clock tick and carries no mark (a daemon that wrote its
+    /// title over its environment), and neither is what it starts, also once re-parented.
+    #[test]
+    fn what_retry_held_before_the_attempt_is_never_the_attempts() {
+        let table = [
+            entry(100, 1, 100, 10),
+            entry(200, 100, 200, 50),
+            // An earlier attempt's daemon, started in the attempt's tick, and its child.
+            entry(300, 100, 300, 50),
+            entry(301, 300, 300, 60),
+        ];
+        let unmarked = |_| true;
+        let mut earlier = BTreeSet::from([(300, 50)]);
+        assert_eq!(left_behind(&table, 200, 50, &mut earlier, &unmarked), [200]);
+        assert!(earlier.contains(&(301, 60)), "its child is followed");
+        // The daemon has gone: its child is re-parented to retry, and still not the attempt's.
+        let after = [table[0], table[1], entry(301, 100, 300, 60)];
+        assert_eq!(left_behind(&after, 200, 50, &mut earlier, &unmarked), [200]);
+        // Had it been recorded with another start, the number would be another process's.
+        let mut other = BTreeSet::from([(300, 49)]);
+        assert_eq!(
+            left_behind(&table, 200, 50, &mut other, &unmarked),
+            [200, 300, 301]
+        );
+    }
+
+    /// A walk past its bound stops, and says it was cut short.
+    #[test]
+    fn a_walk_past_its_bound_is_cut_short() {
+        let table = Table(vec![entry(100, 1, 100, 10), entry(200, 100, 200, 50)]);
+        let lineage = Lineage {
+            root: 200,
+            since: 50,
+            own: 100,
+            spared: &[],
+            adopted: &|_| true,
+        };
+        let mut found = 0;
+        let past = Some(Instant::now());
+        let children = table.children(100, 2).unwrap();
+        assert!(!walk_in(
+            &table,
+            children,
+            &lineage,
+            &mut BTreeSet::new(),
+            past,
+            &mut |_| found += 1
+        ));
+        assert_eq!(found, 0);
+    }
+
+    /// The sweep's bound, on a fake clock: rounds that always find more (a tree that forks
+    /// as it is killed, each round taking 7 ms) stop at the first round that ends past the
+    /// bound; rounds that find none stop at once.
+    #[test]
+    fn rounds_stop_at_their_bound_however_many_they_find() {
+        let start = Instant::now();
+        let clock = std::cell::Cell::new(start);
+        let until = start + Duration::from_millis(80);
+        let mut rounds = 0;
+        let left = rounds_until(
+            || {
+                rounds += 1;
+                clock.set(clock.get() + Duration::from_millis(7));
+                true
+            },
+            || clock.get(),
+            until,
+        );
+        assert!(left);
+        assert_eq!(rounds, 12, "the twelfth round ends at 84 ms");
+        assert!(clock.get() < until + Duration::from_millis(7));
+        let mut rounds = 0;
+        let left = rounds_until(
+            || {
+                rounds += 1;
+                rounds < 3
+            },
+            || start,
+            until,
+        );
+        assert!(!left);
+        assert_eq!(rounds, 3);
     }
 
     #[test]
@@ -278,11 +618,40 @@ mod tests {
     }
 
     #[test]
-    fn the_family_of_this_process_holds_it() {
+    fn what_this_process_holds_below_it_is_its_children() {
         let own = std::process::id() as i32;
-        let all = family(own, &[]);
-        let me = all.iter().find(|e| e.pid == own).expect("this process");
-        assert_eq!(entry_of(own).map(|e| e.start), Some(me.start));
-        assert!(!me.zombie);
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let start = entry_of(pid).map(|e| e.start);
+        let below = below(own, &[]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(below.contains(&(pid, start.unwrap())), "{below:?}");
+        assert!(below.iter().all(|&(p, _)| p != own));
+    }
+
+    /// A signal goes through a pidfd to the process that was followed, and to no other.
+    #[test]
+    fn a_followed_process_is_signalled_and_seen_to_end() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let start = entry_of(pid).unwrap().start;
+        assert!(
+            Followed::new((pid, start + 1), true).is_none(),
+            "another start"
+        );
+        let followed = Followed::new((pid, start), true).unwrap();
+        assert_eq!(followed.ended(), Some(false));
+        followed.signal(&[libc::SIGKILL]);
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert_eq!(followed.ended(), None, "collected");
     }
 }

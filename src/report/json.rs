@@ -480,6 +480,8 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                 signal: signal_text(signal),
             }),
         )],
+        // Said under --verbose only: a log pipeline's events stay as they were.
+        Event::Sweep { .. } => vec![],
         Event::Relayed { attempt, signal } => vec![(
             "relay",
             Fields::Signal(AttemptSignal {
@@ -1028,6 +1030,10 @@ mod tests {
                 attempt: 1,
                 signal: libc::SIGUSR1,
             },
+            Event::Sweep {
+                cgroup: Some(Path::new("/sys/fs/cgroup/job")),
+            },
+            Event::Sweep { cgroup: None },
             Event::HookFailed {
                 kind: HookKind::Retry,
                 end,

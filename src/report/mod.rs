@@ -233,6 +233,11 @@ pub enum Event<'a> {
         attempt: u64,
         signal: i32,
     },
+    /// How a timed-out or interrupted attempt's leftovers are ended in this run: through the
+    /// attempts' cgroups, made below `cgroup`, or (`None`) by a walk of /proc.
+    Sweep {
+        cgroup: Option<&'a Path>,
+    },
     /// SIGUSR1 or SIGUSR2 sent to `retry` was handed to the running attempt.
     Relayed {
         attempt: u64,
@@ -366,6 +371,7 @@ impl Reporter {
                 | Event::Splay { .. }
                 | Event::AttemptStart { .. }
                 | Event::Relayed { .. }
+                | Event::Sweep { .. }
                 | Event::HintIgnored { .. }
                 | Event::Reset { .. }
                 | Event::Fleet(Notice::Budget { .. } | Notice::Probe { .. })

@@ -10,7 +10,7 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::predicate::Permanent;
 use crate::stdio::Stream;
-use crate::text::{human, shell_words};
+use crate::text::{human, quote, shell_words};
 
 use super::{Count, Event, GiveUp, HintUse, OwnFile, cannot_start, whole_seconds};
 
@@ -182,6 +182,17 @@ pub(super) fn line(event: &Event<'_>) -> String {
              group; use --foreground for commands that read the terminal",
             signal_text(signal)
         ),
+        Event::Sweep {
+            cgroup: Some(parent),
+        } => format!(
+            "each attempt runs in a cgroup of its own, below {}: what a timed-out or \
+             interrupted attempt leaves is ended by cgroup.kill",
+            quote(parent.as_os_str())
+        ),
+        Event::Sweep { cgroup: None } => "attempts run without a cgroup of their own (none \
+             can be made here, or the run has no time limit): what a timed-out or interrupted \
+             attempt leaves is looked for in /proc"
+            .to_string(),
         Event::Relayed { attempt, signal } => {
             format!("passed {} on to attempt {attempt}", signal_text(signal))
         }

@@ -131,13 +131,24 @@ impl State {
     }
 
     /// `--show-state` for `names` (`--budget x`, `--breaker y`), as JSON.
+    /// A store that a loaded machine keeps waiting past `retry`'s bound is asked again, up to
+    /// ten times: what it holds is what the test reads.
     fn show<S: AsRef<str>>(&self, names: &[S]) -> Value {
-        let output = self
-            .retry(&["--show-state", "--log-format", "json"])
-            .args(names.iter().map(AsRef::as_ref))
-            .command()
-            .output()
-            .unwrap();
+        let ask = || {
+            self.retry(&["--show-state", "--log-format", "json"])
+                .args(names.iter().map(AsRef::as_ref))
+                .command()
+                .output()
+                .unwrap()
+        };
+        let mut output = ask();
+        for _ in 0..9 {
+            let unavailable = String::from_utf8_lossy(&output.stderr).contains("state unavailable");
+            if output.status.success() || !unavailable {
+                break;
+            }
+            output = ask();
+        }
         assert!(output.status.success(), "{output:?}");
         serde_json::from_slice(&output.stdout).unwrap()
     }
@@ -344,15 +355,25 @@ on_every_store! {
         let mut args: Vec<String> = vec![s.flag()];
         args.extend(names.iter().map(|a| a.to_string()));
         args.extend(["-r", "0", "false"].map(String::from));
-        let runs = concurrently(100, &args);
-        assert!(runs.iter().all(|run| run.status == 1));
-        let failed_open = runs.iter().filter(|run| run.failed_open()).count();
-        assert!(failed_open < 100, "no run used the state");
+        // On a loaded machine every run of a hundred may wait past the state's bound and go
+        // on without it: then another hundred go, up to five times, until one used it.
+        let (mut ran, mut failed_open) = (0, 0);
+        for _ in 0..5 {
+            let runs = concurrently(100, &args);
+            assert!(runs.iter().all(|run| run.status == 1));
+            ran += runs.len();
+            let now = runs.iter().filter(|run| run.failed_open()).count();
+            failed_open += now;
+            if now < runs.len() {
+                break;
+            }
+        }
+        assert!(failed_open < ran, "no run of {ran} used the state");
         // A run that stopped waiting for a reply may yet have been counted.
         let failures = s.show(&names)["breaker"]["failures"].as_u64().unwrap() as usize;
         assert!(
-            (100 - failed_open..=100).contains(&failures),
-            "{failures} failures counted, {failed_open} runs failed open"
+            (ran - failed_open..=ran).contains(&failures),
+            "{failures} failures counted of {ran} runs, {failed_open} runs failed open"
         );
     }
 }
@@ -539,7 +560,9 @@ fn a_dead_probe_is_forgotten_after_its_lease() {
     let b = breaker("1", "100ms");
     s.fail_once(&b);
     std::thread::sleep(Duration::from_millis(120));
-    let lease = ["--timeout", "1500ms", "--kill-after", "0"];
+    // The second run must start within the lease on a loaded machine: fifteen seconds, ten
+    // times the one and a half that a loaded machine took more than once to start it.
+    let lease = ["--timeout", "15s", "--kill-after", "0"];
     let mut probe = s
         .retry(&["-r", "0"])
         .args(lease)
@@ -574,7 +597,7 @@ fn a_dead_probe_is_forgotten_after_its_lease() {
         .unwrap()
         .as_millis() as u64;
     assert!(
-        probe_until >= now && probe_until - now <= 1500,
+        probe_until >= now && probe_until - now <= 15_000,
         "the lease is the --timeout and grace: {}",
         probe_until.saturating_sub(now)
     );
@@ -596,11 +619,19 @@ on_every_store! {
         let b = breaker("1", "0s");
         s.fail_once(&b);
         assert_eq!(s.show(&b)["breaker"]["state"], "half-open");
-        let runs = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
-        assert!(runs.iter().all(|run| run.status == 0));
-        assert!(runs.iter().any(|run| !run.failed_open()), "no run used the state");
-        assert_eq!(count(work.path()), 5);
-        assert_eq!(s.show(&b)["breaker"]["state"], "closed");
+        // On a loaded machine all five may wait past the state's bound and go on without it:
+        // then five more go, up to five times, until one used it.
+        let mut rounds = 0;
+        for _ in 0..5 {
+            rounds += 1;
+            let runs = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
+            assert!(runs.iter().all(|run| run.status == 0));
+            if runs.iter().any(|run| !run.failed_open()) {
+                break;
+            }
+        }
+        assert_eq!(count(work.path()), 5 * rounds);
+        assert_eq!(s.show(&b)["breaker"]["state"], "closed", "after {rounds} rounds");
     }
 }
 

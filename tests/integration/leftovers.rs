@@ -4,13 +4,40 @@
 
 use std::fs;
 use std::path::Path;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use crate::util::*;
 
 /// Kills, when the test ends however it ends, the processes whose pids were written to the
-/// given files: a failing test leaves no `sleep 600` behind.
-struct Reap(Vec<std::path::PathBuf>);
+/// given files: a failing test leaves no `sleep 600` behind. While one lives, no test of this
+/// module churns through pids (see `churning`): a pid read back from a file after its process
+/// died is another's only once the numbers wrap around.
+struct Reap(
+    Vec<std::path::PathBuf>,
+    #[allow(dead_code)] RwLockReadGuard<'static, ()>,
+);
+
+impl Reap {
+    fn new(files: Vec<std::path::PathBuf>) -> Reap {
+        Reap(
+            files,
+            CHURN
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+}
+
+static CHURN: RwLock<()> = RwLock::new(());
+
+/// Held by a test that forks thousands of processes, during which no test of this module kills
+/// a process by a pid it read back (`Reap`).
+fn churning() -> RwLockWriteGuard<'static, ()> {
+    CHURN
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 impl Drop for Reap {
     fn drop(&mut self) {
@@ -19,6 +46,58 @@ impl Drop for Reap {
                 .ok()
                 .and_then(|text| text.trim().parse::<i32>().ok())
             {
+                let cgroup = cgroup_of(pid);
+                kill_leftover(pid);
+                if let Some(cgroup) = cgroup.filter(|_| gone_soon(pid)) {
+                    // The cgroup an attempt that ended on its own left with this process
+                    // in it stays after `retry` exits: it is the test's to remove.
+                    let _ = fs::remove_dir(cgroup);
+                }
+            }
+        }
+    }
+}
+
+/// The cgroup `retry` made for the attempt that started `pid`, if it has one.
+fn cgroup_of(pid: i32) -> Option<std::path::PathBuf> {
+    let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = own.lines().find_map(|line| line.strip_prefix("0::"))?;
+    if !path.rsplit('/').next()?.starts_with("retry-") {
+        return None;
+    }
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo.lines().find_map(|line| {
+        let (fields, fs) = line.split_once(" - ")?;
+        let fields: Vec<&str> = fields.split(' ').collect();
+        (fs.starts_with("cgroup2 ") && fields.get(3) == Some(&"/")).then(|| fields[4].to_string())
+    })?;
+    Some(Path::new(&mount).join(path.trim_start_matches('/')))
+}
+
+/// The living processes whose environment holds `STRAGGLER_OF=marker`: every process of a
+/// test that runs with that marker.
+fn marked_with(marker: &str) -> Vec<i32> {
+    let mark = format!("STRAGGLER_OF={marker}");
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| alive(pid))
+        .filter(|pid| {
+            fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|environ| environ.split(|&b| b == 0).any(|v| v == mark.as_bytes()))
+        })
+        .collect()
+}
+
+/// Kills, when the test ends however it ends, every process marked with its marker (see
+/// `marked_with`), again and again, as those that fork may have forked meanwhile.
+struct KillMarked(String);
+
+impl Drop for KillMarked {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            for pid in marked_with(&self.0) {
                 kill_leftover(pid);
             }
         }
@@ -47,7 +126,7 @@ fn a_timeout_ends_what_left_the_group_too() {
     for how in ["setsid", "daemon"] {
         let r = retry();
         let pid_file = r.path("pid");
-        let _reap = Reap(vec![pid_file.clone()]);
+        let _reap = Reap::new(vec![pid_file.clone()]);
         let script = straggler(
             how,
             &pid_file,
@@ -56,8 +135,10 @@ fn a_timeout_ends_what_left_the_group_too() {
                 pid_file.display()
             ),
         );
+        // A limit that the attempt's shell, and the straggler's, beat by far on a loaded
+        // machine: it waits for the straggler's pid before it hangs.
         let mut child = retry()
-            .args(["--timeout", "300ms", "-r", "0"])
+            .args(["--timeout", "3s", "-r", "0"])
             .args(sh(&script))
             .spawn();
         let pid = pid_in(&pid_file);
@@ -72,14 +153,14 @@ fn a_timeout_ends_what_left_the_group_too() {
 fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = format!(
         "setsid sh -c 'trap \"\" TERM; echo $$ > {pid}; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & \
          while [ ! -s '{pid}' ]; do sleep 0.01; done; exec sleep 600",
         pid = pid_file.display()
     );
     let mut child = retry()
-        .args(["--timeout", "200ms", "--kill-after", "300ms", "-r", "0"])
+        .args(["--timeout", "2s", "--kill-after", "300ms", "-r", "0"])
         .args(sh(&script))
         .spawn();
     let pid = pid_in(&pid_file);
@@ -93,7 +174,7 @@ fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
 fn the_next_attempt_starts_after_the_stragglers_are_gone() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let first = straggler(
         "setsid",
         &pid_file,
@@ -110,7 +191,7 @@ fn the_next_attempt_starts_after_the_stragglers_are_gone() {
         pid = pid_file.display()
     );
     retry()
-        .args(["--timeouts", "300ms,0", "-r", "1", "--delays", "0"])
+        .args(["--timeouts", "3s,0", "-r", "1", "--delays", "0"])
         .args(sh(&script))
         .assert()
         .code(0)
@@ -122,7 +203,7 @@ fn the_next_attempt_starts_after_the_stragglers_are_gone() {
 fn a_signal_to_retry_ends_the_stragglers_too() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = straggler("daemon", &pid_file, "exec sleep 600");
     let mut child = retry().args(["-r", "0"]).args(sh(&script)).spawn();
     let pid = pid_in(&pid_file);
@@ -141,7 +222,7 @@ fn a_signal_to_retry_ends_the_stragglers_too() {
 fn background_processes_of_an_attempt_that_ended_on_its_own_are_left_alone() {
     let r = retry();
     let (setsid, daemon) = (r.path("setsid"), r.path("daemon"));
-    let _reap = Reap(vec![setsid.clone(), daemon.clone()]);
+    let _reap = Reap::new(vec![setsid.clone(), daemon.clone()]);
     let wait = format!(
         "while [ ! -s '{}' ] || [ ! -s '{}' ]; do sleep 0.01; done",
         setsid.display(),
@@ -222,7 +303,7 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
     );
     // The earlier attempt's background job is left alone too: the test ends it.
     let job = r.path("job");
-    let _reap = Reap(vec![earlier.clone(), own.clone(), job.clone()]);
+    let _reap = Reap::new(vec![earlier.clone(), own.clone(), job.clone()]);
     let daemon = |pid_file: &Path| {
         format!(
             "sh -c \"setsid sh -c 'echo \\$\\$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &\"",
@@ -276,6 +357,7 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
 /// nothing, whatever the timing.)
 #[test]
 fn processes_that_fork_as_they_are_killed_leave_nothing() {
+    let _churning = churning();
     let r = retry();
     let marker = r.dir.path().display().to_string();
     let spawner = "trap '' TERM; while :; do setsid sleep 1001 </dev/null >/dev/null 2>&1 & p=$!; kill -9 $p; wait $p; done";
@@ -283,33 +365,8 @@ fn processes_that_fork_as_they_are_killed_leave_nothing() {
         "for i in $(seq 8); do setsid sh -c \"{spawner}\" </dev/null >/dev/null 2>&1 & done; touch '{ready}'; exec sleep 600",
         ready = r.path("ready").display()
     );
-    // Every process of the test carries the marker in its environment.
-    let marked = move || -> Vec<i32> {
-        fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| alive(pid))
-            .filter(|pid| {
-                fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                    environ
-                        .split(|&b| b == 0)
-                        .any(|v| v == format!("STRAGGLER_OF={marker}").as_bytes())
-                })
-            })
-            .collect()
-    };
-    struct KillMarked<F: Fn() -> Vec<i32>>(F);
-    impl<F: Fn() -> Vec<i32>> Drop for KillMarked<F> {
-        fn drop(&mut self) {
-            for _ in 0..50 {
-                for pid in (self.0)() {
-                    kill_leftover(pid);
-                }
-            }
-        }
-    }
-    let _cleanup = KillMarked(marked.clone());
+    let marked = || marked_with(&marker);
+    let _cleanup = KillMarked(marker.clone());
     let output = retry()
         .args(["--timeout", "1s", "--kill-after", "500ms", "-r", "0"])
         .args(sh(&script))
@@ -329,7 +386,7 @@ fn processes_that_fork_as_they_are_killed_leave_nothing() {
 fn what_a_signalled_hook_started_is_ended_with_it() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let hook = format!(
         "setsid sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
         pid = pid_file.display()
@@ -354,7 +411,7 @@ fn what_a_signalled_hook_started_is_ended_with_it() {
 fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap(vec![pid_file.clone()]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = format!(
         "(setsid env -i sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 &)
          while [ ! -s '{pid}' ] || [ \"$(cut -d' ' -f4 /proc/$(cat '{pid}')/stat)\" != $PPID ]; do sleep 0.01; done
@@ -368,4 +425,212 @@ fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
     let pid = pid_in(&pid_file);
     assert_eq!(shell_status(wait_bounded(&mut child)), 124);
     assert!(!alive(pid), "the daemon outlived retry");
+}
+
+/// The two ways of the sweep: the environment that picks each. A cgroup of
+/// each attempt's own where `retry` may create one, and the walk through /proc, which
+/// `RETRY_TEST_NO_CGROUP` (for tests only) makes it take anywhere.
+const WAYS: [(&str, &[(&str, &str)]); 2] = [
+    ("the run's default way", &[]),
+    ("the /proc way", &[("RETRY_TEST_NO_CGROUP", "1")]),
+];
+
+/// A daemon an earlier attempt left (it ended on its own) is never signalled by
+/// a later attempt's sweep, though it started in the same clock tick as the later attempt
+/// (10 ms: half the time, with no delay between) and carries no `RETRY_ATTEMPT` (it cleared its
+/// environment, as a process title wipes it). Six pairs of attempts: an odd one leaves such a
+/// daemon and fails at once, the even one after it times out.
+#[test]
+fn a_sweep_never_ends_what_an_earlier_attempt_left_in_the_same_tick() {
+    for (way, env) in WAYS {
+        let r = retry();
+        let daemons: Vec<_> = (1..=6)
+            .map(|pair| r.path(&format!("daemon{pair}")))
+            .collect();
+        let _reap = Reap::new(daemons.clone());
+        let script = format!(
+            "if [ $((RETRY_ATTEMPT % 2)) = 1 ]; then
+               (setsid env -i sh -c \"echo \\$\\$ > '{dir}/daemon$(((RETRY_ATTEMPT + 1) / 2))'; exec sleep 600\" </dev/null >/dev/null 2>&1 &)
+               sleep 0.002
+               exit 1
+             fi
+             exec sleep 600",
+            dir = r.dir.path().display()
+        );
+        let output = retry()
+            // The odd attempts have no limit, so however late they run, a daemon of theirs
+            // is never their own attempt's to end; the even ones are cut.
+            .args(["--timeouts", &["0", "500ms"].repeat(6).join(",")])
+            .args(["--attempts", "12", "--delays", "0"])
+            .args(sh(&script))
+            .command()
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(shell_status(output.status), 124, "{way}");
+        for (pair, daemon) in daemons.iter().enumerate() {
+            let pid = pid_in(daemon);
+            assert!(
+                alive(pid),
+                "{way}: attempt {}'s daemon was ended by a later attempt's sweep",
+                2 * pair + 1
+            );
+        }
+    }
+}
+
+/// A descendant that keeps forking anew (it forks, the parent exits, the child calls `setsid`,
+/// and again) and ignores SIGTERM is ended within the grace: a look that catches it between a
+/// parent's exit and the re-parenting of its child sees nothing, and is not taken for "none
+/// left".
+#[test]
+fn a_process_that_keeps_forking_anew_is_ended() {
+    // A shell forks too slowly to slip through often: perl forks in a tenth of the time.
+    if std::process::Command::new("perl")
+        .arg("-e1")
+        .status()
+        .is_err()
+    {
+        return missing("perl", "a process that keeps forking anew");
+    }
+    let _churning = churning();
+    for (way, env) in WAYS {
+        let r = retry();
+        let marker = r.dir.path().display().to_string();
+        let _cleanup = KillMarked(marker.clone());
+        let stop = r.path("stop");
+        // However the test ends, what is left of the process stops forking.
+        let _stop = Touch(stop.clone());
+        // Each generation forks the next and exits, as fast as perl can; it stops at the file
+        // `stop`, or after a million generations should everything else fail.
+        let reforker = r.path("reforker.pl");
+        fs::write(
+            &reforker,
+            format!(
+                "use POSIX; $SIG{{TERM}} = 'IGNORE'; open(my $f, '>', '{started}'); close($f);
+                 my $n = 0; while (!-e '{stop}' && $n++ < 1_000_000) {{ exit if fork; POSIX::setsid() }}",
+                stop = stop.display(),
+                started = r.path("started").display(),
+            ),
+        )
+        .unwrap();
+        let script = format!(
+            "perl '{}' </dev/null >/dev/null 2>&1 &
+             while [ ! -e '{}' ]; do sleep 0.01; done
+             exec sleep 600",
+            reforker.display(),
+            r.path("started").display()
+        );
+        // Where it can, `retry` runs under a PID 1 of its own (a shell that waits for the test
+        // to look before it ends, and with it whatever is left in its namespace): there a
+        // re-forking process slips through a single look most often.
+        let (status, checked) = (r.path("status"), r.path("checked"));
+        let _checked = Touch(checked.clone());
+        // Only `retry` and what it starts carry the marker, not the shell that waits.
+        let assignments: String = [("STRAGGLER_OF", marker.as_str())]
+            .iter()
+            .chain(env)
+            .map(|(k, v)| format!("'{k}={v}' "))
+            .collect();
+        let waiter = format!(
+            "env {assignments}\"$@\"; echo $? > '{}'; while [ ! -e '{}' ]; do sleep 0.01; done",
+            status.display(),
+            checked.display()
+        );
+        let mut wrapper: Vec<&str> = pid_namespace().map(<[&str]>::to_vec).unwrap_or_default();
+        wrapper.extend(["sh", "-c", &waiter, "sh"]);
+        let mut child = Running(
+            retry()
+                .args(["--timeout", "1s", "--kill-after", "1s", "-r", "0"])
+                .args(sh(&script))
+                .spawn_under(&wrapper),
+        );
+        assert_eq!(wait_for_lines(&status, 1), ["124"], "{way}");
+        // A process sent SIGKILL may take a moment to be gone; one that was missed forks on.
+        let left = || marked_with(&marker);
+        eventually(
+            &format!("{way}: nothing of the re-forking process left"),
+            || left().is_empty(),
+        );
+        fs::write(&checked, "").unwrap();
+        wait_bounded(&mut child.0);
+    }
+}
+
+/// Makes a file when dropped.
+struct Touch(std::path::PathBuf);
+
+impl Drop for Touch {
+    fn drop(&mut self) {
+        let _ = fs::write(&self.0, "");
+    }
+}
+
+/// The sweep's bound (100 ms past the grace), loosely (the exact one is `sweep`'s unit test over a fake clock): a
+/// tree of 300 processes, 20 of which fork as they are killed, holds `retry` no more than
+/// 100 ms past `--max-time` plus `--kill-after`; here it is given two seconds more, 20 times
+/// that, where rounds of SIGKILL with no bound took 2.3 to 4.5 s more.
+#[test]
+fn a_tree_that_forks_as_it_is_killed_holds_retry_no_longer_than_the_grace() {
+    let _churning = churning();
+    let _heavy = one_heavy_test_at_a_time();
+    for (way, env) in WAYS {
+        let r = retry();
+        let marker = r.dir.path().display().to_string();
+        let _cleanup = KillMarked(marker.clone());
+        let spawner = "trap '' TERM; while :; do setsid sleep 1001 </dev/null >/dev/null 2>&1 & p=$!; kill -9 $p; wait $p; done";
+        let script = format!(
+            "for i in $(seq 20); do setsid sh -c \"{spawner}\" </dev/null >/dev/null 2>&1 & done
+             for i in $(seq 280); do setsid sh -c \"trap '' TERM; exec sleep 1002\" </dev/null >/dev/null 2>&1 & done
+             exec sleep 600"
+        );
+        let since = Instant::now();
+        let output = retry()
+            .args(["--max-time", "1s", "--kill-after", "500ms", "-r", "0"])
+            .args(sh(&script))
+            .command()
+            .env("STRAGGLER_OF", &marker)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let took = since.elapsed();
+        assert_eq!(shell_status(output.status), 124, "{way}");
+        assert!(
+            took < Duration::from_millis(3500),
+            "{way}: retry ended {took:?} after it started"
+        );
+        eventually(&format!("{way}: nothing of the tree left"), || {
+            marked_with(&marker).is_empty()
+        });
+    }
+}
+
+/// `--verbose` says which way the run's sweep takes, in one line: each attempt in a cgroup of
+/// its own (where `retry` may make one and the attempts are timed), or a walk of /proc.
+#[test]
+fn verbose_says_which_way_the_sweep_takes() {
+    let output = retry()
+        .args(["--verbose", "true"])
+        .command()
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("looked for in /proc"), "untimed: {stderr}");
+    for (way, env) in WAYS {
+        let output = retry()
+            .args(["--verbose", "--timeout", "1h", "true"])
+            .command()
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.contains("cgroup.kill") || line.contains("in /proc"))
+            .collect();
+        assert_eq!(said.len(), 1, "{way}: {stderr}");
+        if !env.is_empty() {
+            assert!(said[0].contains("looked for in /proc"), "{way}: {stderr}");
+        }
+    }
 }
