@@ -8,8 +8,9 @@ use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::ending::Ending;
 use crate::interpreter;
-use crate::outcome::{AttemptEnd, RunEnd};
+use crate::outcome::AttemptEnd;
 use crate::predicate::{Matches, Verdict};
 use crate::report;
 use crate::settings::Settings;
@@ -144,7 +145,7 @@ pub(crate) fn note(settings: &Settings) -> String {
         Verdict::Retry => format!("every attempt would fail so, with status {}", end.status()),
         _ => format!(
             "a run would end at once with status {}",
-            RunEnd::Failed { last: Some(end) }.exit_status(settings.fail_exit)
+            Ending::Permanent.exit_status(Some(end), settings.fail_exit)
         ),
     };
     format!(

@@ -1,11 +1,12 @@
 //! What the driver tells the reporter: each event of a run, and the small values events carry
-//! (an attempt's count, why it failed, a hint heeded, how the run gave up). Data only: how an
-//! event reads is `plain`'s and `json`'s.
+//! (an attempt's count, why it failed, a hint heeded, why the run gave up and so which
+//! `Ending` it had). Data only: how an event reads is `plain`'s and `json`'s.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::ending::Ending;
 use crate::fleet::Notice;
 use crate::http::HintSource;
 use crate::outcome::AttemptEnd;
@@ -73,6 +74,21 @@ pub enum GiveUp<'a> {
     Budget(&'a str),
     /// The breaker of this name is open; its next probe is due in `next_probe`.
     Breaker { name: &'a str, next_probe: Duration },
+}
+
+impl GiveUp<'_> {
+    /// How a run that gives up for this reason ended.
+    pub(crate) fn ending(self) -> Ending {
+        match self {
+            GiveUp::Exhausted => Ending::Exhausted,
+            GiveUp::Permanent(_) => Ending::Permanent,
+            GiveUp::MaxTime | GiveUp::LastChanceUsed | GiveUp::MaxTimeAhead { .. } => {
+                Ending::MaxTime
+            }
+            GiveUp::Budget(_) => Ending::Budget,
+            GiveUp::Breaker { .. } => Ending::Breaker,
+        }
+    }
 }
 
 /// An attempt's number in the run, and where it stands against the attempt limit, which counts

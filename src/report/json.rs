@@ -11,7 +11,7 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::settings::HookKind;
 
-use super::event::{Count, Event, GiveUp, HintUse, OwnFile};
+use super::event::{Count, Event, HintUse, OwnFile};
 use super::plain::{HOLD_FULL, REPLACED};
 use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 
@@ -377,7 +377,7 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                     attempt: count.attempt,
                     exit_code: if last_status_exits { end.status() } else { 0 },
                     duration_ms: total.as_millis() as u64,
-                    reason: not_restarting.map(give_up_reason),
+                    reason: not_restarting.map(|reason| reason.ending().name()),
                 }),
             ),
         ],
@@ -402,7 +402,7 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
             "give-up",
             Fields::GiveUp(GiveUpFields {
                 attempts,
-                reason: give_up_reason(reason),
+                reason: reason.ending().name(),
                 exit_code: status,
                 duration_ms: total.as_millis() as u64,
             }),
@@ -556,16 +556,6 @@ fn with_retry<'a>(
     objects
 }
 
-fn give_up_reason(reason: GiveUp<'_>) -> &'static str {
-    match reason {
-        GiveUp::Exhausted => "exhausted",
-        GiveUp::Permanent(_) => "permanent",
-        GiveUp::MaxTime | GiveUp::LastChanceUsed | GiveUp::MaxTimeAhead { .. } => "max-time",
-        GiveUp::Budget(_) => "budget",
-        GiveUp::Breaker { .. } => "breaker",
-    }
-}
-
 /// What the fleet limits say: `state-unavailable`, `budget` or `breaker`.
 fn fleet_object(notice: &Notice) -> (&'static str, Fields<'_>) {
     match notice {
@@ -686,7 +676,7 @@ pub(super) mod tests {
     use super::*;
     use crate::fleet::Notice;
     use crate::outcome::Limit;
-    use crate::report::event::Why;
+    use crate::report::event::{GiveUp, Why};
     use crate::stdio::Stream;
     use std::collections::{BTreeMap, BTreeSet};
     use std::ffi::OsStr;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::json::{signal_text, timed_out};
+use crate::ending::Ending;
 use crate::outcome::AttemptEnd;
 
 /// One attempt, as the report tells it.
@@ -67,40 +68,6 @@ impl History {
     /// How many attempts between the first and the last held were left out.
     pub(crate) fn omitted(&self) -> u64 {
         self.omitted
-    }
-}
-
-/// How a run ended, as the report names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ending {
-    Success,
-    /// The attempt limit was reached.
-    Exhausted,
-    /// `--max-time` was reached, or the next wait would have crossed it.
-    MaxTime,
-    /// A failure that is not retried (`--stop-on-exit`, `--stop-if-*`, a command that cannot
-    /// start, a code whose retries are spent).
-    Permanent,
-    Budget,
-    Breaker,
-    /// `retry` received a signal that ends it.
-    Signal,
-    /// The reader downstream went away.
-    BrokenPipe,
-}
-
-impl Ending {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Ending::Success => "success",
-            Ending::Exhausted => "exhausted",
-            Ending::MaxTime => "max-time",
-            Ending::Permanent => "permanent",
-            Ending::Budget => "budget",
-            Ending::Breaker => "breaker",
-            Ending::Signal => "signal",
-            Ending::BrokenPipe => "broken-pipe",
-        }
     }
 }
 
