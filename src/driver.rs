@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use crate::backoff::Delays;
 use crate::cli::FailedOutput;
 use crate::deadline::{self, Fit, WaitKind};
+use crate::ending::Ending;
 use crate::fleet::{Admit, Gate, GoOn, Outcome};
 use crate::http::{self, HintSource, StatusClass};
-use crate::outcome::{AttemptEnd, Limit, RunEnd};
+use crate::outcome::{AttemptEnd, Limit};
 use crate::predicate::{CodeLimits, Matches, Permanent, Verdict};
-use crate::report::summary::{AttemptRecord, Ending, History};
+use crate::report::summary::{AttemptRecord, History};
 use crate::report::{Count, Event, GiveUp, HintUse, Reporter, Telling, Why};
 use crate::settings::{HookKind, Settings};
 
@@ -163,8 +164,6 @@ pub trait Sleep {
 /// How a run ended, and the attempts it made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Ran {
-    pub(crate) end: RunEnd,
-    /// How the run ended, as a report names it.
     pub(crate) ending: Ending,
     pub(crate) attempts: u64,
     /// How the last attempt ended, if one ran.
@@ -198,7 +197,6 @@ pub(crate) fn drive<E: Execute, S: Sleep, G: Gate + ?Sized>(
         held_back: None,
         history: History::default(),
         wait_after_latest: None,
-        gave_up: None,
         longest: Duration::ZERO,
         last_chance: false,
         settled: false,
@@ -213,10 +211,9 @@ pub(crate) fn drive<E: Execute, S: Sleep, G: Gate + ?Sized>(
         max_attempts: settings.max_attempts,
         seed,
     });
-    let (end, ending) = match run.drive() {
-        Ok(RunEnd::Succeeded) => (RunEnd::Succeeded, Ending::Success),
-        Ok(end) => (end, run.gave_up.unwrap_or(Ending::Exhausted)),
-        Err(Halt::BrokenPipe) => (RunEnd::BrokenPipe, Ending::BrokenPipe),
+    let ending = match run.drive() {
+        Ok(ending) => ending,
+        Err(Halt::BrokenPipe) => Ending::BrokenPipe,
         Err(Halt::Interrupted(signal)) => {
             // Interrupted too, the run did not succeed: what was kept goes out (a second signal
             // cuts that short), before the final attempt's, in attempt order.
@@ -228,11 +225,10 @@ pub(crate) fn drive<E: Execute, S: Sleep, G: Gate + ?Sized>(
                 run.executor.release_final_output_interrupted(run.reporter);
             }
             run.reporter.emit(&Event::Interrupted { signal });
-            (RunEnd::Interrupted(signal), Ending::Signal)
+            Ending::Signal(signal)
         }
     };
     Ran {
-        end,
         ending,
         attempts: run.attempts,
         last: run.history.latest().map(|latest| latest.end),
@@ -267,7 +263,7 @@ enum Next {
         wait: Duration,
         hinted: bool,
     },
-    End(RunEnd),
+    End(Ending),
 }
 
 /// The kind of attempt a wait follows, which says what is told of it.
@@ -324,8 +320,6 @@ struct Run<'a, E, S, G: ?Sized> {
     /// The wait after the latest attempt, and whether a hint set it: the report tells it once
     /// the next attempt starts after it.
     wait_after_latest: Option<(Duration, bool)>,
-    /// Why the run gave up, once it has.
-    gave_up: Option<Ending>,
     /// The longest attempt so far (a timed-out one counting as its limit): the last chance
     /// before `--max-time` leaves twice this.
     longest: Duration,
@@ -395,7 +389,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         }
     }
 
-    fn drive(&mut self) -> Result<RunEnd, Halt> {
+    fn drive(&mut self) -> Result<Ending, Halt> {
         if let Some(end) = self.splay()? {
             return Ok(end);
         }
@@ -408,8 +402,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 if let Some(success) = progress.restarting_after {
                     return self.end_restarts(attempt - 1, success, GiveUp::MaxTime);
                 }
-                let last = progress.last;
-                return self.give_up(GiveUp::MaxTime, attempt - 1, last, Telling::Always);
+                return self.give_up(GiveUp::MaxTime, attempt - 1, Telling::Always);
             }
             if let Some(end) = self.admit(attempt, &progress)? {
                 return Ok(end);
@@ -452,7 +445,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
 
     /// Asks the breaker whether attempt `attempt` may start; the run's end when it may not: with
     /// 75 before any attempt ran, else with the last attempt's status.
-    fn admit(&mut self, attempt: u64, progress: &Progress) -> Result<Option<RunEnd>, Halt> {
+    fn admit(&mut self, attempt: u64, progress: &Progress) -> Result<Option<Ending>, Halt> {
         let admitted = self.gate.admit(attempt);
         self.say_notices();
         let Admit::BreakerOpen { next_probe } = admitted else {
@@ -463,12 +456,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         if let Some(success) = progress.restarting_after {
             return self.end_restarts(attempt - 1, success, reason).map(Some);
         }
-        let end = match progress.last {
-            None => RunEnd::BreakerOpen,
-            Some(last) => RunEnd::Failed { last: Some(last) },
-        };
-        self.end_run(end, reason, attempt - 1, Telling::Always)
-            .map(Some)
+        self.give_up(reason, attempt - 1, Telling::Always).map(Some)
     }
 
     fn breaker_name(&self) -> &'a str {
@@ -503,7 +491,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
 
     /// The random wait before the first attempt (`--splay`); the run's end when no time is
     /// left for a first attempt after it.
-    fn splay(&mut self) -> Result<Option<RunEnd>, Halt> {
+    fn splay(&mut self) -> Result<Option<Ending>, Halt> {
         let splay = self.settings.splay;
         if splay.is_zero() {
             return Ok(None);
@@ -511,7 +499,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         let wait = self.delays.up_to(splay);
         if self.wait_crosses_deadline(wait) {
             let reason = GiveUp::MaxTimeAhead { wait };
-            return self.give_up(reason, 0, None, Telling::Always).map(Some);
+            return self.give_up(reason, 0, Telling::Always).map(Some);
         }
         self.reporter.emit(&Event::Splay { wait });
         self.clock.sleep(wait)?;
@@ -586,7 +574,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         rule: Permanent,
         count: Count,
         report: &AttemptReport,
-    ) -> Result<RunEnd, Halt> {
+    ) -> Result<Ending, Halt> {
         self.release_final_of_failed_run()?;
         // A command that cannot start was already said in a line of its own; a log still gets
         // the attempt's end and the run's.
@@ -598,7 +586,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         let event = self.failure(count, report, None, None, false, false);
         self.reporter.tell(&event, telling);
         let reason = GiveUp::Permanent(rule);
-        self.give_up(reason, count.attempt, Some(report.end), telling)
+        self.give_up(reason, count.attempt, telling)
     }
 
     /// Attempt `attempt` as the run counts it against the limit.
@@ -654,7 +642,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         });
         self.say_notices();
         self.hook(HookKind::Success, attempt, report.end.status(), None)?;
-        Ok(Next::End(RunEnd::Succeeded))
+        Ok(Next::End(Ending::Success))
     }
 
     /// A retryable failure: the wait before the next attempt, or the run's end when no attempt
@@ -776,12 +764,12 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                     not_restarting: Some(reason),
                 });
                 self.say_notices();
-                return Ok(Next::End(RunEnd::Succeeded));
+                return Ok(Next::End(Ending::Success));
             }
             self.reporter
                 .emit(&self.between_event(count, report, between, None, progress));
             return self
-                .give_up(reason, attempt, Some(report.end), Telling::Always)
+                .give_up(reason, attempt, Telling::Always)
                 .map(Next::End);
         }
         self.reporter
@@ -820,7 +808,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 Fit::End => {
                     let reason = self.max_time_end(wait);
                     return self
-                        .give_up(reason, attempt, Some(report.end), Telling::Always)
+                        .give_up(reason, attempt, Telling::Always)
                         .map(Next::End);
                 }
             }
@@ -837,7 +825,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         attempts: u64,
         (end, ran): (AttemptEnd, Duration),
         reason: GiveUp<'_>,
-    ) -> Result<RunEnd, Halt> {
+    ) -> Result<Ending, Halt> {
         self.reporter.emit(&Event::Success {
             count: Count {
                 attempt: attempts,
@@ -850,7 +838,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             not_restarting: Some(reason),
         });
         self.say_notices();
-        Ok(RunEnd::Succeeded)
+        Ok(Ending::Success)
     }
 
     /// The event of an attempt that a wait would follow, with that wait if it does.
@@ -986,44 +974,20 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         Ok(())
     }
 
-    /// Ends a failed run: the give-up event, then `--on-failure`.
+    /// Ends a run that gives up for `reason` after `attempts` attempts: the give-up event, then
+    /// `--on-failure`, with the last attempt's status (or the run's own when none ran).
     fn give_up(
         &mut self,
         reason: GiveUp<'_>,
         attempts: u64,
-        last: Option<AttemptEnd>,
         telling: Telling,
-    ) -> Result<RunEnd, Halt> {
-        self.end_run(RunEnd::Failed { last }, reason, attempts, telling)
-    }
-
-    /// Ends a run that did not succeed (`end`) for `reason` after `attempts` attempts: the
-    /// give-up event, then `--on-failure`, with the last attempt's status (or the run's own
-    /// when none ran).
-    fn end_run(
-        &mut self,
-        end: RunEnd,
-        reason: GiveUp<'_>,
-        attempts: u64,
-        telling: Telling,
-    ) -> Result<RunEnd, Halt> {
-        self.gave_up = Some(match reason {
-            GiveUp::Exhausted => Ending::Exhausted,
-            GiveUp::Permanent(_) => Ending::Permanent,
-            GiveUp::MaxTime | GiveUp::LastChanceUsed | GiveUp::MaxTimeAhead { .. } => {
-                Ending::MaxTime
-            }
-            GiveUp::Budget(_) => Ending::Budget,
-            GiveUp::Breaker { .. } => Ending::Breaker,
-        });
+    ) -> Result<Ending, Halt> {
+        let ending = reason.ending();
         self.settle_given_up()?;
         self.release_held_back(|_, _| OutputOf::GaveUp)?;
         self.say_notices();
-        let last = match end {
-            RunEnd::Failed { last } => last,
-            _ => None,
-        };
-        let status = self.settings.exit_status(end, last, None);
+        let last = self.history.latest().map(|latest| latest.end);
+        let status = self.settings.exit_status(ending, last, None);
         let event = Event::GiveUp {
             reason,
             attempts,
@@ -1033,7 +997,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         self.reporter.tell(&event, telling);
         let last_status = last.map_or(status, AttemptEnd::status);
         self.hook(HookKind::Failure, attempts, last_status, None)?;
-        Ok(end)
+        Ok(ending)
     }
 
     /// Runs the hook of `kind`, if one is set, and reports its failure.
@@ -1263,7 +1227,6 @@ mod tests {
     }
 
     struct Outcome {
-        end: RunEnd,
         /// All the run told of itself.
         ran: Ran,
         slept: Vec<Duration>,
@@ -1384,7 +1347,6 @@ mod tests {
         );
         let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
         Outcome {
-            end: ran.end,
             ran,
             slept: clock.slept,
             specs: script.specs,
@@ -1452,7 +1414,7 @@ mod tests {
             exited(1, 5),
         ];
         let out = run(&["--reset-after", "50ms", "--retries", "2"], &ends);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(1)));
         assert_eq!(
             out.specs.len(),
             6,
@@ -1517,7 +1479,7 @@ mod tests {
             &["--restart", "--retries", "1", "--on-success", "ok"],
             &ends,
         );
-        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(1)));
         assert_eq!(out.specs.len(), 4, "two failures in a row end it");
         assert_eq!(
             out.slept,
@@ -1546,7 +1508,7 @@ mod tests {
     #[test]
     fn restart_ended_while_waiting_after_a_success_exits_0() {
         let out = run(&["--restart", "--max-time", "250ms"], &[exited(0, 5)]);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(
             out.specs.len(),
             3,
@@ -1565,7 +1527,7 @@ mod tests {
             ..ScriptedGate::default()
         };
         let out = run_gated(&["--restart"], &[exited(0, 5)], &mut gate);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(out.specs.len(), 2);
         assert!(
             out.output
@@ -1577,8 +1539,8 @@ mod tests {
         };
         let out = run_gated(&["--restart"], &[exited(0, 5)], &mut gate);
         assert_eq!(
-            out.end,
-            RunEnd::Succeeded,
+            out.ran.ending,
+            Ending::Success,
             "the breaker opened during the wait"
         );
         assert_eq!(out.specs.len(), 1);
@@ -1592,7 +1554,7 @@ mod tests {
             &[exited(0, 5), exited(0, 5), exited(9, 5)],
             &mut gate,
         );
-        assert_eq!(out.end, failed(AttemptEnd::Exited(9)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(9)));
         assert_eq!(out.specs.len(), 3);
         assert_eq!(
             gate.asked,
@@ -1614,7 +1576,7 @@ mod tests {
     fn a_code_whose_retries_are_used_up_ends_the_run_and_resets_do_not_refill_them() {
         let ends = [exited(137, 5), exited(1, 5), exited(137, 5), exited(1, 5)];
         let out = run(&["--retry-on-exit", "1,137@1"], &ends);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(137)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(137)));
         assert_eq!(
             out.specs.len(),
             3,
@@ -1668,8 +1630,8 @@ mod tests {
             &["--restart", "--max-time", "300ms"],
             &[exited(0, 5), exited(0, 1000)],
         );
-        assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Run)));
-        assert_eq!(out.end.exit_status(None), 124);
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::TimedOut(Limit::Run)));
+        assert_eq!(out.status(), 124);
     }
 
     #[test]
@@ -1694,8 +1656,8 @@ mod tests {
             ..ScriptedGate::default()
         };
         let out = run_gated(&["--on-failure", "report"], &[exited(0, 5)], &mut gate);
-        assert_eq!(out.end, RunEnd::BreakerOpen);
-        assert_eq!(out.end.exit_status(None), 75);
+        assert_eq!((out.ran.ending, out.ran.last), (Ending::Breaker, None));
+        assert_eq!(out.status(), 75);
         assert!(out.specs.is_empty() && out.slept.is_empty());
         assert_eq!(gate.asked, ["admit 1"]);
         assert_eq!(out.hooks, ["Failure attempt=0 last=75 next=None at=0ns"]);
@@ -1713,7 +1675,7 @@ mod tests {
             ..ScriptedGate::default()
         };
         let out = run_gated(&[], &[exited(1, 5), exited(2, 5)], &mut gate);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(2)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(2)));
         assert_eq!(out.slept, [ms(100)], "no wait after the refusal");
         assert_eq!(out.specs.len(), 2);
         assert_eq!(
@@ -1739,7 +1701,7 @@ mod tests {
             ..ScriptedGate::default()
         };
         let out = run_gated(&[], &[exited(3, 5)], &mut gate);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(3)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(3)));
         assert!(out.slept.is_empty());
         assert!(
             out.output
@@ -1751,8 +1713,8 @@ mod tests {
             ..ScriptedGate::default()
         };
         let out = run_gated(&["--consecutive", "2"], &[exited(0, 5)], &mut gate);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
-        assert_eq!(out.end.exit_status(None), 1, "an unfinished streak exits 1");
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(0)));
+        assert_eq!(out.status(), 1, "an unfinished streak exits 1");
         assert_eq!(gate.asked, ["admit 1", "record Success", "go_on"]);
     }
 
@@ -1811,8 +1773,16 @@ mod tests {
         );
     }
 
-    fn failed(end: AttemptEnd) -> RunEnd {
-        RunEnd::Failed { last: Some(end) }
+    impl Outcome {
+        /// The final attempt's end, when the run gave up (by whatever limit or verdict).
+        fn gave_up_after(&self) -> Option<AttemptEnd> {
+            self.ran.ending.gave_up().then_some(self.ran.last).flatten()
+        }
+
+        /// `retry`'s exit status for the run, without `--fail-exit`.
+        fn status(&self) -> u8 {
+            self.ran.ending.exit_status(self.ran.last, None)
+        }
     }
 
     #[test]
@@ -1830,7 +1800,7 @@ mod tests {
     #[test]
     fn success_at_once_does_not_sleep() {
         let out = run(&[], &[exited(0, 5)]);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert!(out.slept.is_empty());
         assert_eq!(out.output, "");
     }
@@ -1838,7 +1808,7 @@ mod tests {
     #[test]
     fn retries_until_success_with_the_schedule() {
         let out = run(&[], &[exited(1, 5), exited(1, 5), exited(0, 5)]);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(out.slept, vec![ms(100), ms(200)]);
         assert_eq!(out.specs.len(), 3);
         assert_eq!(
@@ -1854,7 +1824,7 @@ mod tests {
             &["--retries", "2"],
             &[exited(1, 0), exited(2, 0), exited(3, 0)],
         );
-        assert_eq!(out.end, failed(AttemptEnd::Exited(3)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(3)));
         assert_eq!(out.slept, vec![ms(100), ms(200)]);
         assert_eq!(out.output.lines().count(), 4);
         assert!(
@@ -1889,7 +1859,7 @@ mod tests {
         let mut ends = vec![exited(1, 0); 50];
         ends.push(exited(0, 0));
         let out = run(&["--forever", "--max", "100ms"], &ends);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(out.specs.len(), 51);
         assert!(out.specs.iter().all(|s| s.max_attempts.is_none()));
     }
@@ -1900,7 +1870,7 @@ mod tests {
             &["--stop-on-exit", "2"],
             &[exited(1, 0), exited(2, 0), exited(0, 0)],
         );
-        assert_eq!(out.end, failed(AttemptEnd::Exited(2)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(2)));
         assert_eq!(out.specs.len(), 2);
         assert!(out.output.contains("permanent failure"));
     }
@@ -1908,7 +1878,7 @@ mod tests {
     #[test]
     fn cannot_start_is_not_retried() {
         let out = run(&[], &[(AttemptEnd::NotFound, Duration::ZERO)]);
-        assert_eq!(out.end, failed(AttemptEnd::NotFound));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::NotFound));
         assert_eq!(out.specs.len(), 1);
         assert_eq!(
             out.output,
@@ -1932,7 +1902,7 @@ mod tests {
             &["-r", "1"],
             &[(AttemptEnd::SpawnFailed, Duration::ZERO), exited(0, 0)],
         );
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(out.specs[1].last_status, Some(126));
         assert_eq!(
             out.output,
@@ -1943,7 +1913,7 @@ mod tests {
     #[test]
     fn sigpipe_ends_quietly() {
         let out = run(&[], &[(AttemptEnd::Signaled(libc::SIGPIPE), ms(1))]);
-        assert_eq!(out.end, RunEnd::BrokenPipe);
+        assert_eq!(out.ran.ending, Ending::BrokenPipe);
         assert_eq!(out.output, "");
         assert_eq!(out.specs.len(), 1);
     }
@@ -1951,7 +1921,10 @@ mod tests {
     #[test]
     fn timeout_is_given_to_each_attempt() {
         let out = run(&["--timeout", "50ms", "-r", "1"], &[exited(0, 80)]);
-        assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Attempt)));
+        assert_eq!(
+            out.gave_up_after(),
+            Some(AttemptEnd::TimedOut(Limit::Attempt))
+        );
         assert_eq!(out.specs.len(), 2);
     }
 
@@ -2031,7 +2004,10 @@ mod tests {
         assert_eq!((out.ran.ending, out.ran.attempts), (Ending::Success, 2));
         // A signal during the wait: the wait it cut is not told.
         let out = run_with(&["-r", "3"], &[exited(1, 5)], Some(0));
-        assert_eq!((out.ran.ending, out.ran.attempts), (Ending::Signal, 1));
+        assert_eq!(
+            (out.ran.ending, out.ran.attempts),
+            (Ending::Signal(libc::SIGTERM), 1)
+        );
         assert_eq!(waits(&out.ran), [(1, None, false)]);
         // A hint that lengthened the wait is marked.
         let hint = Some(AskedWait {
@@ -2066,7 +2042,7 @@ mod tests {
         // Waits of 100, 200, then 400ms, which would end at 700ms > 500ms: the attempts take no
         // time, so the last one starts 100ms before the deadline, and no wait follows it.
         let out = run(&["--max-time", "500ms", "--forever"], &[exited(1, 0)]);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(1)));
         assert_eq!(out.slept, vec![ms(100), ms(200), ms(100)]);
         assert!(
             out.output.contains(
@@ -2206,7 +2182,7 @@ mod tests {
         let streak = [&args[..], &["--consecutive", "2"]].concat();
         let out = run(&streak, &[&failures[..], &[exited(0, 0); 2]].concat());
         assert_eq!(out.ends.len(), 8, "{}", out.output);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(0)));
         assert_eq!(out.output.matches("the last before --max-time").count(), 1);
         let restart = [&args[..], &["--restart"]].concat();
         let out = run(
@@ -2214,7 +2190,7 @@ mod tests {
             &[&failures[..], &[exited(0, 0), exited(1, 0)]].concat(),
         );
         assert_eq!(out.ends.len(), 8, "{}", out.output);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
     }
 
     /// A hook that uses up a wait that was told as any other: what it became is said, in the
@@ -2261,7 +2237,7 @@ mod tests {
     fn max_time_terminates_a_running_attempt() {
         let out = run(&["--max-time", "250ms", "--forever"], &[exited(1, 100)]);
         // 100 run + 100 wait, then the second attempt is cut at 250ms.
-        assert_eq!(out.end, failed(AttemptEnd::TimedOut(Limit::Run)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::TimedOut(Limit::Run)));
         assert_eq!(out.specs.len(), 2);
         assert_eq!(out.specs[1].deadline.map(|d| d.1), Some(Limit::Run));
         assert!(out.output.contains("--max-time reached"), "{}", out.output);
@@ -2281,8 +2257,8 @@ mod tests {
             &["--splay", "1s", "--max-time", "1ns", "--seed", "1"],
             &[exited(0, 0)],
         );
-        assert_eq!(out.end, RunEnd::Failed { last: None });
-        assert_eq!(out.end.exit_status(None), 124);
+        assert_eq!((out.ran.ending, out.ran.last), (Ending::MaxTime, None));
+        assert_eq!(out.status(), 124);
         assert!(out.specs.is_empty());
         assert!(
             out.output.contains(
@@ -2308,15 +2284,15 @@ mod tests {
     #[test]
     fn invert_retries_until_failure() {
         let out = run(&["--invert"], &[exited(0, 0), exited(0, 0), exited(3, 0)]);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(out.specs.len(), 3);
     }
 
     #[test]
     fn failed_run_with_exit_0_last_exits_1() {
         let out = run(&["--invert", "-r", "1"], &[exited(0, 0)]);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
-        assert_eq!(out.end.exit_status(None), 1);
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(0)));
+        assert_eq!(out.status(), 1);
     }
 
     #[test]
@@ -2330,7 +2306,7 @@ mod tests {
             exited(0, 0),
         ];
         let out = run(&["--consecutive", "3", "-r", "10"], &ends);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(out.specs.len(), 6);
         // success -> d(1); failures -> d(2), d(3); successes -> d(1), d(1).
         assert_eq!(out.slept, vec![ms(100), ms(200), ms(400), ms(100), ms(100)]);
@@ -2339,15 +2315,15 @@ mod tests {
     #[test]
     fn consecutive_exhausted_on_a_success_exits_1() {
         let out = run(&["--consecutive", "3", "-r", "1"], &[exited(0, 0)]);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(0)));
-        assert_eq!(out.end.exit_status(None), 1);
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(0)));
+        assert_eq!(out.status(), 1);
         assert_eq!(out.specs.len(), 2);
     }
 
     #[test]
     fn signal_during_sleep_ends_the_run() {
         let out = run_with(&[], &[exited(1, 0)], Some(1));
-        assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+        assert_eq!(out.ran.ending, Ending::Signal(libc::SIGTERM));
         assert_eq!(out.specs.len(), 2);
         assert!(out.output.ends_with("retry: stopped by SIGTERM\n"));
     }
@@ -2373,7 +2349,7 @@ mod tests {
             ],
             &[exited(4, 10), exited(5, 10), exited(0, 10)],
         );
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(
             out.hooks,
             [
@@ -2398,7 +2374,7 @@ mod tests {
     #[test]
     fn a_failing_hook_is_reported_and_changes_nothing() {
         let out = run(&["--on-retry", "fail", "-r", "1"], &[exited(6, 0)]);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(6)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(6)));
         assert!(
             out.output
                 .contains("retry: --on-retry hook failed (exit 3)\n"),
@@ -2429,14 +2405,14 @@ mod tests {
         );
         assert!(out.hooks.is_empty());
         let out = run_with(&["--on-failure", "f"], &[exited(1, 0)], Some(0));
-        assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+        assert_eq!(out.ran.ending, Ending::Signal(libc::SIGTERM));
         assert_eq!(out.hooks.len(), 0);
     }
 
     #[test]
     fn on_retry_only_follows_failures_under_consecutive() {
         let out = run(&["--on-retry", "r", "--consecutive", "2"], &[exited(0, 0)]);
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert!(out.hooks.is_empty(), "{:?}", out.hooks);
     }
 
@@ -2484,14 +2460,14 @@ mod tests {
             assert_eq!(out.released, [true], "{mode}: the breaker found open");
 
             let out = run_with(&args, &[exited(1, 0)], Some(1));
-            assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+            assert_eq!(out.ran.ending, Ending::Signal(libc::SIGTERM));
             assert_eq!(out.released, [false, true], "{mode}: a signal in the wait");
 
             // One that came once the wait was over, while the fleet limits were asked: the
             // next attempt does not start, and the one before is final.
             let late = [&args[..], &["--signal-after-the-wait"]].concat();
             let out = run(&late, &[exited(1, 0)]);
-            assert_eq!(out.end, RunEnd::Interrupted(libc::SIGTERM));
+            assert_eq!(out.ran.ending, Ending::Signal(libc::SIGTERM));
             assert_eq!(out.specs.len(), 1, "{mode}: no attempt after the signal");
             assert_eq!(out.released, [true], "{mode}: a signal after the wait");
         }
@@ -2540,7 +2516,7 @@ mod tests {
         );
         assert_eq!(out.specs.len(), 1);
         assert_eq!(out.slept, [ms(100)]);
-        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(1)));
         assert!(
             out.output
                 .contains("giving up after 1 attempt in 120ms: --max-time reached (exit status 1)"),
@@ -2608,7 +2584,7 @@ mod tests {
                 }
             }
             proptest::prop_assert!(
-                matches!(out.end, RunEnd::Failed { .. }),
+                out.ran.ending.gave_up(),
                 "a run of failures under --forever ends by --max-time"
             );
             let last_chances = out.output.matches(", the last before --max-time").count();
@@ -2676,7 +2652,7 @@ mod tests {
             ];
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let out = run(&args, &[exited(1, ran_ms)]);
-            proptest::prop_assert!(matches!(out.end, RunEnd::Failed { .. }), "{:?}", out.end);
+            proptest::prop_assert!(out.ran.ending.gave_up(), "{:?}", out.ran.ending);
             proptest::prop_assert!(out.specs.len() as u64 <= retries + 1);
         }
     }
@@ -2694,7 +2670,7 @@ mod tests {
             ],
             &[exited(1, 0)],
         );
-        assert_eq!(out.end, failed(AttemptEnd::Exited(1)));
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(1)));
     }
 
     fn retry_after(secs: u64) -> Option<AskedWait> {
@@ -2762,7 +2738,7 @@ mod tests {
             &[retry_after(60), None, retry_after(60)],
             None,
         );
-        assert_eq!(out.end, RunEnd::Succeeded);
+        assert_eq!(out.ran.ending, Ending::Success);
         assert_eq!(out.slept.len(), 2);
         assert!(out.slept[0] >= ms(60_000), "{:?}", out.slept);
         assert_eq!(out.slept[1], ms(200), "the schedule's own second delay");
@@ -2778,12 +2754,7 @@ mod tests {
             &[retry_after(30)],
             None,
         );
-        assert_eq!(
-            out.end,
-            RunEnd::Failed {
-                last: Some(AttemptEnd::Exited(7))
-            }
-        );
+        assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(7)));
         assert!(out.slept.is_empty(), "{:?}", out.slept);
         assert!(
             out.output.contains("would start past --max-time"),

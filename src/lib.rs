@@ -1,7 +1,7 @@
 //! `retry`: run a command until it succeeds, with backoff and jitter between attempts.
 //!
 //! `run` wires the pieces: argv -> `Cli` -> `Settings` -> driver (with the real runner and
-//! clock) -> `RunEnd` -> exit status. Each module's own doc says what it owns.
+//! clock) -> `Ending` -> exit status. Each module's own doc says what it owns.
 
 pub mod backoff;
 mod cgroup;
@@ -15,6 +15,7 @@ mod dirs;
 pub mod draws;
 pub mod driver;
 pub mod dryrun;
+mod ending;
 mod files;
 mod fleet;
 #[doc(hidden)]
@@ -56,9 +57,10 @@ use crate::cli::{Cli, ReportFormat};
 use crate::clock::RealClock;
 use crate::draws::Draws;
 use crate::driver::Ran;
+use crate::ending::Ending;
 use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
-use crate::outcome::{AttemptEnd, MISUSE, RunEnd};
+use crate::outcome::{AttemptEnd, MISUSE};
 use crate::plumbing::OwnStream;
 use crate::report::summary::{self, Summary};
 use crate::report::{OwnFile, Reporter, Terminal};
@@ -163,10 +165,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         gate.as_mut(),
         &mut reporter,
     );
-    let exit = match ran.end {
-        RunEnd::Interrupted(signal) => Exit::Signal(signal),
-        end => match runner.hand_over() {
-            Ok(()) => Exit::Status(settings.exit_status(end, ran.last, settings.fail_exit)),
+    let exit = match ran.ending {
+        Ending::Signal(signal) => Exit::Signal(signal),
+        ending => match runner.hand_over() {
+            Ok(()) => Exit::Status(settings.exit_status(ending, ran.last, settings.fail_exit)),
             Err(signal) => Exit::Signal(signal),
         },
     };
@@ -224,7 +226,7 @@ fn unwritten(file: OwnFile, path: &std::path::Path, error: &io::Error, reporter:
 fn exit_status(exit: Exit) -> u8 {
     match exit {
         Exit::Status(status) => status,
-        Exit::Signal(signal) => RunEnd::Interrupted(signal).exit_status(None),
+        Exit::Signal(signal) => Ending::Signal(signal).exit_status(None, None),
     }
 }
 
@@ -239,14 +241,14 @@ fn write_metrics(
     inherited: &files::Inherited,
     reporter: &mut Reporter,
 ) {
-    if ran.attempts == 0 && ran.end != RunEnd::BreakerOpen {
+    if ran.attempts == 0 && ran.ending != Ending::Breaker {
         return;
     }
     let figures = metrics::Figures {
         start,
         end: SystemTime::now(),
         duration: started.elapsed(),
-        succeeded: ran.end == RunEnd::Succeeded,
+        succeeded: ran.ending == Ending::Success,
         attempts: ran.attempts,
         exit_status: exit_status(exit),
     };
@@ -347,7 +349,7 @@ fn print_stdout(text: &str) -> Exit {
     {
         Ok(()) => Exit::Status(0),
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
-            Exit::Status(RunEnd::BrokenPipe.exit_status(None))
+            Exit::Status(Ending::BrokenPipe.exit_status(None, None))
         }
         Err(error) => misuse(&format!(
             "cannot write to stdout: {}",

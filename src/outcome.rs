@@ -1,5 +1,5 @@
-//! How an attempt ended, how a run ended, and the one mapping from those to `retry`'s exit
-//! status (the table in the README and the manual).
+//! How an attempt ended, and the statuses `retry` gives (the table in the README and the
+//! manual): an attempt's own here, a run's in `ending`.
 
 use std::fmt;
 
@@ -77,40 +77,6 @@ impl fmt::Display for AttemptEnd {
     }
 }
 
-/// How a whole run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RunEnd {
-    Succeeded,
-    /// Retries or time ran out, or a failure was permanent; `last` is the final attempt's end.
-    /// `None` only when `--splay` left no time for any attempt.
-    Failed {
-        last: Option<AttemptEnd>,
-    },
-    /// An attempt died of SIGPIPE: its reader has gone, so the run ends quietly.
-    BrokenPipe,
-    /// The breaker was open before any attempt ran.
-    BreakerOpen,
-    /// `retry` itself received this signal.
-    Interrupted(i32),
-}
-
-impl RunEnd {
-    /// The exit status of `retry`, with `--fail-exit` applied to failed runs.
-    pub(crate) fn exit_status(self, fail_exit: Option<u8>) -> u8 {
-        match self {
-            RunEnd::Succeeded => 0,
-            RunEnd::Failed { last } => fail_exit.unwrap_or(match last {
-                None => TIMED_OUT,
-                // A failed run never reports success, even when the last attempt exited 0.
-                Some(end) => end.status().max(1),
-            }),
-            RunEnd::BrokenPipe => AttemptEnd::Signaled(libc::SIGPIPE).status(),
-            RunEnd::BreakerOpen => fail_exit.unwrap_or(TEMPORARY_FAILURE),
-            RunEnd::Interrupted(signal) => AttemptEnd::Signaled(signal).status(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,46 +92,5 @@ mod tests {
         assert_eq!(AttemptEnd::NotFound.status(), 127);
         assert_eq!(AttemptEnd::NotExecutable.status(), 126);
         assert_eq!(AttemptEnd::SpawnFailed.status(), 126);
-    }
-
-    #[test]
-    fn run_statuses() {
-        let failed = |end| RunEnd::Failed { last: Some(end) };
-        assert_eq!(RunEnd::Succeeded.exit_status(None), 0);
-        assert_eq!(RunEnd::Succeeded.exit_status(Some(1)), 0);
-        assert_eq!(failed(AttemptEnd::Exited(3)).exit_status(None), 3);
-        assert_eq!(failed(AttemptEnd::Exited(0)).exit_status(None), 1);
-        assert_eq!(failed(AttemptEnd::Signaled(9)).exit_status(None), 137);
-        assert_eq!(
-            failed(AttemptEnd::TimedOut(Limit::Run)).exit_status(None),
-            124
-        );
-        assert_eq!(failed(AttemptEnd::NotFound).exit_status(None), 127);
-        assert_eq!(failed(AttemptEnd::NotExecutable).exit_status(None), 126);
-        assert_eq!(RunEnd::Failed { last: None }.exit_status(None), 124);
-        assert_eq!(RunEnd::BreakerOpen.exit_status(None), 75);
-        assert_eq!(RunEnd::BreakerOpen.exit_status(Some(1)), 1);
-        assert_eq!(RunEnd::BrokenPipe.exit_status(None), 141);
-        assert_eq!(RunEnd::Interrupted(libc::SIGINT).exit_status(None), 130);
-        assert_eq!(RunEnd::Interrupted(libc::SIGTERM).exit_status(None), 143);
-    }
-
-    #[test]
-    fn fail_exit_replaces_only_failures() {
-        let failed = |end| RunEnd::Failed { last: Some(end) };
-        for end in [
-            AttemptEnd::Exited(3),
-            AttemptEnd::Exited(0),
-            AttemptEnd::TimedOut(Limit::Attempt),
-            AttemptEnd::NotFound,
-            AttemptEnd::NotExecutable,
-            AttemptEnd::SpawnFailed,
-            AttemptEnd::Signaled(9),
-        ] {
-            assert_eq!(failed(end).exit_status(Some(1)), 1);
-        }
-        assert_eq!(RunEnd::Failed { last: None }.exit_status(Some(2)), 2);
-        assert_eq!(RunEnd::BrokenPipe.exit_status(Some(1)), 141);
-        assert_eq!(RunEnd::Interrupted(libc::SIGTERM).exit_status(Some(1)), 143);
     }
 }

@@ -10,10 +10,11 @@ use anyhow::{Result, bail};
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
 use crate::cli::{Cli, FailedOutput, LogFormat, ReportFormat, StateLocation, StdinMode};
 use crate::debian::{self, Criteria, Times};
+use crate::ending::Ending;
 use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
-use crate::outcome::{AttemptEnd, RunEnd};
+use crate::outcome::AttemptEnd;
 use crate::parse::{CodeLimit, DelayList, TimeoutList};
 use crate::predicate::Judge;
 use crate::text;
@@ -365,22 +366,22 @@ impl Settings {
         })
     }
 
-    /// `retry`'s exit status for a run that ended with `end`, whose last attempt ended with
-    /// `last`, with `fail_exit` replacing a failed run's: under Debian's `-u`/`-w`, the last
-    /// attempt's status however the run ends (Debian's rule); else `RunEnd`'s own.
+    /// `retry`'s exit status for a run that ended so, whose last attempt ended with `last`,
+    /// with `fail_exit` replacing a given-up run's: under Debian's `-u`/`-w`, the last
+    /// attempt's status however the run ends (Debian's rule); else `Ending`'s own.
     pub(crate) fn exit_status(
         &self,
-        end: RunEnd,
+        ending: Ending,
         last: Option<AttemptEnd>,
         fail_exit: Option<u8>,
     ) -> u8 {
         if self.judge.criteria.is_none() {
-            return end.exit_status(fail_exit);
+            return ending.exit_status(last, fail_exit);
         }
-        match (end, last) {
-            (RunEnd::Succeeded, Some(last)) => last.status(),
-            (RunEnd::Failed { last: Some(last) }, _) => fail_exit.unwrap_or(last.status()),
-            _ => end.exit_status(fail_exit),
+        match (ending, last) {
+            (Ending::Success, Some(last)) => last.status(),
+            (ending, Some(last)) if ending.gave_up() => fail_exit.unwrap_or(last.status()),
+            _ => ending.exit_status(last, fail_exit),
         }
     }
 }
@@ -711,33 +712,23 @@ mod tests {
         let debian = settings(&["-w", "s", "true"]);
         let own = settings(&["true"]);
         let zero = Some(AttemptEnd::Exited(0));
-        let failed = |end| RunEnd::Failed { last: Some(end) };
         assert_eq!(
-            debian.exit_status(RunEnd::Succeeded, Some(AttemptEnd::Exited(1)), None),
+            debian.exit_status(Ending::Success, Some(AttemptEnd::Exited(1)), None),
             1
         );
         assert_eq!(
-            own.exit_status(RunEnd::Succeeded, Some(AttemptEnd::Exited(1)), None),
+            own.exit_status(Ending::Success, Some(AttemptEnd::Exited(1)), None),
             0
         );
+        assert_eq!(debian.exit_status(Ending::Exhausted, zero, None), 0);
+        assert_eq!(own.exit_status(Ending::Exhausted, zero, None), 1);
+        assert_eq!(debian.exit_status(Ending::Exhausted, zero, Some(7)), 7);
         assert_eq!(
-            debian.exit_status(failed(AttemptEnd::Exited(0)), zero, None),
-            0
-        );
-        assert_eq!(
-            own.exit_status(failed(AttemptEnd::Exited(0)), zero, None),
-            1
-        );
-        assert_eq!(
-            debian.exit_status(failed(AttemptEnd::Exited(0)), zero, Some(7)),
-            7
-        );
-        assert_eq!(
-            debian.exit_status(failed(AttemptEnd::Signaled(9)), None, None),
+            debian.exit_status(Ending::Exhausted, Some(AttemptEnd::Signaled(9)), None),
             137
         );
-        assert_eq!(debian.exit_status(RunEnd::Interrupted(15), zero, None), 143);
-        assert_eq!(debian.exit_status(RunEnd::BreakerOpen, None, None), 75);
+        assert_eq!(debian.exit_status(Ending::Signal(15), zero, None), 143);
+        assert_eq!(debian.exit_status(Ending::Breaker, None, None), 75);
     }
 
     #[test]

@@ -11,8 +11,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::ending::Ending;
 use crate::interpreter;
-use crate::outcome::{AttemptEnd, RunEnd};
+use crate::outcome::AttemptEnd;
 use crate::predicate::{Matches, Verdict};
 use crate::report;
 use crate::settings::Settings;
@@ -273,7 +274,7 @@ pub(crate) fn note(settings: &Settings) -> String {
         Verdict::Retry => format!("every attempt would fail so, with status {}", end.status()),
         _ => format!(
             "a run would end at once with status {}",
-            RunEnd::Failed { last: Some(end) }.exit_status(settings.fail_exit)
+            Ending::Permanent.exit_status(Some(end), settings.fail_exit)
         ),
     };
     format!(

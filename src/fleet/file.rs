@@ -17,8 +17,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::rules::Record;
-use super::{Applied, Op, Store, StoreError};
+use super::rules::{Op, Record};
+use super::store::{Applied, Store, StoreError};
 use crate::located::{self, Dir, Unreachable, Way, c_name};
 use crate::ownership::{acl_writer, owned_by_another};
 use crate::text::{self, plain_error};

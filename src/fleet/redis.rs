@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 use redis::cluster::ClusterConnection;
 use redis::{Connection, ConnectionLike, Script, Value};
 
-use super::rules::{Admission, BreakerRecord, BudgetView, Probe, Transition};
-use super::{Applied, Op, Outcome, Reply, Store, StoreError};
+use super::rules::{
+    Admission, BreakerRecord, BudgetPolicy, BudgetView, Op, Outcome, Probe, Reply, Transition,
+};
+use super::store::{Applied, Store, StoreError};
 use crate::text::{percent_decoded, redact_urls};
 
 /// The reply codes of `decide.lua`, named as the script names them (a test holds the two to
@@ -529,7 +531,7 @@ fn millis(d: Duration) -> u64 {
 
 /// The arguments of `decide.lua` for `op`.
 fn arguments(op: &Op) -> Vec<String> {
-    let budget = |policy: &super::BudgetPolicy| {
+    let budget = |policy: &BudgetPolicy| {
         vec![
             policy.floor.to_string(),
             policy.ratio.to_string(),
@@ -1002,7 +1004,7 @@ mod tests {
         assert!(reply(&admit, &values(code::ADMIT_OPEN)).is_some());
         assert!(reply(&admit, &values(3)).is_none());
         assert!(reply(&admit, &values(-1)).is_none());
-        let policy = super::super::BreakerPolicy {
+        let policy = super::super::rules::BreakerPolicy {
             threshold: 5,
             cooldown: Duration::from_secs(60),
         };
@@ -1013,7 +1015,7 @@ mod tests {
         };
         assert!(reply(&record, &values(code::BREAKER_CLOSED)).is_some());
         assert!(reply(&record, &values(4)).is_none());
-        let retry = Op::Retry(super::super::BudgetPolicy {
+        let retry = Op::Retry(BudgetPolicy {
             ratio: 0.1,
             floor: 10,
             window: Duration::from_secs(60),
@@ -1048,7 +1050,7 @@ mod tests {
 
     fn op_strategy() -> impl proptest::strategy::Strategy<Value = Op> {
         use proptest::prelude::*;
-        let budget = super::super::BudgetPolicy {
+        let budget = BudgetPolicy {
             ratio: 0.5,
             floor: 2,
             // Long enough that every decision of a case falls in one window, whatever the
@@ -1056,7 +1058,7 @@ mod tests {
             window: Duration::from_secs(3600),
         };
         let breaker = (1u64..=3, prop_oneof![Just(0u64), Just(60_000u64)]).prop_map(
-            |(threshold, cooldown)| super::super::BreakerPolicy {
+            |(threshold, cooldown)| super::super::rules::BreakerPolicy {
                 threshold,
                 cooldown: Duration::from_millis(cooldown),
             },
@@ -1163,6 +1165,6 @@ mod tests {
         let Some(server) = server() else { return };
         let url = server.url(3);
         let mut store = RedisStore::open_with(&url, PATIENT).unwrap();
-        assert_eq!(super::super::tests::scenarios(&mut store), 27);
+        assert_eq!(super::super::store::tests::scenarios(&mut store), 27);
     }
 }

@@ -11,8 +11,8 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::settings::HookKind;
 
-use super::summary::Summary;
-use super::{Count, Event, GiveUp, HintUse, OwnFile};
+use super::event::{Count, Event, HintUse, OwnFile};
+use super::plain::{HOLD_FULL, REPLACED};
 use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 
 /// One line of the log: the event's name and time, then its own fields.
@@ -278,11 +278,11 @@ impl Serialize for Decimal {
 }
 
 /// A signal: its name (`"SIGTERM"`), or its number as text where it has none.
-fn signal_text(signal: i32) -> String {
+pub(super) fn signal_text(signal: i32) -> String {
     signal_name(signal).unwrap_or_else(|| signal.to_string())
 }
 
-fn timed_out(end: AttemptEnd) -> bool {
+pub(super) fn timed_out(end: AttemptEnd) -> bool {
     matches!(end, AttemptEnd::TimedOut(_))
 }
 
@@ -386,7 +386,7 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                     attempt: count.attempt,
                     exit_code: if last_status_exits { end.status() } else { 0 },
                     duration_ms: total.as_millis() as u64,
-                    reason: not_restarting.map(give_up_reason),
+                    reason: not_restarting.map(|reason| reason.ending().name()),
                 }),
             ),
         ],
@@ -411,7 +411,7 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
             "give-up",
             Fields::GiveUp(GiveUpFields {
                 attempts,
-                reason: give_up_reason(reason),
+                reason: reason.ending().name(),
                 exit_code: status,
                 duration_ms: total.as_millis() as u64,
             }),
@@ -567,16 +567,6 @@ fn with_retry<'a>(
     objects
 }
 
-fn give_up_reason(reason: GiveUp<'_>) -> &'static str {
-    match reason {
-        GiveUp::Exhausted => "exhausted",
-        GiveUp::Permanent(_) => "permanent",
-        GiveUp::MaxTime | GiveUp::LastChanceUsed | GiveUp::MaxTimeAhead { .. } => "max-time",
-        GiveUp::Budget(_) => "budget",
-        GiveUp::Breaker { .. } => "breaker",
-    }
-}
-
 /// What the fleet limits say: `state-unavailable`, `budget` or `breaker`.
 fn fleet_object(notice: &Notice) -> (&'static str, Fields<'_>) {
     match notice {
@@ -692,85 +682,12 @@ pub(super) fn reset(budget: Option<&str>, breaker: Option<&str>) -> String {
     serde_json::to_string(&object).unwrap_or_default() + "\n"
 }
 
-/// `--report` under `json`: one object, the run's figures and then each attempt's.
-#[derive(Serialize)]
-struct Report {
-    attempts: u64,
-    retries: u64,
-    exit_status: u8,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_exit: Option<u8>,
-    outcome: &'static str,
-    elapsed_ms: u64,
-    seed: u64,
-    attempts_detail: Vec<AttemptDetail>,
-    attempts_omitted: u64,
-}
-
-/// One attempt of a report: `exit` (its status as messages give it: 124 when timed out, 126
-/// or 127 when it could not start) or `signal` (the one it died of).
-#[derive(Serialize)]
-struct AttemptDetail {
-    attempt: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    exit: Option<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    signal: Option<String>,
-    duration_ms: u64,
-    timed_out: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    wait_ms: Option<u64>,
-    hint: bool,
-}
-
-/// The `--report` of a run as one JSON object (and a line feed).
-pub(super) fn summary(summary: &Summary<'_>) -> String {
-    let report = Report {
-        attempts: summary.attempts,
-        retries: summary.retries(),
-        exit_status: summary.exit_status,
-        last_exit: summary.last_exit,
-        outcome: summary.ending.name(),
-        elapsed_ms: summary.elapsed.as_millis() as u64,
-        seed: summary.seed,
-        attempts_detail: summary
-            .history
-            .records()
-            .map(|record| AttemptDetail {
-                attempt: record.attempt,
-                exit: match record.end {
-                    AttemptEnd::Signaled(_) => None,
-                    end => Some(end.status()),
-                },
-                signal: match record.end {
-                    AttemptEnd::Signaled(n) => Some(signal_text(n)),
-                    _ => None,
-                },
-                duration_ms: record.ran.as_millis() as u64,
-                timed_out: timed_out(record.end),
-                wait_ms: record.wait.map(|wait| wait.as_millis() as u64),
-                hint: record.hinted,
-            })
-            .collect(),
-        attempts_omitted: summary.history.omitted(),
-    };
-    // Numbers, booleans and fixed names: nothing here can fail to serialize.
-    serde_json::to_string(&report).unwrap_or_default() + "\n"
-}
-
-/// What a corrupt record's replacement is said as.
-pub(super) const REPLACED: &str = "the state did not parse; replaced by a fresh one";
-
-/// Why a held or replayed stream is read no more.
-pub(super) const HOLD_FULL: &str =
-    "no temporary file takes it and 64 MiB are held in memory already: it is read no more";
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::fleet::Notice;
     use crate::outcome::Limit;
-    use crate::report::Why;
+    use crate::report::event::{GiveUp, Why};
     use crate::stdio::Stream;
     use std::collections::{BTreeMap, BTreeSet};
     use std::ffi::OsStr;
@@ -868,7 +785,7 @@ mod tests {
 
     /// The field names of each row of the reference's table under `header`, by the row's
     /// first cell.
-    fn table_of_fields(header: &str) -> BTreeMap<String, BTreeSet<String>> {
+    pub(crate) fn table_of_fields(header: &str) -> BTreeMap<String, BTreeSet<String>> {
         let reference = include_str!("../../docs/reference.md");
         let start = reference.find(header).expect("the table");
         let mut table = BTreeMap::new();
@@ -1054,64 +971,6 @@ mod tests {
         ] {
             test(&event);
         }
-    }
-
-    /// The report holds exactly the fields the reference's table gives, the report's and each
-    /// attempt's (an attempt has `exit` or `signal`, and `wait_ms` only when a wait followed).
-    #[test]
-    fn the_report_holds_to_the_documented_schema() {
-        use crate::report::summary::{AttemptRecord, Ending, History};
-        let documented = table_of_fields("| report object | fields |");
-        let mut history = History::default();
-        for (attempt, end, wait) in [
-            (1, AttemptEnd::Exited(1), Some(Duration::from_millis(1500))),
-            (2, AttemptEnd::Signaled(libc::SIGKILL), Some(Duration::ZERO)),
-            (3, AttemptEnd::TimedOut(Limit::Attempt), None),
-        ] {
-            history.push(AttemptRecord {
-                attempt,
-                end,
-                ran: Duration::from_millis(2),
-                wait,
-                hinted: attempt == 1,
-            });
-        }
-        let text = summary(&Summary {
-            attempts: 3,
-            exit_status: 124,
-            last_exit: Some(124),
-            ending: Ending::Exhausted,
-            elapsed: Duration::from_millis(1600),
-            seed: 5,
-            history: &history,
-        });
-        assert!(text.ends_with("}\n") && text.lines().count() == 1, "{text}");
-        let report: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&text).unwrap();
-        let keys = |object: &serde_json::Map<String, serde_json::Value>| -> BTreeSet<String> {
-            object.keys().cloned().collect()
-        };
-        assert_eq!(keys(&report), documented["report"]);
-        let attempts = report["attempts_detail"].as_array().unwrap();
-        let mut fields = BTreeSet::new();
-        for attempt in attempts {
-            let attempt = attempt.as_object().unwrap();
-            assert!(attempt.contains_key("exit") != attempt.contains_key("signal"));
-            fields.extend(keys(attempt));
-        }
-        assert_eq!(fields, documented["attempt"]);
-        assert_eq!(attempts[1]["signal"], "SIGKILL");
-        assert_eq!(attempts[2]["exit"], 124);
-        assert_eq!(attempts[2]["timed_out"], true);
-        assert!(!attempts[2].as_object().unwrap().contains_key("wait_ms"));
-        assert_eq!(
-            (
-                attempts[0]["wait_ms"].as_u64(),
-                attempts[0]["hint"].as_bool()
-            ),
-            (Some(1500), Some(true))
-        );
-        assert_eq!(report["outcome"], "exhausted");
     }
 
     /// Every object of every event has exactly the fields the reference documents for it,

@@ -3,262 +3,22 @@
 //! The driver hands over events; the reporter decides, by verbosity, what to say and how. A
 //! failed write (stderr closed) is ignored: losing a message must never change the run.
 
+mod event;
 mod json;
 mod plain;
 pub(crate) mod summary;
 
-use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::time::Duration;
+
+pub(crate) use event::{Count, Event, GiveUp, HintUse, OwnFile, Why};
+pub(crate) use plain::cannot_start;
+use plain::whole_seconds;
 
 use crate::cli::LogFormat;
 use crate::fleet::{BreakerShown, BudgetState, FleetSettings, Notice};
-use crate::http::HintSource;
-use crate::outcome::AttemptEnd;
-use crate::predicate::Permanent;
-use crate::settings::{HookKind, Verbosity};
-use crate::stdio::Stream;
-use crate::text::{human, one_line, quote, without_secrets};
-
-/// Why an attempt failed, beyond how it ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Why<'a> {
-    /// The system's reason the command could not start.
-    CannotStart(&'a str),
-    StopIf,
-    /// Under `--http`, the attempt's last status was a 4xx or 5xx.
-    HttpStatus(u16),
-    RetryIf,
-    NoUntil,
-}
-
-impl std::fmt::Display for Why<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Why::CannotStart(error) => f.write_str(error),
-            Why::StopIf => f.write_str("a --stop-if line matched"),
-            Why::HttpStatus(status) => write!(f, "HTTP {status}"),
-            Why::RetryIf => f.write_str("a --retry-if line matched"),
-            Why::NoUntil => f.write_str("no --until line matched"),
-        }
-    }
-}
-
-/// A hint that the wait after a failed attempt heeded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HintUse {
-    /// The wait the hint asked for, as read: before `--retry-after-max` and the spread.
-    pub asked: Duration,
-    pub source: HintSource,
-    /// The hint made the wait longer than the schedule's.
-    pub lengthened: bool,
-}
-
-/// A file `retry` writes when the run ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OwnFile {
-    /// `--metrics-file`.
-    Metrics,
-    /// `--report`.
-    Report,
-}
-
-/// Why a run gave up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GiveUp<'a> {
-    /// The attempt limit was reached.
-    Exhausted,
-    /// The verdict was a permanent failure, by this rule.
-    Permanent(Permanent),
-    /// `--max-time` was reached.
-    MaxTime,
-    /// The last chance before `--max-time` was taken and failed.
-    LastChanceUsed,
-    /// The next wait (the splay, before a first attempt) would end past `--max-time`.
-    MaxTimeAhead { wait: Duration },
-    /// The budget of this name could not pay for a retry.
-    Budget(&'a str),
-    /// The breaker of this name is open; its next probe is due in `next_probe`.
-    Breaker { name: &'a str, next_probe: Duration },
-}
-
-/// An attempt's number in the run, and where it stands against the attempt limit, which counts
-/// the attempts after the last reset (a long attempt under `--reset-after`, a success under
-/// `--restart`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Count {
-    /// 1-based, never reset.
-    pub attempt: u64,
-    /// The limit per streak; `None` when unlimited.
-    pub max_attempts: Option<u64>,
-    /// The attempt after which the limit counts: 0, or the last reset's.
-    pub limit_from: u64,
-}
-
-impl Count {
-    /// A count with no reset behind it.
-    pub fn new(attempt: u64, max_attempts: Option<u64>) -> Count {
-        Count {
-            attempt,
-            max_attempts,
-            limit_from: 0,
-        }
-    }
-}
-
-#[derive(Debug)]
-pub enum Event<'a> {
-    Start {
-        command: &'a [OsString],
-        max_attempts: Option<u64>,
-        seed: u64,
-    },
-    Splay {
-        wait: Duration,
-    },
-    AttemptStart {
-        count: Count,
-    },
-    /// An attempt failed; `next` is the wait before the next one, if there is one.
-    AttemptFailed {
-        count: Count,
-        end: AttemptEnd,
-        /// What the output predicates decided, when they decided the failure, or why the
-        /// attempt could not start.
-        why: Option<Why<'a>>,
-        ran: Duration,
-        next: Option<Duration>,
-        /// The hint the wait heeded, if the attempt gave one.
-        hint: Option<HintUse>,
-        /// The attempt ran for `--reset-after` or longer: the wait is d(1) again.
-        reset: bool,
-        /// The wait was shortened so that the next attempt, the last, starts before
-        /// `--max-time`.
-        last_chance: bool,
-    },
-    /// The `--on-retry` hook used up so much of the wait that `--max-time` cut what was left
-    /// into the last chance: attempt `attempt` starts after `next`.
-    CutByHook {
-        attempt: u64,
-        next: Duration,
-    },
-    /// An attempt ran for `--reset-after` or longer and failed: the schedule and the attempt
-    /// limit start over after it.
-    Reset {
-        attempt: u64,
-        ran: Duration,
-    },
-    /// An attempt succeeded under `--restart`: the command starts again after `next`.
-    Restart {
-        count: Count,
-        end: AttemptEnd,
-        ran: Duration,
-        next: Duration,
-    },
-    /// What the fleet limits (budget, breaker, their store) have to say.
-    Fleet(&'a Notice),
-    /// A hint value that is none of the accepted forms was ignored (`--verbose`).
-    HintIgnored {
-        attempt: u64,
-        value: &'a str,
-    },
-    /// An attempt succeeded but `--consecutive` wants more in a row.
-    StreakContinues {
-        count: Count,
-        end: AttemptEnd,
-        ran: Duration,
-        streak: u64,
-        needed: u64,
-        next: Option<Duration>,
-    },
-    CannotStart {
-        command: &'a OsString,
-        end: AttemptEnd,
-        error: &'a str,
-    },
-    Success {
-        count: Count,
-        end: AttemptEnd,
-        ran: Duration,
-        total: Duration,
-        /// Under `--restart`: why the command is not started again.
-        not_restarting: Option<GiveUp<'a>>,
-    },
-    GiveUp {
-        reason: GiveUp<'a>,
-        attempts: u64,
-        total: Duration,
-        status: u8,
-    },
-    /// Stdin is a pipe or socket under `--stdin auto`: said once, before the first retry.
-    StdinShared,
-    /// Held stdout (`"stdout"`) or replayed stdin (`"stdin"`) outgrew memory and no temporary
-    /// file would take it: it stays in memory. Said once for each.
-    SpillFailed {
-        stream: Stream,
-        error: &'a str,
-    },
-    /// Held output (`"stdout"`, `"stderr"`) or replayed stdin (`"stdin"`) that no file takes
-    /// has filled the memory it may use: `retry` reads that stream no more. Said once for each.
-    HoldFull {
-        stream: Stream,
-    },
-    /// Under `--failed-output on-give-up`, the kept output of an earlier attempt follows.
-    FailedOutput {
-        attempt: u64,
-        end: AttemptEnd,
-    },
-    /// The metrics file or the report could not be written; the run's status stands.
-    Unwritten {
-        file: OwnFile,
-        path: &'a Path,
-        error: &'a str,
-    },
-    /// Reading stdin for `--stdin replay` failed before its end: the attempts get only what
-    /// was read before. Said once.
-    ReadFailed {
-        error: &'a str,
-    },
-    /// Writing an attempt's output to `retry`'s `stream` failed (not for a reader gone): what
-    /// follows is lost. Said once for each stream.
-    WriteFailed {
-        stream: Stream,
-        error: &'a str,
-    },
-    /// The attempt was stopped by SIGTTIN or SIGTTOU: it used the terminal from its own
-    /// process group, and will wait there until it is killed.
-    TerminalStop {
-        attempt: u64,
-        signal: i32,
-    },
-    /// How a timed-out or interrupted attempt's leftovers are ended in this run: through the
-    /// attempts' cgroups, made below `cgroup`, or (`None`) by a walk of /proc.
-    Sweep {
-        cgroup: Option<&'a Path>,
-    },
-    /// SIGUSR1 or SIGUSR2 sent to `retry` was handed to the running attempt.
-    Relayed {
-        attempt: u64,
-        signal: i32,
-    },
-    HookFailed {
-        kind: HookKind,
-        end: AttemptEnd,
-    },
-    /// Lines of the `--on-retry` hook's `RETRY_ENV_FILE` were skipped: `count` of them, the
-    /// first at `line` for `error`. With no line, the file could not be made or read, and
-    /// `error` says why.
-    HookValuesSkipped {
-        line: Option<usize>,
-        error: &'a str,
-        count: usize,
-    },
-    Interrupted {
-        signal: i32,
-    },
-}
+use crate::settings::Verbosity;
+use crate::text::{human, one_line, without_secrets};
 
 /// What the terminal (if stderr is one) allows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -517,15 +277,6 @@ fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `d` rounded up to whole seconds, from a second on (when the next probe is due is a matter
-/// of seconds; `59.992s` says more than anyone asked): a time to come never reads shorter.
-fn whole_seconds(d: Duration) -> Duration {
-    if d < Duration::from_secs(1) {
-        return d;
-    }
-    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
-}
-
 /// What `--reset-state` prints.
 pub(crate) fn fleet_reset(format: LogFormat, fleet: &FleetSettings) -> String {
     let budget = fleet.budget.as_ref().map(|(name, _)| name.as_str());
@@ -545,65 +296,13 @@ pub(crate) fn fleet_reset(format: LogFormat, fleet: &FleetSettings) -> String {
     }
 }
 
-/// Shell builtins and keywords that are no program of their own, for the hint below.
-const SHELL_ONLY: &[&str] = &[
-    ".", "[[", "alias", "bg", "builtin", "case", "cd", "declare", "eval", "exec", "exit", "export",
-    "fg", "for", "function", "hash", "help", "history", "if", "jobs", "let", "local", "read",
-    "return", "set", "shopt", "source", "trap", "type", "ulimit", "umask", "unset", "until",
-    "wait", "while",
-];
-
-/// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
-pub(crate) fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
-    let line = format!("cannot run {}: {error} ({end})", quote(command));
-    match not_found_hint(command, end) {
-        Some(hint) => format!("{line}; {hint}"),
-        None => line,
-    }
-}
-
-/// What to try when COMMAND was not found because it is something else than a program: shell
-/// syntax, a whole command line, a URL, or an attempt count.
-fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
-    if end != AttemptEnd::NotFound {
-        return None;
-    }
-    let name = command.as_bytes();
-    // `retry 3 curl ...`: the number meant as a limit (a program named `3` would have run);
-    // `retry 0 ...` as no retries, since no run has 0 attempts.
-    if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
-        let n = command.to_str()?;
-        let flag = if name.iter().all(|&digit| digit == b'0') {
-            "--retries"
-        } else {
-            "--attempts"
-        };
-        return Some(format!("did you mean {flag} {n}?"));
-    }
-    // `retry 'curl -fsS https://x/y'`: a whole command line given as one word. Its first word
-    // names a program, by name or by a path to a file; a file name with a space in it
-    // (`./my script`, not found) does not.
-    if let Some(blank) = name.iter().position(u8::is_ascii_whitespace) {
-        let first = &name[..blank];
-        let program = !first.is_empty()
-            && (!first.contains(&b'/') || Path::new(OsStr::from_bytes(first)).is_file());
-        return program
-            .then(|| "for a command line, give its words apart or use sh -c '...'".into());
-    }
-    // `retry https://x/y`: a URL where the program that fetches it goes.
-    if name.windows(3).any(|three| three == b"://") {
-        return Some("a URL is not a program: name one that fetches it (curl -fsS URL)".into());
-    }
-    let name = command.to_str()?;
-    SHELL_ONLY
-        .contains(&name)
-        .then(|| format!("'{name}' is part of the shell, not a program: use sh -c '...'"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::AttemptEnd;
     use crate::outcome::Limit;
+    use crate::stdio::Stream;
+    use std::ffi::OsString;
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]

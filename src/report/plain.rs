@@ -1,7 +1,9 @@
 //! Events as lines for people (`--log-format text`), without the `retry: ` prefix that the
 //! reporter adds.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::fleet::{Notice, Transition};
@@ -12,7 +14,7 @@ use crate::predicate::Permanent;
 use crate::stdio::Stream;
 use crate::text::{human, quote, shell_words};
 
-use super::{Count, Event, GiveUp, HintUse, OwnFile, cannot_start, whole_seconds};
+use super::event::{Count, Event, GiveUp, HintUse, OwnFile};
 
 /// The event's text, without the `retry: ` prefix.
 pub(super) fn line(event: &Event<'_>) -> String {
@@ -152,7 +154,7 @@ pub(super) fn line(event: &Event<'_>) -> String {
             format!(
                 "cannot keep more of the {what}: {}; the command waits for it until it ends or \
                  its time is up",
-                super::json::HOLD_FULL
+                HOLD_FULL
             )
         }
         Event::WriteFailed { stream, error } => {
@@ -308,7 +310,7 @@ fn fleet_line(notice: &Notice) -> String {
         Notice::StateUnavailable { error } => {
             format!("state unavailable ({error}); going on without budget and breaker")
         }
-        Notice::Replaced { name } => format!("state of '{name}': {}", super::json::REPLACED),
+        Notice::Replaced { name } => format!("state of '{name}': {}", REPLACED),
         Notice::Budget {
             name,
             spent: true,
@@ -335,6 +337,77 @@ fn fleet_line(notice: &Notice) -> String {
             }
         }
     }
+}
+
+/// What a corrupt record's replacement is said as.
+pub(super) const REPLACED: &str = "the state did not parse; replaced by a fresh one";
+
+/// Why a held or replayed stream is read no more.
+pub(super) const HOLD_FULL: &str =
+    "no temporary file takes it and 64 MiB are held in memory already: it is read no more";
+
+/// `d` rounded up to whole seconds, from a second on (when the next probe is due is a matter
+/// of seconds; `59.992s` says more than anyone asked): a time to come never reads shorter.
+pub(super) fn whole_seconds(d: Duration) -> Duration {
+    if d < Duration::from_secs(1) {
+        return d;
+    }
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
+}
+
+/// Shell builtins and keywords that are no program of their own, for the hint below.
+const SHELL_ONLY: &[&str] = &[
+    ".", "[[", "alias", "bg", "builtin", "case", "cd", "declare", "eval", "exec", "exit", "export",
+    "fg", "for", "function", "hash", "help", "history", "if", "jobs", "let", "local", "read",
+    "return", "set", "shopt", "source", "trap", "type", "ulimit", "umask", "unset", "until",
+    "wait", "while",
+];
+
+/// The line for a command that cannot be started, as a run says it and `--dry-run` foresees it.
+pub(crate) fn cannot_start(command: &OsStr, end: AttemptEnd, error: &str) -> String {
+    let line = format!("cannot run {}: {error} ({end})", quote(command));
+    match not_found_hint(command, end) {
+        Some(hint) => format!("{line}; {hint}"),
+        None => line,
+    }
+}
+
+/// What to try when COMMAND was not found because it is something else than a program: shell
+/// syntax, a whole command line, a URL, or an attempt count.
+fn not_found_hint(command: &OsStr, end: AttemptEnd) -> Option<String> {
+    if end != AttemptEnd::NotFound {
+        return None;
+    }
+    let name = command.as_bytes();
+    // `retry 3 curl ...`: the number meant as a limit (a program named `3` would have run);
+    // `retry 0 ...` as no retries, since no run has 0 attempts.
+    if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+        let n = command.to_str()?;
+        let flag = if name.iter().all(|&digit| digit == b'0') {
+            "--retries"
+        } else {
+            "--attempts"
+        };
+        return Some(format!("did you mean {flag} {n}?"));
+    }
+    // `retry 'curl -fsS https://x/y'`: a whole command line given as one word. Its first word
+    // names a program, by name or by a path to a file; a file name with a space in it
+    // (`./my script`, not found) does not.
+    if let Some(blank) = name.iter().position(u8::is_ascii_whitespace) {
+        let first = &name[..blank];
+        let program = !first.is_empty()
+            && (!first.contains(&b'/') || Path::new(OsStr::from_bytes(first)).is_file());
+        return program
+            .then(|| "for a command line, give its words apart or use sh -c '...'".into());
+    }
+    // `retry https://x/y`: a URL where the program that fetches it goes.
+    if name.windows(3).any(|three| three == b"://") {
+        return Some("a URL is not a program: name one that fetches it (curl -fsS URL)".into());
+    }
+    let name = command.to_str()?;
+    SHELL_ONLY
+        .contains(&name)
+        .then(|| format!("'{name}' is part of the shell, not a program: use sh -c '...'"))
 }
 
 /// What joins an attempt's end to why it failed: a start failure's reason is the system's

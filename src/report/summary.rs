@@ -1,12 +1,16 @@
 //! The run's summary for `--report`: how many attempts, how the run ended, and each attempt's
 //! end and the wait after it, for a CI step to read once the run is over. The driver records
-//! it as the run goes; here it is only kept and rendered (the JSON shape lives with the
-//! events', in `json`).
+//! it as the run goes; here it is only kept and rendered, as GitHub's step outputs
+//! and as one JSON object.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde::Serialize;
+
+use super::json::{signal_text, timed_out};
+use crate::ending::Ending;
 use crate::outcome::AttemptEnd;
 
 /// One attempt, as the report tells it.
@@ -67,40 +71,6 @@ impl History {
     }
 }
 
-/// How a run ended, as the report names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ending {
-    Success,
-    /// The attempt limit was reached.
-    Exhausted,
-    /// `--max-time` was reached, or the next wait would have crossed it.
-    MaxTime,
-    /// A failure that is not retried (`--stop-on-exit`, `--stop-if-*`, a command that cannot
-    /// start, a code whose retries are spent).
-    Permanent,
-    Budget,
-    Breaker,
-    /// `retry` received a signal that ends it.
-    Signal,
-    /// The reader downstream went away.
-    BrokenPipe,
-}
-
-impl Ending {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Ending::Success => "success",
-            Ending::Exhausted => "exhausted",
-            Ending::MaxTime => "max-time",
-            Ending::Permanent => "permanent",
-            Ending::Budget => "budget",
-            Ending::Breaker => "breaker",
-            Ending::Signal => "signal",
-            Ending::BrokenPipe => "broken-pipe",
-        }
-    }
-}
-
 /// What a report says of a run.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Summary<'a> {
@@ -138,14 +108,78 @@ pub(crate) fn github(summary: &Summary<'_>) -> String {
     out
 }
 
-/// The summary as one JSON object, the shape `docs/reference.md` gives.
+/// `--report` under `json`: one object, the run's figures and then each attempt's.
+#[derive(Serialize)]
+struct Report {
+    attempts: u64,
+    retries: u64,
+    exit_status: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_exit: Option<u8>,
+    outcome: &'static str,
+    elapsed_ms: u64,
+    seed: u64,
+    attempts_detail: Vec<AttemptDetail>,
+    attempts_omitted: u64,
+}
+
+/// One attempt of a report: `exit` (its status as messages give it: 124 when timed out, 126
+/// or 127 when it could not start) or `signal` (the one it died of).
+#[derive(Serialize)]
+struct AttemptDetail {
+    attempt: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<String>,
+    duration_ms: u64,
+    timed_out: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wait_ms: Option<u64>,
+    hint: bool,
+}
+
+/// The summary as one JSON object (and a line feed), the shape `docs/reference.md` gives.
 pub(crate) fn json(summary: &Summary<'_>) -> String {
-    super::json::summary(summary)
+    let report = Report {
+        attempts: summary.attempts,
+        retries: summary.retries(),
+        exit_status: summary.exit_status,
+        last_exit: summary.last_exit,
+        outcome: summary.ending.name(),
+        elapsed_ms: summary.elapsed.as_millis() as u64,
+        seed: summary.seed,
+        attempts_detail: summary
+            .history
+            .records()
+            .map(|record| AttemptDetail {
+                attempt: record.attempt,
+                exit: match record.end {
+                    AttemptEnd::Signaled(_) => None,
+                    end => Some(end.status()),
+                },
+                signal: match record.end {
+                    AttemptEnd::Signaled(n) => Some(signal_text(n)),
+                    _ => None,
+                },
+                duration_ms: record.ran.as_millis() as u64,
+                timed_out: timed_out(record.end),
+                wait_ms: record.wait.map(|wait| wait.as_millis() as u64),
+                hint: record.hinted,
+            })
+            .collect(),
+        attempts_omitted: summary.history.omitted(),
+    };
+    // Numbers, booleans and fixed names: nothing here can fail to serialize.
+    serde_json::to_string(&report).unwrap_or_default() + "\n"
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
+    use crate::outcome::Limit;
 
     fn record(attempt: u64) -> AttemptRecord {
         AttemptRecord {
@@ -209,5 +243,62 @@ mod tests {
             github(&none),
             "attempts=0\nretries=0\nexit_status=75\noutcome=breaker\nelapsed_ms=1500\n"
         );
+    }
+
+    /// The report holds exactly the fields the reference's table gives, the report's and each
+    /// attempt's (an attempt has `exit` or `signal`, and `wait_ms` only when a wait followed).
+    #[test]
+    fn the_report_holds_to_the_documented_schema() {
+        let documented = super::super::json::tests::table_of_fields("| report object | fields |");
+        let mut history = History::default();
+        for (attempt, end, wait) in [
+            (1, AttemptEnd::Exited(1), Some(Duration::from_millis(1500))),
+            (2, AttemptEnd::Signaled(libc::SIGKILL), Some(Duration::ZERO)),
+            (3, AttemptEnd::TimedOut(Limit::Attempt), None),
+        ] {
+            history.push(AttemptRecord {
+                attempt,
+                end,
+                ran: Duration::from_millis(2),
+                wait,
+                hinted: attempt == 1,
+            });
+        }
+        let text = json(&Summary {
+            attempts: 3,
+            exit_status: 124,
+            last_exit: Some(124),
+            ending: Ending::Exhausted,
+            elapsed: Duration::from_millis(1600),
+            seed: 5,
+            history: &history,
+        });
+        assert!(text.ends_with("}\n") && text.lines().count() == 1, "{text}");
+        let report: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&text).unwrap();
+        let keys = |object: &serde_json::Map<String, serde_json::Value>| -> BTreeSet<String> {
+            object.keys().cloned().collect()
+        };
+        assert_eq!(keys(&report), documented["report"]);
+        let attempts = report["attempts_detail"].as_array().unwrap();
+        let mut fields = BTreeSet::new();
+        for attempt in attempts {
+            let attempt = attempt.as_object().unwrap();
+            assert!(attempt.contains_key("exit") != attempt.contains_key("signal"));
+            fields.extend(keys(attempt));
+        }
+        assert_eq!(fields, documented["attempt"]);
+        assert_eq!(attempts[1]["signal"], "SIGKILL");
+        assert_eq!(attempts[2]["exit"], 124);
+        assert_eq!(attempts[2]["timed_out"], true);
+        assert!(!attempts[2].as_object().unwrap().contains_key("wait_ms"));
+        assert_eq!(
+            (
+                attempts[0]["wait_ms"].as_u64(),
+                attempts[0]["hint"].as_bool()
+            ),
+            (Some(1500), Some(true))
+        );
+        assert_eq!(report["outcome"], "exhausted");
     }
 }

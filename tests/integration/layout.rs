@@ -1,37 +1,81 @@
-//! The shape of the source tree: imports among `src/` modules run one way.
+//! The shape of the source tree: imports among `src/` modules run one way, among the top-level
+//! modules and among the modules of every sub-folder alike.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Module name -> the crate modules its code (tests included) names as `crate::module`.
+/// Module -> the crate modules its code (tests included) names. A module is its path below the
+/// crate, `report::json` for `src/report/json.rs`; a folder's `mod.rs` is the folder's module.
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// The top-level modules of `src/` and what each imports. A file `src/a/b.rs` belongs to `a`.
+/// Every module of `src/` and the modules each names: through `crate::`, `super::` and
+/// `self::` paths, and by the bare name of a module of its own (`json::lines` in
+/// `report/mod.rs`). A path names the deepest module it passes through.
 fn import_graph(src: &Path) -> Graph {
-    let mut graph = Graph::new();
     let mut files = Vec::new();
     collect_rust_files(src, &mut files);
-    for file in files {
-        let relative = file.strip_prefix(src).expect("under src");
-        let first = relative.components().next().expect("a component");
-        let module = Path::new(first.as_os_str())
-            .file_stem()
-            .expect("a name")
-            .to_string_lossy()
-            .into_owned();
-        let text = fs::read_to_string(&file).expect("readable source");
-        let imports = graph.entry(module.clone()).or_default();
-        for name in crate_paths(&text) {
-            if name != module {
-                imports.insert(name);
-            }
-        }
+    let modules: Vec<(Vec<String>, PathBuf)> = files
+        .into_iter()
+        .map(|file| (module_path(src, &file), file))
+        .collect();
+    let known: BTreeSet<Vec<String>> = modules.iter().map(|(path, _)| path.clone()).collect();
+    let mut graph = Graph::new();
+    for (module, file) in &modules {
+        let text = fs::read_to_string(file).expect("readable source");
+        graph.insert(module.join("::"), imports_of(&text, module, &known));
     }
     graph
 }
 
-fn collect_rust_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+/// The modules, other than itself, that the code of `module` names.
+fn imports_of(text: &str, module: &[String], known: &BTreeSet<Vec<String>>) -> BTreeSet<String> {
+    named_paths(text, module, known)
+        .iter()
+        .map(|named| deepest_module(named, known))
+        .filter(|target| !target.is_empty() && target != module)
+        .map(|target| target.join("::"))
+        .collect()
+}
+
+/// `src/a/b.rs` and `src/a/b/mod.rs` are `a::b`; `src/lib.rs` is `lib`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file
+        .strip_prefix(src)
+        .expect("under src")
+        .with_extension("");
+    let mut path: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if path.len() > 1 && path.last().is_some_and(|last| last == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// The longest start of `path` that is a module of the tree.
+fn deepest_module(path: &[String], known: &BTreeSet<Vec<String>>) -> Vec<String> {
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|start| known.contains(start))
+        .unwrap_or_default()
+}
+
+/// The top-level graph: a module below a folder counts as the folder's.
+fn top_level(graph: &Graph) -> Graph {
+    let top = |module: &str| module.split("::").next().unwrap_or(module).to_string();
+    let mut folded = Graph::new();
+    for (module, imports) in graph {
+        let from = top(module);
+        let edges = folded.entry(from.clone()).or_default();
+        edges.extend(imports.iter().map(|m| top(m)).filter(|m| *m != from));
+    }
+    folded
+}
+
+fn collect_rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("readable directory") {
         let path = entry.expect("an entry").path();
         if path.is_dir() {
@@ -42,40 +86,131 @@ fn collect_rust_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// The first segment of every `crate::...` path in code (comments left out), including each
-/// name of a `crate::{a, b::c}` group.
-fn crate_paths(text: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+/// The full paths, from the crate's root, of what the code of `module` (comments left out)
+/// names through `crate::`, `super::`, `self::` or one of its own modules' names, each name of
+/// a `{a, b::c}` group apart. A `super::` inside an inline `mod tests { ... }` first leaves that
+/// block (rustfmt closes a block at the indent that opened it).
+fn named_paths(text: &str, module: &[String], known: &BTreeSet<Vec<String>>) -> Vec<Vec<String>> {
+    let children: BTreeSet<&str> = known
+        .iter()
+        .filter(|path| path.len() == module.len() + 1 && path.starts_with(module))
+        .map(|path| path[module.len()].as_str())
+        .collect();
+    let mut named = Vec::new();
+    let mut open_blocks: Vec<usize> = Vec::new();
+    let mut code = String::new();
+    let mut line_depths = Vec::new();
     for line in text.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let preceded_by_word = rest[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
-            if !preceded_by_word {
-                if let Some(group) = after.strip_prefix('{') {
-                    let group = group.split('}').next().unwrap_or("");
-                    names.extend(group.split(',').filter_map(first_segment));
-                } else if let Some(name) = first_segment(after) {
-                    names.insert(name);
-                }
-            }
-            rest = after;
+        let line = line.split("//").next().unwrap_or("");
+        let indent = line.len() - line.trim_start().len();
+        if open_blocks.last() == Some(&indent) && line.trim() == "}" {
+            open_blocks.pop();
+        }
+        line_depths.push((code.len(), open_blocks.len()));
+        code.push_str(line);
+        code.push('\n');
+        let trimmed = line.trim_start();
+        let declaration = trimmed
+            .strip_prefix("pub(crate) ")
+            .or_else(|| trimmed.strip_prefix("pub(super) "))
+            .or_else(|| trimmed.strip_prefix("pub "))
+            .unwrap_or(trimmed);
+        if declaration.starts_with("mod ") && declaration.trim_end().ends_with('{') {
+            open_blocks.push(indent);
         }
     }
-    names
+    let depth_at = |at: usize| {
+        let line = line_depths.partition_point(|(start, _)| *start <= at) - 1;
+        line_depths[line].1
+    };
+    let mut at = 0;
+    while at < code.len() {
+        let rest = &code[at..];
+        let word: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let preceded = code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ':');
+        if word.is_empty() || preceded || !rest[word.len()..].starts_with("::") {
+            at += rest
+                .chars()
+                .next()
+                .map_or(1, char::len_utf8)
+                .max(word.len());
+            continue;
+        }
+        let (base, tail) = match word.as_str() {
+            "crate" => (Vec::new(), &rest["crate::".len()..]),
+            "self" => (module.to_vec(), &rest["self::".len()..]),
+            "super" => {
+                let mut tail = rest;
+                let mut supers: usize = 0;
+                while let Some(after) = tail.strip_prefix("super::") {
+                    supers += 1;
+                    tail = after;
+                }
+                let files_left = supers.saturating_sub(depth_at(at));
+                let base = module[..module.len().saturating_sub(files_left)].to_vec();
+                (base, tail)
+            }
+            child if children.contains(child) => {
+                let mut base = module.to_vec();
+                base.push(word.clone());
+                (base, &rest[word.len() + "::".len()..])
+            }
+            _ => {
+                at += word.len();
+                continue;
+            }
+        };
+        use_tree(tail, &base, &mut named);
+        at = code.len() - tail.len();
+    }
+    named
 }
 
-fn first_segment(path: &str) -> Option<String> {
-    let name: String = path
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect();
-    (!name.is_empty() && name != "self").then_some(name)
+/// Reads a path's tail after `base::`: `a::b`, `a::{b, c::d}` or `{a, b}`, adding each full path.
+fn use_tree(tail: &str, base: &[String], named: &mut Vec<Vec<String>>) {
+    let mut path = base.to_vec();
+    let mut rest = tail.trim_start();
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        use_tree(&group[start..i], &path, named);
+                        return;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        use_tree(&group[start..i], &path, named);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            return;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || name == "self" {
+            break;
+        }
+        path.push(name.clone());
+        match rest[name.len()..].strip_prefix("::") {
+            Some(after) => rest = after.trim_start(),
+            None => break,
+        }
+    }
+    named.push(path);
 }
 
 /// One cycle of the graph, as the path that closes it, if there is one.
@@ -119,9 +254,9 @@ fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
 }
 
 #[test]
-fn imports_among_modules_run_one_way() {
+fn imports_among_top_level_modules_run_one_way() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let graph = import_graph(&src);
+    let graph = top_level(&import_graph(&src));
     // The walk saw the tree: the library's modules and their known edges are there.
     assert!(graph["runner"].contains("driver"), "{graph:?}");
     assert!(graph["settings"].contains("cli"), "{graph:?}");
@@ -130,10 +265,43 @@ fn imports_among_modules_run_one_way() {
     }
 }
 
+/// Inside a folder too: a folder's `mod.rs` and its files, and the files beside each other.
 #[test]
-fn the_cycle_check_finds_a_cycle_and_reads_groups() {
-    let source = "use crate::{a, b::C};\nuse crate::c::D; // crate::e\nlet x = crate::f::g();\n";
-    let names: Vec<String> = crate_paths(source).into_iter().collect();
+fn imports_among_all_modules_run_one_way() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = import_graph(&src);
+    assert!(graph["fleet::redis"].contains("fleet::rules"), "{graph:?}");
+    assert!(graph["runner"].contains("driver"), "{graph:?}");
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("an import cycle among src/ modules: {}", cycle.join(" -> "));
+    }
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle_and_reads_paths() {
+    let known: BTreeSet<Vec<String>> = ["r", "r::a", "r::b", "r::a::c", "x", "x::y"]
+        .iter()
+        .map(|m| m.split("::").map(String::from).collect())
+        .collect();
+    let source = "use super::{b::F, G};\nuse crate::{x::{y::Z,\n    W}};\nuse self::c::H; // crate::e\n\
+                  let v = c::k();\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n";
+    let module = ["r".to_string(), "a".to_string()];
+    let names: Vec<String> = imports_of(source, &module, &known).into_iter().collect();
+    assert_eq!(names, ["r", "r::a::c", "r::b", "x", "x::y"]);
+    let tests_leave_the_file = "#[cfg(test)]\nmod tests {\n    use super::super::b;\n}\n";
+    let names: Vec<String> = imports_of(tests_leave_the_file, &module, &known)
+        .into_iter()
+        .collect();
+    assert_eq!(names, ["r::b"]);
+    let old_source =
+        "use crate::{a, b::C};\nuse crate::c::D; // crate::e\nlet x = crate::f::g();\n";
+    let flat: BTreeSet<Vec<String>> = ["a", "b", "c", "f", "m"]
+        .iter()
+        .map(|m| vec![m.to_string()])
+        .collect();
+    let names: Vec<String> = imports_of(old_source, &["m".to_string()], &flat)
+        .into_iter()
+        .collect();
     assert_eq!(names, ["a", "b", "c", "f"]);
     let graph = |edges: &[(&str, &str)]| {
         let mut graph = Graph::new();
