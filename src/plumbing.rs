@@ -590,6 +590,8 @@ pub(crate) fn watch(
             // `more_to_come`), and the helper holds its own.
             drop(copy_link);
             drop(source);
+            #[cfg(debug_assertions)]
+            inject_late_thread_end();
         })?;
     Ok(Watch {
         stream,
@@ -598,6 +600,19 @@ pub(crate) fn watch(
         flow,
         findings,
     })
+}
+
+/// For the memory test, in debug builds only: `RETRY_INJECT_LATE_THREAD_END=MS` keeps a copy's
+/// thread MS milliseconds past the end of its copy, as a loaded machine does that has not yet
+/// run it to its end, so that the next attempts' copies start on threads of their own.
+#[cfg(debug_assertions)]
+fn inject_late_thread_end() {
+    if let Some(late) = std::env::var("RETRY_INJECT_LATE_THREAD_END")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+    {
+        thread::sleep(Duration::from_millis(late));
+    }
 }
 
 /// How many bytes wait in the pipe `fd` (0 when it cannot tell).

@@ -14,6 +14,7 @@ use crate::text;
 pub(crate) fn prepare() {
     // First: every child starts with what `retry` was started with, before anything changes it.
     crate::signals::record_inherited();
+    crate::spool::give_freed_memory_back();
     std::panic::set_hook(Box::new(|info| {
         let what = info
             .payload()
