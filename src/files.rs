@@ -36,16 +36,34 @@ impl Inherited {
     /// opens anything it keeps (0 to 2 are open by then: `process::prepare` put /dev/null on
     /// any that was closed).
     pub(crate) fn hold<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Inherited {
-        let mut held = Vec::new();
-        for path in paths {
-            if let Err(Unreachable::Descriptor(fd)) = located::locate(path, Way::AsIs) {
-                // SAFETY: fcntl(2) F_DUPFD_CLOEXEC of a number that may not be open (EBADF);
-                // the descriptor it returns is ours alone.
-                let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-                if copy >= 0 {
-                    // SAFETY: a descriptor just made, owned by nothing else.
-                    held.push((fd, unsafe { OwnedFd::from_raw_fd(copy) }));
-                }
+        let named: Vec<RawFd> = paths
+            .into_iter()
+            .filter_map(|path| match located::locate(path, Way::AsIs) {
+                Err(Unreachable::Descriptor(fd)) => Some(fd),
+                _ => None,
+            })
+            .collect();
+        // Which were open, all asked before any copy is made: a copy takes the lowest free
+        // number, which may be one a later path names (`--metrics-file /dev/fd/3` with 3
+        // closed would find the report's copy there).
+        let open: Vec<RawFd> = named
+            .into_iter()
+            .filter(|&fd| {
+                // SAFETY: fcntl(2) F_GETFD of a number that may not be open (EBADF).
+                unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+            })
+            .collect();
+        let mut held: Vec<(RawFd, OwnedFd)> = Vec::new();
+        for fd in open {
+            if held.iter().any(|(number, _)| *number == fd) {
+                continue;
+            }
+            // SAFETY: fcntl(2) F_DUPFD_CLOEXEC of a number found open just before; the
+            // descriptor it returns is ours alone.
+            let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+            if copy >= 0 {
+                // SAFETY: a descriptor just made, owned by nothing else.
+                held.push((fd, unsafe { OwnedFd::from_raw_fd(copy) }));
             }
         }
         Inherited(held)

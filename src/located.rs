@@ -303,8 +303,10 @@ fn for_each_above(
 /// of descriptors in procfs: `/proc/self/fd` as the kernel resolves it (`/proc/PID/fd`), or a
 /// thread's (`/proc/PID/task/TID/fd`, from `/proc/thread-self/fd`), which is the same table.
 fn own_descriptor(dir: &Dir, at: &Path, name: &CStr) -> Option<RawFd> {
-    let pid = std::process::id().to_string();
-    let pid = pid.as_bytes();
+    // This process as /proc names it: in a pid namespace whose /proc is its parent's, that is
+    // not the pid getpid(2) gives.
+    let pid = std::fs::read_link("/proc/self").ok()?;
+    let pid = pid.as_os_str().as_bytes();
     let parts: Vec<&[u8]> = at.iter().map(OsStrExt::as_bytes).collect();
     let numeric = |word: &[u8]| !word.is_empty() && word.iter().all(u8::is_ascii_digit);
     let ours = match parts[..] {

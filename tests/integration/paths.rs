@@ -303,3 +303,52 @@ fn a_descriptor_closed_at_the_start_takes_nothing() {
         assert_eq!(output.stderr, b"", "{stream}");
     }
 }
+
+/// In a PID namespace whose /proc is still its parent's (`unshare --pid --fork`, no
+/// `--mount-proc`), /proc names `retry` by a pid getpid(2) does not give: `/dev/stdout` is
+/// still its own descriptor, written through, the log behind it kept.
+#[test]
+fn a_descriptor_is_known_through_a_parents_proc() {
+    use std::os::unix::fs::MetadataExt;
+    let Some(namespace) = pid_namespace() else {
+        return;
+    };
+    // The namespace's words without --mount-proc: /proc stays the parent's.
+    let wrapper: Vec<&str> = namespace
+        .iter()
+        .copied()
+        .filter(|word| *word != "--mount-proc")
+        .collect();
+    let r = retry();
+    let log = r.path("build.log");
+    std::fs::write(&log, "the build log\n").unwrap();
+    let inode = std::fs::metadata(&log).unwrap().ino();
+    let stdout = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let r = r.args(["-q", "--report", "/dev/stdout", "--", "echo", "cmd out"]);
+    let mut child = r.spawn_under_with(&wrapper, stdout);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("the build log\ncmd out\n{\"attempts\":1,"),
+        "{text}"
+    );
+    assert_eq!(std::fs::metadata(&log).unwrap().ino(), inode);
+}
+
+/// A descriptor closed at the start stays "not open" whatever else `retry` holds: the report's
+/// copy of stdout, made first, must not be taken for a metrics file's `/dev/fd/3`.
+#[test]
+fn a_closed_descriptor_is_not_one_retry_copied_there() {
+    let output = retry()
+        .args(["--report", "/dev/stdout", "--metrics-file", "/dev/fd/3"])
+        .args(["--", "true"])
+        .command()
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("{\"attempts\":1,"), "{stdout}");
+    assert!(!stdout.contains("retry_last_run"), "{stdout}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("descriptor 3, which was not open"), "{said}");
+}

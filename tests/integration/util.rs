@@ -381,6 +381,15 @@ impl Retry {
     }
 
     /// `spawn`, with stdout and stderr where the test says.
+    /// `spawn_under`, with stdout to `stdout` and stderr piped.
+    pub fn spawn_under_with(&self, wrapper: &[&str], stdout: impl Into<Stdio>) -> Child {
+        self.std_command(wrapper)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn retry")
+    }
+
     pub fn spawn_with(&self, stdout: impl Into<Stdio>, stderr: impl Into<Stdio>) -> Child {
         self.std_command(&[])
             .stdout(stdout)
