@@ -7,7 +7,7 @@
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -132,6 +132,24 @@ pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()>
 
 /// Writes all of `text` through `fd`, as `retry` writes to its own streams (a descriptor a
 /// parent left non-blocking waits until it takes more).
+/// Whether the regular file behind `fd` (`>> "$GITHUB_OUTPUT"` with `--report /dev/stdout`)
+/// ends in half a line, its last byte read where it lies (through a reading copy when `fd` was
+/// opened for writing only), never moving the offset others write at. Anything but a regular
+/// file (a pipe, a terminal) is never read.
+fn descriptor_ends_in_half_a_line(fd: &OwnedFd) -> bool {
+    let Ok(file) = fd.try_clone().map(File::from) else {
+        return false;
+    };
+    let Ok(metadata) = file.metadata() else {
+        return false;
+    };
+    if !metadata.is_file() {
+        return false;
+    }
+    let readable = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap_or(file);
+    ends_in_half_a_line(&readable, metadata.len())
+}
+
 fn write_through(fd: &OwnedFd, text: &str) -> io::Result<()> {
     OwnStream::on(fd.as_fd())?
         .write_all(text.as_bytes())
@@ -145,6 +163,9 @@ fn write_through(fd: &OwnedFd, text: &str) -> io::Result<()> {
 pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
     let target = match target {
         Target::Path(target) => target,
+        Target::Descriptor(fd) if descriptor_ends_in_half_a_line(fd) => {
+            return write_through(fd, &format!("\n{text}"));
+        }
         Target::Descriptor(fd) => return write_through(fd, text),
     };
     let at = &target.at;

@@ -268,7 +268,8 @@ impl Execute for Runner<'_> {
             .cgroups
             .as_mut()
             .and_then(|cgroups| cgroups.for_attempt(spec.number));
-        if !self.said_sweep {
+        // Under --foreground only the attempt itself is ever signalled: there is no sweep.
+        if !self.said_sweep && !self.foreground {
             self.said_sweep = true;
             let parent = self
                 .cgroup

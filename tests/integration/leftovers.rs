@@ -616,6 +616,17 @@ fn verbose_says_which_way_the_sweep_takes() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("looked for in /proc"), "untimed: {stderr}");
+    // Under --foreground only the attempt itself is signalled: no way is claimed.
+    let output = retry()
+        .args(["--verbose", "--foreground", "--timeout", "1h", "true"])
+        .command()
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("cgroup") && !stderr.contains("/proc"),
+        "{stderr}"
+    );
     for (way, env) in WAYS {
         let output = retry()
             .args(["--verbose", "--timeout", "1h", "true"])

@@ -1108,3 +1108,20 @@ fn a_short_append_is_taken_back_and_said_with_its_cause() {
         );
     }
 }
+
+/// GitHub Actions' `$GITHUB_OUTPUT` behind a descriptor (`--report /dev/stdout >>
+/// "$GITHUB_OUTPUT"`), ending in half a line: the lines still start on a fresh one.
+#[test]
+fn github_lines_through_a_descriptor_start_on_a_fresh_line() {
+    let r = retry();
+    let out = r.path("github_output");
+    std::fs::write(&out, "url=x").unwrap();
+    let file = std::fs::OpenOptions::new().append(true).open(&out).unwrap();
+    let r = r
+        .args(["-q", "--report", "/dev/stdout", "--report-format", "github"])
+        .args(["--", "true"]);
+    let mut child = r.spawn_with(file, Stdio::piped());
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("url=x\nattempts=1\n"), "{text:?}");
+}
