@@ -7,9 +7,10 @@
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+use std::rc::Rc;
 
 use crate::located::{self, Located, Unreachable, Way};
 use crate::ownership::owned_by_another;
@@ -29,7 +30,15 @@ pub(crate) enum Use {
 /// anything it keeps: a number that was closed at the start and that `retry` later gives a
 /// file of its own (a pipe, a state file) is never taken for the user's.
 #[derive(Default)]
-pub(crate) struct Inherited(Vec<(RawFd, OwnedFd)>);
+pub(crate) struct Inherited {
+    held: Vec<(RawFd, OwnedFd)>,
+    room: Option<WaitForRoom>,
+}
+
+/// Waits until a descriptor has room for a write of up to PIPE_BUF bytes: `false` when none
+/// will come in time (a signal is ending `retry`, or the deadline and `--kill-after` have
+/// passed), so that a reader that does not read never keeps `retry` from ending.
+pub(crate) type WaitForRoom = Rc<dyn Fn(BorrowedFd<'_>) -> bool>;
 
 impl Inherited {
     /// Holds the descriptors that `paths` name and that are open. To be called before `retry`
@@ -66,11 +75,19 @@ impl Inherited {
                 held.push((fd, unsafe { OwnedFd::from_raw_fd(copy) }));
             }
         }
-        Inherited(held)
+        Inherited { held, room: None }
+    }
+
+    /// Writes through the held descriptors only as they have room (`room`).
+    pub(crate) fn waiting_for_room(self, room: WaitForRoom) -> Inherited {
+        Inherited {
+            room: Some(room),
+            ..self
+        }
     }
 
     fn get(&self, fd: RawFd) -> Option<&OwnedFd> {
-        self.0
+        self.held
             .iter()
             .find(|(number, _)| *number == fd)
             .map(|(_, held)| held)
@@ -82,9 +99,9 @@ pub(crate) enum Target {
     /// A path: the regular file of this user's that was there, or none yet.
     Path(Box<AtPath>),
     /// One of the descriptors `retry` was started with, which the path names: written
-    /// through, after whatever the command wrote there, and what is behind it never replaced,
-    /// cut back or read.
-    Descriptor(OwnedFd),
+    /// through, after whatever the command wrote there, as it has room, and what is behind it
+    /// never replaced or cut back.
+    Descriptor(OwnedFd, Option<WaitForRoom>),
 }
 
 /// A path of `retry`'s to write, found by `writable`.
@@ -101,7 +118,7 @@ pub(crate) struct AtPath {
 pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()> {
     let target = match target {
         Target::Path(target) => target,
-        Target::Descriptor(fd) => return write_through(fd, text),
+        Target::Descriptor(fd, room) => return write_through(fd, room.as_ref(), text),
     };
     // Made private while it is written: the file it replaces may have been (a report made
     // 0600 is not to be read through its temporary file).
@@ -150,10 +167,24 @@ fn descriptor_ends_in_half_a_line(fd: &OwnedFd) -> bool {
     ends_in_half_a_line(&readable, metadata.len())
 }
 
-fn write_through(fd: &OwnedFd, text: &str) -> io::Result<()> {
-    OwnStream::on(fd.as_fd())?
-        .write_all(text.as_bytes())
-        .map_err(real_cause)
+fn write_through(fd: &OwnedFd, room: Option<&WaitForRoom>, text: &str) -> io::Result<()> {
+    let mut out = OwnStream::on(fd.as_fd())?;
+    let mut bytes = text.as_bytes();
+    while !bytes.is_empty() {
+        if let Some(room) = room
+            && !room(fd.as_fd())
+        {
+            return Err(io::Error::other(
+                "its reader does not read, and retry is ending",
+            ));
+        }
+        // A pipe that polls writable takes up to PIPE_BUF bytes without blocking.
+        let written = out
+            .write(&bytes[..bytes.len().min(libc::PIPE_BUF)])
+            .map_err(real_cause)?;
+        bytes = &bytes[written..];
+    }
+    Ok(())
 }
 
 /// Appends `text` to the regular file at `target` (found by `writable`), or a new one, never
@@ -163,10 +194,10 @@ fn write_through(fd: &OwnedFd, text: &str) -> io::Result<()> {
 pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
     let target = match target {
         Target::Path(target) => target,
-        Target::Descriptor(fd) if descriptor_ends_in_half_a_line(fd) => {
-            return write_through(fd, &format!("\n{text}"));
+        Target::Descriptor(fd, room) if descriptor_ends_in_half_a_line(fd) => {
+            return write_through(fd, room.as_ref(), &format!("\n{text}"));
         }
-        Target::Descriptor(fd) => return write_through(fd, text),
+        Target::Descriptor(fd, room) => return write_through(fd, room.as_ref(), text),
     };
     let at = &target.at;
     let mut found = target.found.clone();
@@ -363,7 +394,12 @@ pub(crate) fn writable(path: &Path, how: Use, inherited: &Inherited) -> io::Resu
     };
     Err(match unreachable {
         Unreachable::Descriptor(fd) => match inherited.get(fd) {
-            Some(held) => return Ok(Target::Descriptor(held.try_clone()?)),
+            Some(held) => {
+                return Ok(Target::Descriptor(
+                    held.try_clone()?,
+                    inherited.room.clone(),
+                ));
+            }
             None => io::Error::other(format!(
                 "it names descriptor {fd}, which was not open when retry started"
             )),
@@ -442,7 +478,7 @@ pub(crate) fn read_bounded(path: &Path, most: u64) -> io::Result<Vec<u8>> {
 pub(crate) fn read_target(target: &Target, most: u64) -> io::Result<Vec<u8>> {
     let target = match target {
         Target::Path(target) => target,
-        Target::Descriptor(_) => return Ok(Vec::new()),
+        Target::Descriptor(..) => return Ok(Vec::new()),
     };
     let file = target
         .at

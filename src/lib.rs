@@ -134,6 +134,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Ok(events) => Rc::new(events),
         Err(error) => return misuse(&format!("{error:#}")),
     };
+    // A report through a pipe whose reader does not read waits for room together with the
+    // signals, as `retry`'s own lines do: it never keeps a signal or the deadline from ending
+    // `retry`.
+    let inherited = inherited.waiting_for_room({
+        let events = Rc::clone(&events);
+        Rc::new(move |fd| events.wait_writable(fd))
+    });
     let seed = settings.seed.unwrap_or_else(process::seed);
     let mut delays = Delays::new(settings.schedule.clone(), Draws::seeded(seed));
     let mut reporter = Reporter::new(
@@ -205,7 +212,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
             unwritten(OwnFile::Report, path, &error, &mut reporter);
         }
     }
-    exit
+    // A signal that came while the files were written ends `retry` by it, as at any other time.
+    match events.shutdown_arrived() {
+        Some(signal) => Exit::Signal(signal),
+        None => exit,
+    }
 }
 
 /// Says that `file` at `path` could not be written; the run's status stands. A reader gone

@@ -243,6 +243,17 @@ impl Events {
         self.state.borrow().readers_until
     }
 
+    /// The shutdown signal that has arrived, if one has (looking, without waiting, at what the
+    /// signal pipe holds): a run that ends while such a signal waits ends by it.
+    pub fn shutdown_arrived(&self) -> Option<i32> {
+        let mut state = self.state.borrow_mut();
+        while state.wait(Some(Instant::now()), None) == Woke::Signals {}
+        state.queued.iter().find_map(|event| match event {
+            Event::Shutdown { signal, .. } => Some(*signal),
+            _ => None,
+        })
+    }
+
     /// Waits until `fd` has room for a write of up to PIPE_BUF bytes, together with the
     /// signals. Returns `false` when `fd` has no room once a shutdown signal has arrived
     /// (without waiting) or once `readers_until` has passed: a reader that does not read must

@@ -1125,3 +1125,23 @@ fn github_lines_through_a_descriptor_start_on_a_fresh_line() {
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.starts_with("url=x\nattempts=1\n"), "{text:?}");
 }
+
+/// A report through a pipe whose reader does not read waits for room together with the
+/// signals, as `retry`'s own lines do: SIGTERM still ends `retry` at once, with 143 (it once
+/// waited, and then exited 0, until the reader left).
+#[test]
+fn a_report_to_a_stalled_reader_never_holds_a_signal_back() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    let r = retry()
+        .args(["-q", "--report", "/dev/stdout", "--"])
+        .args(sh("head -c 65536 /dev/zero"));
+    let mut child = r.spawn_with(writer, Stdio::null());
+    eventually("the command fills the pipe", || pipe_full(&reader));
+    let since = std::time::Instant::now();
+    send(&child, libc::SIGTERM);
+    assert_eq!(
+        status_within(&mut child, since, std::time::Duration::from_secs(10)),
+        143
+    );
+    drop(reader);
+}
