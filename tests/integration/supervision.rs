@@ -321,6 +321,7 @@ fn restarts_that_leave_background_writers_hold_a_flat_number_of_descriptors() {
     let script = format!(
         "[ $RETRY_ATTEMPT -gt {ATTEMPTS} ] && exit 3
          while [ $RETRY_ATTEMPT -gt 1 ] && [ ! -e '{done}.'$((RETRY_ATTEMPT - 1)) ]; do sleep 0.01; done
+         until grep -q poll /proc/$PPID/wchan; do n=$((${{n:-0}}+1)); [ $n -lt 2000 ] || break; sleep 0.01; done
          ls /proc/$PPID/fd | wc -l >> '{counts}'
          (sleep 0.15; echo late; exec >/dev/null 2>&1; touch '{done}.'$RETRY_ATTEMPT) &
          echo tick",
@@ -362,6 +363,7 @@ fn restarts_that_leave_long_lived_background_writers_hold_a_flat_number_of_descr
     let (counts, last) = (r.path("counts"), r.path("last"));
     let script = format!(
         "if [ $RETRY_ATTEMPT -gt {ATTEMPTS} ]; then touch '{last}'; exit 3; fi
+         until grep -q poll /proc/$PPID/wchan; do n=$((${{n:-0}}+1)); [ $n -lt 2000 ] || break; sleep 0.01; done
          ls /proc/$PPID/fd | wc -l >> '{counts}'
          (while [ ! -e '{last}' ] && kill -0 $PPID 2>/dev/null; do sleep 0.02; done; echo late $RETRY_ATTEMPT) &
          echo tick",
@@ -401,6 +403,7 @@ fn replayed_stdin_held_unread_by_background_processes_holds_a_flat_number_of_des
     let input = r.write("input", &"x".repeat(1024 * 1024));
     let script = format!(
         "if [ $RETRY_ATTEMPT -gt {ATTEMPTS} ]; then touch '{last}'; exit 3; fi
+         until grep -q poll /proc/$PPID/wchan; do n=$((${{n:-0}}+1)); [ $n -lt 2000 ] || break; sleep 0.01; done
          ls /proc/$PPID/fd | wc -l >> '{counts}'
          exec 3<&0
          (while [ ! -e '{last}' ] && kill -0 $PPID 2>/dev/null; do sleep 0.02; done) <&3 >/dev/null 2>&1 &
