@@ -82,27 +82,62 @@ const CHANGED: [i32; 10] = [
 
 /// What `retry` was started with, of what it changes for itself.
 struct Inherited {
-    mask: libc::sigset_t,
+    /// The signal mask, all 64 signals, as the kernel keeps it: glibc's calls leave out its
+    /// own signals 32 and 33, which a parent may have blocked all the same.
+    mask: u64,
     /// Which of `CHANGED` were ignored.
     ignored: [bool; CHANGED.len()],
+    /// Which of glibc's own signals (32, 33) were ignored: glibc may give them handlers of its
+    /// own in `retry` (which exec resets to the default), and its sigaction refuses them.
+    glibc_ignored: [bool; GLIBC_OWN.len()],
 }
+
+/// glibc's internal signals (SIGCANCEL, SIGSETXID), which its calls will not touch.
+const GLIBC_OWN: [i32; 2] = [32, 33];
+
+/// The kernel's `struct sigaction` on x86-64 and aarch64: handler, flags, restorer, mask.
+type KernelAction = [usize; 4];
+
+/// The kernel's sigset size, in bytes, for the raw calls below.
+const KERNEL_SIGSET: usize = 8;
 
 static INHERITED: OnceLock<Inherited> = OnceLock::new();
 
-/// Records the signal mask and the dispositions of `CHANGED` as `retry` was started with them,
-/// for every child to start with again (`restore_inherited`): eleven system calls, before
-/// anything changes them. Only the first call records.
+/// Records the signal mask and the dispositions of `CHANGED` and `GLIBC_OWN` as `retry` was
+/// started with them, for every child to start with again (`restore_inherited`): thirteen
+/// system calls, before anything changes them. Only the first call records.
 pub(crate) fn record_inherited() {
     INHERITED.get_or_init(|| {
-        // SAFETY: pthread_sigmask(2) and sigaction(2) with a null new value only read into
-        // zeroed structures of their own types.
+        let mut mask: u64 = 0;
+        // SAFETY: rt_sigprocmask(2) with no new mask only writes the current one, of the
+        // kernel's sigset size, into `mask`.
         unsafe {
-            let mut mask: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
-            Inherited {
-                mask,
-                ignored: CHANGED.map(ignored),
-            }
+            libc::syscall(
+                libc::SYS_rt_sigprocmask,
+                libc::SIG_BLOCK,
+                std::ptr::null::<u64>(),
+                &mut mask,
+                KERNEL_SIGSET,
+            );
+        }
+        Inherited {
+            mask,
+            ignored: CHANGED.map(ignored),
+            glibc_ignored: GLIBC_OWN.map(|signal| {
+                let mut current: KernelAction = [0; 4];
+                // SAFETY: rt_sigaction(2) with no new action only writes the current one, in
+                // the kernel's layout, into `current`.
+                let read = unsafe {
+                    libc::syscall(
+                        libc::SYS_rt_sigaction,
+                        signal,
+                        std::ptr::null::<KernelAction>(),
+                        &mut current,
+                        KERNEL_SIGSET,
+                    )
+                };
+                read == 0 && current[0] == libc::SIG_IGN
+            }),
         }
     });
 }
@@ -117,15 +152,16 @@ fn ignored_at_start(signal: i32) -> bool {
 
 /// Gives the calling process the signal dispositions and mask `retry` was started with (see
 /// the policy above): a signal the parent ignored is ignored, every other one `retry` changed
-/// is at its default, and the parent's blocked signals are blocked. For a child between fork
-/// and exec (`start::exactly`): it calls only sigaction(2) and pthread_sigmask(2), which are
-/// async-signal-safe, on data recorded before any child was started, and allocates nothing.
+/// is at its default, and the parent's blocked signals are blocked, glibc's own included. For
+/// a child between fork and exec (`start::exactly`): it makes only sigaction(2) and
+/// rt_sigprocmask(2) calls, which are async-signal-safe, on data recorded before any child was
+/// started, and allocates nothing.
 pub(crate) fn restore_inherited() {
     let Some(inherited) = INHERITED.get() else {
         return;
     };
-    // SAFETY: sigaction(2) and pthread_sigmask(2) with valid signals and structures of their
-    // own types; no handler is installed.
+    // SAFETY: sigaction(2), rt_sigaction(2) and rt_sigprocmask(2) with valid signals and
+    // structures of their own types and sizes; no handler is installed.
     unsafe {
         for (signal, ignored) in CHANGED.into_iter().zip(inherited.ignored) {
             // Also before exec, no handler of `retry`'s may run in the child: it would write
@@ -138,7 +174,26 @@ pub(crate) fn restore_inherited() {
             };
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
-        libc::pthread_sigmask(libc::SIG_SETMASK, &inherited.mask, std::ptr::null_mut());
+        for (signal, ignored) in GLIBC_OWN.into_iter().zip(inherited.glibc_ignored) {
+            // One that had glibc's handler gets the default from exec itself.
+            if ignored {
+                let action: KernelAction = [libc::SIG_IGN, 0, 0, 0];
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    signal,
+                    &action,
+                    std::ptr::null_mut::<KernelAction>(),
+                    KERNEL_SIGSET,
+                );
+            }
+        }
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &inherited.mask,
+            std::ptr::null_mut::<u64>(),
+            KERNEL_SIGSET,
+        );
     }
 }
 

@@ -571,16 +571,20 @@ fn a_hangup_the_parent_ignores_stays_ignored() {
 /// with: nothing `retry` ignores, handles or unblocks for itself (SIGPIPE, SIGINT, SIGCHLD),
 /// nor glibc's signals 32 and 33, which its posix_spawn leaves ignored, reaches the command;
 /// what the parent ignored (SIGHUP under nohup, SIGINT for a script's `cmd &`, SIGPIPE) or
-/// blocked stays so.
+/// blocked stays so, glibc's own 32 and 33 included.
 #[test]
 fn attempts_and_hooks_start_with_the_signals_retry_was_started_with() {
     const IGNORED: [i32; 4] = [libc::SIGHUP, libc::SIGINT, libc::SIGPIPE, 34];
     const BLOCKED: [i32; 3] = [libc::SIGTERM, libc::SIGUSR1, libc::SIGCHLD];
     let bits = |signals: &[i32]| signals.iter().fold(0u64, |bits, s| bits | 1 << (s - 1));
+    // glibc's own two, which its calls refuse to touch.
+    const GLIBC_OWN: [i32; 2] = [32, 33];
     for (ignored, blocked) in [
         (&[][..], &[][..]),
         (&[libc::SIGHUP][..], &[][..]),
         (&IGNORED[..], &BLOCKED[..]),
+        (&GLIBC_OWN[..], &GLIBC_OWN[..]),
+        (&[32][..], &[33][..]),
     ] {
         // The command itself, as exec'd by the shell (which clears the mask of what it forks),
         // failing (no such file) to have a retry and its hook.

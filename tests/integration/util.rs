@@ -266,9 +266,9 @@ impl Retry {
         blocked: &'static [i32],
     ) -> Command {
         let mut command = self.std_command(&[]);
-        // SAFETY: runs in the forked child before exec, and only calls rt_sigaction(2) (raw:
-        // glibc's sigaction refuses its own signals 32 and 33), sigemptyset, sigaddset and
-        // sigprocmask, which are async-signal-safe.
+        // SAFETY: runs in the forked child before exec, and only calls rt_sigaction(2) and
+        // rt_sigprocmask(2) (raw: glibc's calls refuse its own signals 32 and 33), which are
+        // async-signal-safe.
         unsafe {
             command.pre_exec(move || {
                 let set = |signal: i32, handler: libc::sighandler_t| {
@@ -289,12 +289,15 @@ impl Retry {
                 for &signal in ignored {
                     set(signal, libc::SIG_IGN);
                 }
-                let mut mask: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut mask);
-                for &signal in blocked {
-                    libc::sigaddset(&mut mask, signal);
-                }
-                libc::sigprocmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+                // Raw too: glibc's sigprocmask leaves out 32 and 33.
+                let mask = blocked.iter().fold(0u64, |mask, s| mask | 1 << (s - 1));
+                libc::syscall(
+                    libc::SYS_rt_sigprocmask,
+                    libc::SIG_SETMASK,
+                    &mask,
+                    std::ptr::null_mut::<u64>(),
+                    8,
+                );
                 Ok(())
             });
         }
