@@ -2,12 +2,13 @@
 """Writes THIRD-PARTY to stdout: what the static `retry` binary holds besides its own code, with
 every licence text, as the MIT, BSD and ISC licences ask of a binary that carries their code.
 
-    python3 packaging/third_party.py TRIPLE
+    python3 packaging/third_party.py TRIPLE [LIBC_PACKAGE]
 
 The crates are those linked into the binary for TRIPLE: the package's normal dependencies and
 theirs, without build scripts' dependencies, proc-macros (they run in the compiler and are not
 linked), or dev-dependencies. Identical licence texts are written once, after the list of the
-crates that carry them. The C library and the GCC runtime come last.
+crates that carry them. The C library (Debian's LIBC_PACKAGE, libc6-dev unless told: for a
+cross build, libc6-dev-ARCH-cross) and the GCC runtime come last.
 """
 
 import json
@@ -61,10 +62,10 @@ def licence_texts(package):
     return texts
 
 
-def glibc_version():
+def glibc_version(package):
     try:
         return subprocess.run(
-            ["dpkg-query", "--showformat=${Version}", "--show", "libc6-dev"],
+            ["dpkg-query", "--showformat=${Version}", "--show", package],
             check=True,
             capture_output=True,
             text=True,
@@ -75,6 +76,7 @@ def glibc_version():
 
 def main():
     triple = sys.argv[1]
+    libc = sys.argv[2] if len(sys.argv) > 2 else "libc6-dev"
     crates = linked_crates(triple)
     out = sys.stdout
     out.write(
@@ -96,7 +98,7 @@ def main():
 
     out.write("\n" + "=" * 78 + "\n")
     out.write(
-        f"The GNU C Library (Debian's libc6-dev {glibc_version()}), linked statically, under the\n"
+        f"The GNU C Library (Debian's {libc} {glibc_version(libc)}), linked statically, under the\n"
         "GNU Lesser General Public License 2.1 or later. Its source is Debian's glibc source\n"
         "package of that version (apt-get source glibc) and https://sourceware.org/glibc/. To\n"
         "relink `retry` against another version, build it from its source (CONTRIBUTING.md).\n"

@@ -11,7 +11,15 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use tempfile::TempDir;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+/// The `retry` under test: cargo's build of this crate, or the program that `RETRY_TEST_BIN`
+/// names when the tests are built (an executable path: `tests/arm64` makes one that runs the
+/// arm64 release binary under `qemu-aarch64-static`, so the same tests serve both). Read when
+/// the tests compile, so that it stays a `&str` every test can put in a command line; cargo
+/// rebuilds them when it changes.
+pub const BIN: &str = match option_env!("RETRY_TEST_BIN") {
+    Some(path) if !path.is_empty() => path,
+    _ => env!("CARGO_BIN_EXE_retry"),
+};
 
 /// Every wait on a process ends within this, so a broken build fails instead of hanging.
 pub const BOUND: Duration = Duration::from_secs(20);
