@@ -1,6 +1,6 @@
 //! `--dry-run`: the schedule on stdout, nothing run.
 
-use crate::util::*;
+use crate::support::*;
 
 #[test]
 fn runs_nothing() {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// An attempt that writes `out N` to stdout and `err N` to stderr, and succeeds from attempt
 /// `succeed_from` on (never when 0). It pauses between the two, so that held output, which
@@ -529,9 +529,7 @@ fn failed_output_misuse() {
             .args(args)
             .args(["true"])
             .assert()
-            .code(125)
-            .stderr(predicate::str::contains("--failed-output"))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+            .misuse("--failed-output");
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 fn log_hook(r: &Retry, name: &str) -> String {
     format!(
@@ -426,9 +426,7 @@ fn a_file_the_hook_moves_over_its_file_is_read() {
 /// is said once. (Needs root, to give a file away.)
 #[test]
 fn a_file_of_another_user_hands_on_nothing() {
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a hook's file of another user");
+    if !root("a hook's file of another user") {
         return;
     }
     let hook = "echo A=1 > \"$RETRY_ENV_FILE\"; chown 65534 \"$RETRY_ENV_FILE\"";
@@ -449,9 +447,7 @@ fn a_file_of_another_user_hands_on_nothing() {
 #[test]
 fn another_user_cannot_put_a_file_at_a_name_the_hook_freed() {
     use std::os::unix::fs::PermissionsExt;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a neighbour at the hook's file");
+    if !root("a neighbour at the hook's file") {
         return;
     }
     if std::process::Command::new("setpriv")

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// Deterministic bytes of every value, `len` long.
 fn payload(len: usize) -> Vec<u8> {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use crate::util::*;
+use crate::support::*;
 
 /// Kills, when the test ends however it ends, the processes whose pids were written to the
 /// given files: a failing test leaves no `sleep 600` behind. While one lives, no test of this

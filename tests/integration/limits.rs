@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// Prints the attempt's environment as one line per attempt and fails.
 fn env_line(code: u8) -> Vec<String> {

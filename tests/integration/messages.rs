@@ -2,7 +2,7 @@
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 #[test]
 fn one_line_per_failed_attempt_and_one_when_giving_up() {

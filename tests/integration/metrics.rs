@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// The value of `name{job="JOB"}` in an exposition.
 fn gauge(text: &str, name: &str, job: &str) -> Option<f64> {
@@ -316,13 +316,7 @@ fn misuse_of_the_metrics_flags() {
             "there is no directory /no/such/directory",
         ),
     ] {
-        retry()
-            .args(&args)
-            .args(["true"])
-            .assert()
-            .code(125)
-            .stderr(predicate::str::contains(names))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+        retry().args(&args).args(["true"]).assert().misuse(names);
     }
     // A file in the current directory needs no directory named.
     let output = retry()
@@ -587,9 +581,7 @@ fn a_file_at_the_temporary_name_is_left_alone() {
 #[test]
 fn a_symlink_of_another_user_is_not_followed() {
     use std::os::unix::fs::symlink;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let r = retry();

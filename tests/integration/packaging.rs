@@ -15,7 +15,7 @@ use predicates::prelude::*;
 use tempfile::TempDir;
 
 use crate::redis;
-use crate::util::*;
+use crate::support::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const NAME: &str = env!("CARGO_PKG_NAME");
@@ -49,16 +49,7 @@ fn dist(what: &str) -> Option<PathBuf> {
 /// `dist`, for a test that needs root too; `None` (outside CI) without either.
 fn dist_as_root(what: &str) -> Option<PathBuf> {
     let dist = dist(what)?;
-    root_user(what).then_some(dist)
-}
-
-fn root_user(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        missing("root (for chroot and dpkg --root)", what);
-    }
-    root
+    root(&format!("{what} (chroot and dpkg --root)")).then_some(dist)
 }
 
 fn run(program: &str, args: &[&str]) -> Output {

@@ -4,7 +4,7 @@
 
 use std::process::{Command, Stdio};
 
-use crate::util::*;
+use crate::support::*;
 
 /// Lays out one of each kind of file in a tmpfs of a private mount namespace (a device may be
 /// made there, never in the real `/dev`), runs `retry` with each in each place, and prints one
@@ -97,9 +97,7 @@ fn a_directory_swapped_for_a_neighbours_link_mid_run_is_never_written_through() 
     use std::os::unix::fs::symlink;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let root = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@ use std::os::fd::AsRawFd;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::*;
+use crate::support::*;
 
 fn pids(r: &Retry, lines: usize) -> Vec<i32> {
     wait_for_lines(&r.path("pids"), lines)

@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::*;
+use crate::support::*;
 
 const README: &str = include_str!("../../README.md");
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::util::*;
+use crate::support::*;
 
 fn report_of(path: &Path) -> Value {
     let text = fs::read_to_string(path).expect("the report");
@@ -541,9 +541,7 @@ fn a_device_takes_no_report() {
 #[test]
 fn a_directory_symlink_of_another_user_is_not_followed() {
     use std::os::unix::fs::symlink;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let r = retry();
@@ -680,9 +678,7 @@ fn a_file_size_limit_is_a_report_that_cannot_be_written() {
 #[test]
 fn a_replaced_report_keeps_its_group() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a report file of another group");
+    if !root("a report file of another group") {
         return;
     }
     let r = retry();
@@ -703,9 +699,7 @@ fn a_replaced_report_keeps_its_group() {
 #[test]
 fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
     use std::os::unix::fs::symlink;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let r = retry();
@@ -844,9 +838,7 @@ fn the_longest_name_takes_a_report() {
 /// A json report still never replaces another user's file.
 #[test]
 fn root_appends_github_lines_to_a_file_of_another_user() {
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a file of another user");
+    if !root("a file of another user") {
         return;
     }
     let r = retry();

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// The "next attempt in X" values a run reports.
 fn waits(stderr: &str) -> Vec<String> {

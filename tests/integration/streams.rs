@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 #[test]
 fn until_stdout_accepts_an_exit_1_attempt() {
@@ -278,9 +278,7 @@ fn bad_patterns_are_misuse() {
         retry()
             .args([flag, "(unclosed", "true"])
             .assert()
-            .code(125)
-            .stderr(predicate::str::contains(flag))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+            .misuse(flag);
     }
 }
 
@@ -730,14 +728,6 @@ fn with_stdout_on_a_full_disk(args: &[&str]) -> (i32, String) {
     (status, stderr_of(&mut child))
 }
 
-/// The JSON events among the lines of `stderr`.
-fn json_events(stderr: &str) -> Vec<serde_json::Value> {
-    stderr
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
 /// Output that cannot be passed on for a reason other than a reader gone (a full disk) is
 /// still judged: the line was printed. `retry` says once that the output is lost.
 #[test]
@@ -759,7 +749,7 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
         .concat(),
     );
     assert_eq!(status, 1, "{stderr}");
-    let lost: Vec<serde_json::Value> = json_events(&stderr)
+    let lost: Vec<serde_json::Value> = json_events_among(&stderr)
         .into_iter()
         .filter(|event| event["event"] == "write-failed")
         .collect();
@@ -775,7 +765,7 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
         .concat(),
     );
     assert_eq!(status, 1, "{stderr}");
-    let events = json_events(&stderr);
+    let events = json_events_among(&stderr);
     let count = |kind: &str| events.iter().filter(|event| event["event"] == kind).count();
     assert_eq!(
         (count("attempt"), count("write-failed")),
