@@ -56,13 +56,9 @@ fn did(output: &Output, dir: &Path) -> Did {
 /// Runs `program ARGS` in a fresh directory with `stdin`, within `BOUND`.
 fn run_in_fresh_dir(program: &Path, args: &[String], stdin: &str) -> Did {
     let dir = tempfile::tempdir().unwrap();
+    // Ours or Debian's, the same way: the builder's clean environment, no config file.
     let mut command = Command::new(program);
-    // As the builder of util.rs: nothing of an outer `retry`'s, no config file.
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("RETRY_") {
-            command.env_remove(key);
-        }
-    }
+    clean_environment(&mut command);
     let mut child = command
         .args(args)
         .current_dir(dir.path())

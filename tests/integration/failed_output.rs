@@ -578,10 +578,12 @@ fn kept_output_without_a_temporary_file_is_said_once() {
 /// that had nothing to keep.
 #[test]
 fn kept_output_without_a_temporary_file_stays_within_the_memory_bound() {
-    let mut child = std::process::Command::new(BIN)
+    let r = retry()
         .args(["--failed-output", "on-give-up", "--keep-max", "0"])
         .args(["-r", "30", "--delays", "0", "--timeout", "100ms"])
-        .args(sh("head -c 3900000 /dev/zero; exit 1"))
+        .args(sh("head -c 3900000 /dev/zero; exit 1"));
+    let mut child = r
+        .std_command()
         .env("TMPDIR", "/nonexistent/retry-test")
         .env("RETRY_INJECT_LATE_THREAD_END", "2000")
         .stdout(Stdio::null())
@@ -592,15 +594,8 @@ fn kept_output_without_a_temporary_file_stays_within_the_memory_bound() {
     // 64 MiB held, and 32 MiB for the rest of `retry` (a debug build: under 16 MiB in practice).
     assert!(peak_kib < 96 * 1024, "peak RSS {peak_kib} KiB");
     let quiet = retry()
-        .args([
-            "--failed-output",
-            "on-give-up",
-            "-r",
-            "1",
-            "--delays",
-            "0",
-            "false",
-        ])
+        .args(["--failed-output", "on-give-up", "-r", "1", "--delays", "0"])
+        .args(["false"])
         .command()
         .env("TMPDIR", "/nonexistent/retry-test")
         .output()

@@ -2,7 +2,7 @@
 //! spools' directory) found to be something else: a FIFO, a device, a socket, a symlink to one
 //! of those. `retry` neither hangs on any of them nor writes through any of them.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::support::*;
 
@@ -264,10 +264,10 @@ fn a_descriptor_closed_at_the_start_takes_nothing() {
             let script = format!(
                 "cd \"$1\" && exec \"$0\" {flag} /dev/fd/{fd} --state \"$2\" --budget b -- true {fd}>&-"
             );
-            let output = Command::new("sh")
-                .args(["-c", &script, BIN])
+            // `$0` is the builder's `retry`.
+            let output = r
+                .std_command_under(&["sh", "-c", &script])
                 .args([r.dir.path(), &state])
-                .stdin(Stdio::null())
                 .output()
                 .unwrap();
             let said = String::from_utf8_lossy(&output.stderr);
@@ -288,13 +288,13 @@ fn a_descriptor_closed_at_the_start_takes_nothing() {
         .collect();
     assert_eq!(left, ["state"], "{left:?}");
     for (stream, closed) in [("/dev/stdout", ">&-"), ("/dev/stderr", "2>&-")] {
-        let output = Command::new("sh")
-            .args([
+        let output = r
+            .std_command_under(&[
+                "sh",
                 "-c",
                 &format!("exec \"$0\" --report \"$1\" -- true {closed}"),
             ])
-            .args([BIN, stream])
-            .stdin(Stdio::null())
+            .arg(stream)
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "{stream}: {output:?}");

@@ -778,12 +778,10 @@ fn stdin_reaches_the_attempt() {
 fn closed_standard_descriptors_are_reopened_on_dev_null() {
     // `retry` started with stdin and stderr closed: its own files (the signal pipe, say) must
     // not take descriptors 0 and 2, or the attempt would read and write them.
-    let output = std::process::Command::new("sh")
-        .args(["-c", "exec 0<&- 2>&-; exec \"$0\" \"$@\""])
-        .arg(BIN)
-        .args(["-r", "0", "--", "sh", "-c"])
-        .arg("readlink /proc/self/fd/0 /proc/self/fd/2")
-        .env_remove("RETRY_CONFIG")
+    let output = retry()
+        .args(["-r", "0", "--"])
+        .args(sh("readlink /proc/self/fd/0 /proc/self/fd/2"))
+        .std_command_under(&["sh", "-c", "exec 0<&- 2>&-; exec \"$0\" \"$@\""])
         .output()
         .expect("run retry");
     assert!(output.status.success(), "{output:?}");
@@ -799,11 +797,10 @@ fn a_closed_stderr_does_not_stop_the_run() {
     // still run and the status is still the last attempt's.
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    let output = std::process::Command::new(BIN)
+    let output = retry()
         .args(["-r", "2", "--base", "0", "--"])
         .args(sh("echo out; exit 3"))
-        .env_remove("RETRY_CONFIG")
-        .stdin(std::process::Stdio::null())
+        .std_command()
         .stderr(writer)
         .output()
         .expect("run retry");

@@ -235,9 +235,9 @@ fn a_reader_gone_from_stdout_is_a_broken_pipe() {
     let file = r.path("report.json");
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let status = Command::new(BIN)
+    let status = r
+        .std_command()
         .args(["--report", file.to_str().unwrap(), "--", "yes"])
-        .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::null())
         .status()
@@ -645,17 +645,10 @@ fn a_file_size_limit_is_a_report_that_cannot_be_written() {
     let r = retry();
     let big = r.write("big.out", &"x".repeat(5000));
     for (file, format) in [(&big, "github"), (&r.path("new.json"), "json")] {
-        let output = std::process::Command::new("sh")
-            .args([
-                "-c",
-                "ulimit -f 0; exec \"$0\" --report \"$1\" --report-format \"$2\" true",
-            ])
-            .args([
-                std::ffi::OsStr::new(BIN),
-                file.as_os_str(),
-                std::ffi::OsStr::new(format),
-            ])
-            .stdin(Stdio::null())
+        let output = r
+            .std_command_under(&["sh", "-c", "ulimit -f 0; exec \"$0\" \"$@\""])
+            .args([std::ffi::OsStr::new("--report"), file.as_os_str()])
+            .args(["--report-format", format, "true"])
             .output()
             .unwrap();
         assert_eq!(shell_status(output.status), 0, "{format}: {output:?}");
@@ -954,10 +947,10 @@ fn a_report_to_a_descriptor_follows_the_commands_output() {
             ("json", "\"outcome\":\"success\""),
             ("github", "elapsed_ms="),
         ] {
-            let output = retry()
+            let output = r
+                .command()
                 .args(["-q", "--report", name, "--report-format", format])
                 .args(["--", "echo", "the build log"])
-                .command()
                 .output()
                 .unwrap();
             let (out, said) = (
@@ -978,10 +971,14 @@ fn a_report_to_a_descriptor_follows_the_commands_output() {
         }
     }
     let log = r.write("log", "earlier\n");
-    let output = Command::new("sh")
-        .args(["-c", "\"$0\" --report /dev/fd/3 -- echo out 3>>\"$1\""])
-        .args([std::ffi::OsStr::new(BIN), log.as_os_str()])
-        .stdin(Stdio::null())
+    // `$0` is the builder's `retry`, `$1` the log.
+    let output = r
+        .std_command_under(&[
+            "sh",
+            "-c",
+            "\"$0\" --report /dev/fd/3 -- echo out 3>>\"$1\"",
+        ])
+        .arg(&log)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
@@ -1025,10 +1022,20 @@ fn a_report_to_stdout_on_a_terminal_is_printed() {
 fn a_descriptor_that_takes_no_report_leaves_the_status_alone() {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let output = Command::new(BIN)
-        .args(["--report", "/dev/stdout", "--", "sh", "-c", "exit 3"])
-        .args(["-r", "0"])
-        .stdin(Stdio::null())
+    let r = retry();
+    // (`-r 0` once stood after the command, as its arguments: the run waited out five retries.)
+    let output = r
+        .std_command()
+        .args([
+            "--report",
+            "/dev/stdout",
+            "-r",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
         .stdout(Stdio::from(writer))
         .output()
         .unwrap();
@@ -1037,11 +1044,13 @@ fn a_descriptor_that_takes_no_report_leaves_the_status_alone() {
         !String::from_utf8_lossy(&output.stderr).contains("report"),
         "{output:?}"
     );
-    let r = retry();
     let input = r.write("input", "data\n");
-    let output = retry()
+    let output = r
+        .std_command()
         .args(["--report", "/dev/stdin", "true"])
-        .output_with_stdin(fs::File::open(&input).unwrap());
+        .stdin(fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
     let said = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{said}");
     assert_eq!(

@@ -203,23 +203,10 @@ fn non_utf8_output_can_be_matched() {
 
 #[test]
 fn a_line_reaches_the_reader_long_before_the_attempt_ends() {
-    let r = retry().args(["--until-stdout", "never", "-r", "0"]);
-    let r = r.args(sh("echo first; sleep 2; echo second"));
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "--until-stdout",
-            "never",
-            "-r",
-            "0",
-            "sh",
-            "-c",
-            "echo first; printf 'prompt> '; sleep 2",
-        ])
-        .current_dir(r.dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let r = retry()
+        .args(["--until-stdout", "never", "-r", "0"])
+        .args(sh("echo first; printf 'prompt> '; sleep 2"));
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
     let started = Instant::now();
     let mut stdout = child.stdout.take().unwrap();
     let mut seen = Vec::new();
@@ -244,17 +231,12 @@ fn only_the_streams_a_predicate_reads_are_piped() {
     let r = retry();
     let out = r.path("out.txt");
     let file = std::fs::File::create(&out).unwrap();
-    let status = std::process::Command::new(BIN)
-        .current_dir(r.dir.path())
-        .args([
-            "--until-stderr",
-            "x",
-            "-r",
-            "0",
-            "sh",
-            "-c",
+    let status = r
+        .std_command()
+        .args(["--until-stderr", "x", "-r", "0"])
+        .args(sh(
             "readlink /proc/$$/fd/1; readlink /proc/$$/fd/2 >&2; echo x >&2",
-        ])
+        ))
         .stdout(file)
         .output()
         .unwrap();
