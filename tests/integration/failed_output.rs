@@ -418,12 +418,16 @@ fn a_signal_ends_retry_while_kept_output_waits_for_a_stalled_reader() {
         .args(["--failed-output", "on-give-up", "-r", "1", "--base", "1ms"])
         .args(sh(&script));
     // stderr into a pipe that nothing reads: 1 MiB kept, a pipe of 64 KiB.
-    let child = r.spawn_with(Stdio::null(), Stdio::piped());
+    let mut child = r.spawn_with(Stdio::null(), Stdio::piped());
+    let stderr = child.stderr.take().expect("piped stderr");
     let attempt = pid_in(&r.path("pid"));
     eventually("the final attempt has ended", || !alive(attempt));
-    // The write-out waits in poll(2), which nothing outside shows: a margin to reach it. A
-    // signal that came before would make the test weaker, never wrong.
-    std::thread::sleep(Duration::from_millis(50));
+    // The kept output is written out in pieces, each once the pipe has room for it, so the
+    // pipe need not fill to its last byte (`pipe_full`) before the write-out waits.
+    let retry = child.id() as i32;
+    eventually("retry waits to write the rest", || {
+        waits_to_write(retry, &stderr)
+    });
     sigterm_ends_retry_at_once(child);
 }
 

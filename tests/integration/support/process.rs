@@ -133,6 +133,80 @@ pub fn shell_status(status: ExitStatus) -> i32 {
         .expect("an exit code or a signal")
 }
 
+/// Whether process `pid` has gone from /proc, zombie and all: its parent has collected it.
+/// (A pid is not given again within the moments a test waits for this.)
+pub fn reaped(pid: i32) -> bool {
+    state(pid).is_none()
+}
+
+/// Whether a thread of process `pid` waits to write to the pipe whose read end is `reader`:
+/// blocked in write(2) on it, or in poll(2) or ppoll(2) for room on it. A full pipe alone does
+/// not tell that the writer has reached its wait; `retry` waits in ppoll for everything, so its
+/// state letter (`S`) does not either. Read from /proc: each thread's system call and its
+/// arguments, and for a poll the descriptors it waits on, from the process's memory (which the
+/// parent of `pid`, or root, may read).
+pub fn waits_to_write(pid: i32, reader: &impl std::os::fd::AsRawFd) -> bool {
+    // SAFETY: an all-zero stat is a valid value; fstat(2) writes it through a valid pointer.
+    let pipe = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(reader.as_raw_fd(), &mut stat) != 0 {
+            return false;
+        }
+        format!("pipe:[{}]", stat.st_ino)
+    };
+    let is_the_pipe =
+        |fd: u64| fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|to| *to == *pipe);
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        let call = fs::read_to_string(task.path().join("syscall")).unwrap_or_default();
+        let mut words = call.split_whitespace();
+        let Some(Ok(number)) = words.next().map(str::parse::<libc::c_long>) else {
+            return false; // running, or not in a system call
+        };
+        let args: Vec<u64> = words
+            .filter_map(|word| u64::from_str_radix(word.trim_start_matches("0x"), 16).ok())
+            .collect();
+        let polls = [libc::SYS_ppoll, polls_by_poll()].contains(&number);
+        match args[..] {
+            [fd, ..] if number == libc::SYS_write => is_the_pipe(fd),
+            [fds, count, ..] if polls && count <= 64 => {
+                polls_for_room(pid, fds, count).into_iter().any(is_the_pipe)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// The number of poll(2), where the machine has one apart from ppoll(2).
+fn polls_by_poll() -> libc::c_long {
+    #[cfg(target_arch = "x86_64")]
+    return libc::SYS_poll;
+    #[cfg(not(target_arch = "x86_64"))]
+    return libc::SYS_ppoll;
+}
+
+/// The descriptors of the `count` pollfds at `address` in process `pid` that wait for room.
+fn polls_for_room(pid: i32, address: u64, count: u64) -> Vec<u64> {
+    use std::os::unix::fs::FileExt;
+    let size = std::mem::size_of::<libc::pollfd>();
+    let mut bytes = vec![0u8; size * count as usize];
+    let read = fs::File::open(format!("/proc/{pid}/mem"))
+        .and_then(|memory| memory.read_exact_at(&mut bytes, address));
+    if read.is_err() {
+        return Vec::new();
+    }
+    bytes
+        .chunks_exact(size)
+        .filter_map(|pollfd| {
+            let fd = i32::from_ne_bytes(pollfd[0..4].try_into().unwrap());
+            let events = i16::from_ne_bytes(pollfd[4..6].try_into().unwrap());
+            (fd >= 0 && events & libc::POLLOUT != 0).then_some(fd as u64)
+        })
+        .collect()
+}
+
 /// Whether the pipe whose read end is `reader` is full: whoever writes to it now waits.
 pub fn pipe_full(reader: &impl std::os::fd::AsRawFd) -> bool {
     let fd = reader.as_raw_fd();
