@@ -414,7 +414,7 @@ fn what_stands_in_the_way_of_a_files_directory_is_named() {
         (long.as_str(), "File name too long"),
     ] {
         for flag in ["--report", "--metrics-file"] {
-            retry()
+            r.command()
                 .args([flag, &r.path(path).to_string_lossy(), "true"])
                 .assert()
                 .misuse(says)

@@ -534,9 +534,13 @@ fn the_readmes_exit_status_table_is_what_retry_does() {
     assert_eq!(documented, expected, "the README's table changed");
     for (case, _, runs) in rows {
         for (args, status) in runs {
-            let mut child = retry()
+            let mut child = r
+                .std_command()
                 .args(*args)
-                .spawn_with(std::process::Stdio::null(), std::process::Stdio::null());
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn retry");
             assert_eq!(
                 shell_status(wait_bounded(&mut child)),
                 *status,

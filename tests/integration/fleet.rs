@@ -874,11 +874,11 @@ fn a_broken_state_fails_open() {
         (PathBuf::from("/proc/no-such/retry"), "cannot make"),
     ] {
         let started = Instant::now();
-        let output = retry()
+        let output = r
+            .command()
             .args([format!("--state={}", dir.display())])
             .args(names)
             .args(["-r", "1", "--base", "1ms", "sh", "-c", "echo ran; exit 1"])
-            .command()
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(1));
@@ -1308,14 +1308,14 @@ fn the_state_key_of_the_config_file_and_a_file_others_can_write() {
         ),
     );
     let config_flag = format!("--config={}", config.display());
-    retry()
+    r.command()
         .args([config_flag.as_str(), "true"])
         .assert()
         .code(0);
     assert!(dir.join("api.state").exists());
     let file = dir.join("api.state");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
-    retry()
+    r.command()
         .args([config_flag.as_str(), "true"])
         .assert()
         .code(125)

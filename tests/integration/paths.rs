@@ -225,11 +225,15 @@ fn a_path_naming_a_descriptor_is_written_through_it() {
         for (flag, written) in files {
             let stdout = std::fs::File::create(&log).unwrap();
             let inode = stdout.metadata().unwrap().ino();
-            let output = retry()
+            let output = r
+                .std_command()
                 .args(["-q"])
                 .args(flag)
                 .args([name, "--", "echo", "the build log"])
-                .spawn_with(stdout, Stdio::piped())
+                .stdout(stdout)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
                 .wait_with_output()
                 .unwrap();
             let said = String::from_utf8_lossy(&output.stderr);

@@ -187,7 +187,7 @@ fn budget_and_breaker_endings_are_reported() {
         "-r",
         "0",
     ];
-    retry().args(breaker).args(["false"]).assert().code(1);
+    r.command().args(breaker).args(["false"]).assert().code(1);
     let report = reported(&r, &[&breaker[..], &["true"]].concat(), 75);
     assert_eq!(figures(&report), (0, 0, 75, None, "breaker".into()));
     assert_eq!(report["attempts_detail"], serde_json::json!([]));
@@ -296,13 +296,13 @@ fn github_lines_are_appended_to_what_earlier_steps_wrote() {
         "--report-format",
         "github",
     ];
-    retry()
+    r.command()
         .args(report)
         .args(["true"])
         .assert()
         .code(0)
         .stderr("");
-    retry()
+    r.command()
         .args(report)
         .args(["-r", "1", "--delays", "0", "--", "sh", "-c", "exit 2"])
         .assert()
@@ -344,9 +344,9 @@ fn github_lines_are_appended_to_what_earlier_steps_wrote() {
         "-r",
         "0",
     ];
-    retry().args(breaker).args(["false"]).assert().code(1);
+    r.command().args(breaker).args(["false"]).assert().code(1);
     let fresh = r.path("fresh");
-    retry()
+    r.command()
         .args([
             "--report",
             fresh.to_str().unwrap(),
@@ -370,16 +370,16 @@ fn misuse_dry_run_and_state_actions_write_no_report() {
     let r = retry();
     let file = r.path("report.json");
     let report = format!("--report={}", file.display());
-    retry()
+    r.command()
         .args([&report, "--dry-run", "true"])
         .assert()
         .code(0);
-    retry()
+    r.command()
         .args([&report, "--retries", "x", "true"])
         .assert()
         .code(125);
     let state = r.path("state");
-    retry()
+    r.command()
         .args([
             &report,
             "--state",
@@ -391,7 +391,7 @@ fn misuse_dry_run_and_state_actions_write_no_report() {
         .assert()
         .code(0);
     assert!(!file.exists());
-    retry()
+    r.command()
         .args(["--report", "/no/such/directory/report.json", "true"])
         .assert()
         .code(125)
@@ -399,7 +399,7 @@ fn misuse_dry_run_and_state_actions_write_no_report() {
             predicate::str::contains("--report")
                 .and(predicate::str::contains("there is no directory")),
         );
-    retry()
+    r.command()
         .args([
             "--report",
             file.to_str().unwrap(),
@@ -479,7 +479,7 @@ fn only_a_regular_file_takes_a_report() {
     let real = r.write("real", "earlier=kept\n");
     let link = r.path("link");
     symlink(&real, &link).unwrap();
-    retry()
+    r.command()
         .args([
             "--report",
             link.to_str().unwrap(),
@@ -495,7 +495,7 @@ fn only_a_regular_file_takes_a_report() {
             .unwrap()
             .starts_with("earlier=kept\nattempts=1\n")
     );
-    retry()
+    r.command()
         .args(["--report", link.to_str().unwrap(), "true"])
         .assert()
         .code(0)
@@ -552,7 +552,7 @@ fn a_directory_symlink_of_another_user_is_not_followed() {
     symlink(&victim, &theirs).unwrap();
     std::os::unix::fs::lchown(&theirs, Some(65534), None).unwrap();
     for format in ["json", "github"] {
-        retry()
+        r.command()
             .args([
                 "--report",
                 theirs.join("out.json").to_str().unwrap(),
@@ -570,7 +570,7 @@ fn a_directory_symlink_of_another_user_is_not_followed() {
             "precious"
         );
     }
-    retry()
+    r.command()
         .args([
             "--metrics-file",
             theirs.join("out.json").to_str().unwrap(),
@@ -584,7 +584,7 @@ fn a_directory_symlink_of_another_user_is_not_followed() {
         "precious"
     );
     let state = theirs.join("state");
-    retry()
+    r.command()
         .args(["--state", state.to_str().unwrap(), "--budget", "b", "true"])
         .assert()
         .code(125)
@@ -599,7 +599,7 @@ fn a_replaced_report_keeps_its_permissions() {
     let r = retry();
     let file = r.write("report.json", "{}");
     fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
-    retry()
+    r.command()
         .args(["--report", file.to_str().unwrap(), "true"])
         .assert()
         .code(0);
@@ -678,7 +678,7 @@ fn a_replaced_report_keeps_its_group() {
     let file = r.write("report.json", "{}");
     std::os::unix::fs::chown(&file, None, Some(65534)).unwrap();
     fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
-    retry()
+    r.command()
         .args(["--report", file.to_str().unwrap(), "true"])
         .assert()
         .code(0);
@@ -707,7 +707,7 @@ fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
     symlink("theirs/sub/out.json", r.path("myfile.json")).unwrap();
     for file in [r.path("mydir/out.json"), r.path("myfile.json")] {
         for format in ["json", "github"] {
-            retry()
+            r.command()
                 .args([
                     "--report",
                     file.to_str().unwrap(),
@@ -721,7 +721,7 @@ fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
                     "a symlink of another user (uid 65534)",
                 ));
         }
-        retry()
+        r.command()
             .args(["--metrics-file", file.to_str().unwrap(), "true"])
             .assert()
             .code(0)
@@ -732,7 +732,7 @@ fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
         "precious"
     );
     symlink(theirs.join("sub"), r.path("mystate")).unwrap();
-    retry()
+    r.command()
         .args([
             "--state",
             r.path("mystate").to_str().unwrap(),
@@ -753,7 +753,7 @@ fn a_path_ending_in_a_slash_names_a_directory() {
     let r = retry();
     let file = r.write("f.json", "earlier");
     let written = |flag: &str, path: String| {
-        retry()
+        r.command()
             .args([flag, &path, "true"])
             .assert()
             .code(0)
@@ -779,7 +779,7 @@ fn a_link_into_missing_directories_is_a_link_to_nothing() {
     let link = r.path("link");
     std::os::unix::fs::symlink("/nonexistent/x/y", &link).unwrap();
     for flag in ["--report", "--metrics-file"] {
-        retry()
+        r.command()
             .args([flag, link.to_str().unwrap(), "true"])
             .assert()
             .code(0)
@@ -796,7 +796,7 @@ fn github_lines_are_not_appended_to_a_file_with_other_names() {
     let precious = r.write("bashrc", "export PATH\n");
     let output = r.path("output");
     fs::hard_link(&precious, &output).unwrap();
-    retry()
+    r.command()
         .args(["--report", output.to_str().unwrap()])
         .args(["--report-format", "github", "true"])
         .assert()
@@ -816,10 +816,13 @@ fn the_longest_name_takes_a_report() {
         [vec![0xff; 100], b"r".repeat(150)].concat(),
     ] {
         let path = r.path("").join(std::ffi::OsStr::from_bytes(&name));
-        let runner = retry();
-        let mut command = runner.command();
-        command.arg("--report").arg(&path).arg("true");
-        let done = command.output().unwrap();
+        let done = r
+            .command()
+            .arg("--report")
+            .arg(&path)
+            .arg("true")
+            .output()
+            .unwrap();
         assert_eq!(done.status.code(), Some(0), "{done:?}");
         assert!(done.stderr.is_empty(), "{done:?}");
         assert_eq!(report_of(&path)["outcome"], "success");
@@ -837,7 +840,7 @@ fn root_appends_github_lines_to_a_file_of_another_user() {
     let r = retry();
     let output = r.write("set_output", "earlier=kept\n");
     std::os::unix::fs::chown(&output, Some(65534), Some(65534)).unwrap();
-    retry()
+    r.command()
         .args(["--report", output.to_str().unwrap()])
         .args(["--report-format", "github", "true"])
         .assert()
@@ -848,7 +851,7 @@ fn root_appends_github_lines_to_a_file_of_another_user() {
             .unwrap()
             .starts_with("earlier=kept\nattempts=1\n")
     );
-    retry()
+    r.command()
         .args(["--report", output.to_str().unwrap(), "true"])
         .assert()
         .code(0)
@@ -862,7 +865,7 @@ fn root_appends_github_lines_to_a_file_of_another_user() {
     let planted = shared.join("gh.txt");
     fs::write(&planted, "planted=by-them\n").unwrap();
     std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
-    retry()
+    r.command()
         .args(["--report", planted.to_str().unwrap()])
         .args(["--report-format", "github", "true"])
         .assert()
@@ -913,7 +916,7 @@ while True:
     seen.read_line(&mut line).unwrap();
     assert_eq!(line, "ready\n");
     for _ in 0..100 {
-        retry()
+        r.command()
             .args(["--report", report.to_str().unwrap(), "true"])
             .assert()
             .code(0)
@@ -1068,7 +1071,7 @@ fn github_lines_start_on_a_fresh_line() {
     let r = retry();
     for (earlier, before) in [("url=", "url=\n"), ("a=1\n", "a=1\n"), ("", "")] {
         let file = r.write("github_output", earlier);
-        retry()
+        r.command()
             .args(["--report", file.to_str().unwrap(), "--report-format"])
             .args(["github", "true"])
             .assert()
@@ -1091,10 +1094,10 @@ fn a_short_append_is_taken_back_and_said_with_its_cause() {
     let half = "x".repeat(1020);
     for earlier in [whole, half] {
         let file = r.write("github_output", &earlier);
-        let output = retry()
+        let output = r
+            .command_with_file_size_limit(1024)
             .args(["--report", file.to_str().unwrap(), "--report-format"])
             .args(["github", "true"])
-            .command_with_file_size_limit(1024)
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&output.stderr);

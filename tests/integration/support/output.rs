@@ -54,7 +54,7 @@ pub fn stderr_of(child: &mut Child) -> String {
     stderr
 }
 
-/// The contract's misuse, on a finished run.
+/// What misuse of `retry` looks like, on a finished run.
 pub trait Misuse {
     /// Asserts that `retry` was misused: exit 125, and one line on stderr, `retry`'s own
     /// (`retry: `, not a panic), that contains `names` (the flag, value or file at fault).
