@@ -49,7 +49,11 @@ fn dist(what: &str) -> Option<PathBuf> {
 /// `dist`, for a test that needs root too; `None` (outside CI) without either.
 fn dist_as_root(what: &str) -> Option<PathBuf> {
     let dist = dist(what)?;
-    root(&format!("{what} (chroot and dpkg --root)")).then_some(dist)
+    root_user(what).then_some(dist)
+}
+
+fn root_user(what: &str) -> bool {
+    root(&format!("{what} (chroot and dpkg --root)"))
 }
 
 fn run(program: &str, args: &[&str]) -> Output {
