@@ -20,7 +20,15 @@ use super::output::stderr_of;
 use super::process::{one_heavy_test_at_a_time, shell_status};
 use super::wait::{BOUND, wait_bounded};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+/// The `retry` under test: cargo's build of this crate, or the program that `RETRY_TEST_BIN`
+/// names when the tests are built (an executable path: `tests/arm64` makes one that runs the
+/// arm64 release binary under `qemu-aarch64-static`, so the same tests serve both). Read when
+/// the tests compile, so that it stays a `&str` every test can put in a command line; cargo
+/// rebuilds them when it changes.
+pub const BIN: &str = match option_env!("RETRY_TEST_BIN") {
+    Some(path) if !path.is_empty() => path,
+    _ => env!("CARGO_BIN_EXE_retry"),
+};
 
 /// A test's run of `retry`: its words and its directory. One test, one builder: files the test
 /// writes (`write`, `path`) are in the directory its runs start in, and the words given to
