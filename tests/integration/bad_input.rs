@@ -2,19 +2,15 @@
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 fn misuse(args: &[&str], names: &str) {
     retry()
         .args(args)
         .args(["true"])
         .assert()
-        .code(125)
-        .stdout("")
-        .stderr(predicate::str::starts_with("retry: "))
-        .stderr(predicate::str::contains(names))
-        .stderr(predicate::function(|s: &str| s.lines().count() == 1))
-        .stderr(predicate::str::contains("panicked").not());
+        .misuse(names)
+        .stdout("");
 }
 
 #[test]
@@ -199,11 +195,7 @@ fn a_value_that_is_not_utf8_names_its_option() {
         .env("RETRY_PROFILE", not_utf8)
         .arg("true")
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains(
-            "$RETRY_PROFILE 'ab\u{fffd}c' is not valid UTF-8",
-        ))
-        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+        .misuse("$RETRY_PROFILE 'ab\u{fffd}c' is not valid UTF-8");
 }
 
 /// A near miss of a flag or a value names what was probably meant, on the same line.
@@ -298,23 +290,13 @@ fn a_list_of_delays_with_a_curve_or_an_empty_entry() {
 #[test]
 fn unknown_flags_and_missing_values() {
     misuse(&["--no-such-flag"], "--no-such-flag");
-    retry()
-        .args(["--base"])
-        .assert()
-        .code(125)
-        .stderr(predicate::str::contains("--base"))
-        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    retry().args(["--base"]).assert().misuse("--base");
 }
 
 #[test]
 fn a_missing_command_is_misuse() {
     for args in [vec![], vec!["--retries", "2"], vec!["--"]] {
-        retry()
-            .args(args)
-            .assert()
-            .code(125)
-            .stderr(predicate::str::contains("no command"))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+        retry().args(args).assert().misuse("no command");
     }
 }
 
@@ -377,10 +359,8 @@ fn a_path_whose_tilde_no_shell_expanded_is_misuse() {
         for value in ["~/x", "~", "~bob/x"] {
             let r = retry().args([&format!("{flag}={value}"), "--budget", "b", "true"]);
             r.assert()
-                .code(125)
-                .stderr(predicate::str::contains("was not expanded"))
-                .stderr(predicate::str::contains("$HOME"))
-                .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+                .misuse("was not expanded")
+                .stderr(predicate::str::contains("$HOME"));
             assert!(!r.path("~").exists(), "{flag}={value} made ~");
         }
     }
@@ -434,13 +414,11 @@ fn what_stands_in_the_way_of_a_files_directory_is_named() {
         (long.as_str(), "File name too long"),
     ] {
         for flag in ["--report", "--metrics-file"] {
-            retry()
+            r.command()
                 .args([flag, &r.path(path).to_string_lossy(), "true"])
                 .assert()
-                .code(125)
-                .stderr(predicate::str::contains(says))
-                .stderr(predicate::str::contains("there is no directory").not())
-                .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+                .misuse(says)
+                .stderr(predicate::str::contains("there is no directory").not());
         }
     }
 }

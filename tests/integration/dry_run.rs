@@ -1,6 +1,6 @@
 //! `--dry-run`: the schedule on stdout, nothing run.
 
-use crate::util::*;
+use crate::support::*;
 
 #[test]
 fn runs_nothing() {
@@ -102,19 +102,19 @@ fn foresees_a_command_that_cannot_start() {
             ),
         ),
     ] {
-        let output = retry()
+        let output = r
+            .command()
             .args(["--dry-run", "-r", "1"])
             .args(&args)
-            .command()
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "{args:?}");
         let stdout = String::from_utf8(output.stdout).unwrap();
         assert!(stdout.ends_with(notes), "{args:?}: {stdout}");
     }
-    let output = retry()
-        .args(["--dry-run", "-r", "1", "true"])
+    let output = r
         .command()
+        .args(["--dry-run", "-r", "1", "true"])
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&output.stdout).contains("note:"));

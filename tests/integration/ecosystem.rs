@@ -3,7 +3,7 @@
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::util::*;
+use crate::support::*;
 
 fn events(args: &[&str]) -> Vec<Value> {
     let output = retry()
@@ -69,12 +69,7 @@ fn misuse_is_one_text_line_under_json_too() {
         vec!["--log-format", "json", "--base", "x", "true"],
         vec!["--config", config.to_str().unwrap(), "true"],
     ] {
-        r.command()
-            .args(args)
-            .assert()
-            .code(125)
-            .stderr(predicate::str::starts_with("retry: "))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+        r.command().args(args).assert().misuse("'x'");
     }
 }
 

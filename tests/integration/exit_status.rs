@@ -2,7 +2,7 @@
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 #[test]
 fn success_is_0() {
@@ -166,14 +166,7 @@ fn a_number_where_the_command_goes_suggests_attempts() {
 #[test]
 fn an_empty_command_word_is_misuse() {
     for args in [&[""][..], &["--", ""], &["--dry-run", ""], &["", "x"]] {
-        retry()
-            .args(args)
-            .assert()
-            .code(125)
-            .stdout("")
-            .stderr(predicate::str::starts_with("retry: "))
-            .stderr(predicate::str::contains("empty"))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+        retry().args(args).assert().misuse("empty").stdout("");
     }
 }
 
@@ -541,9 +534,13 @@ fn the_readmes_exit_status_table_is_what_retry_does() {
     assert_eq!(documented, expected, "the README's table changed");
     for (case, _, runs) in rows {
         for (args, status) in runs {
-            let mut child = retry()
+            let mut child = r
+                .std_command()
                 .args(*args)
-                .spawn_with(std::process::Stdio::null(), std::process::Stdio::null());
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn retry");
             assert_eq!(
                 shell_status(wait_bounded(&mut child)),
                 *status,

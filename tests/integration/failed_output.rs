@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// An attempt that writes `out N` to stdout and `err N` to stderr, and succeeds from attempt
 /// `succeed_from` on (never when 0). It pauses between the two, so that held output, which
@@ -418,12 +418,16 @@ fn a_signal_ends_retry_while_kept_output_waits_for_a_stalled_reader() {
         .args(["--failed-output", "on-give-up", "-r", "1", "--base", "1ms"])
         .args(sh(&script));
     // stderr into a pipe that nothing reads: 1 MiB kept, a pipe of 64 KiB.
-    let child = r.spawn_with(Stdio::null(), Stdio::piped());
+    let mut child = r.spawn_with(Stdio::null(), Stdio::piped());
+    let stderr = child.stderr.take().expect("piped stderr");
     let attempt = pid_in(&r.path("pid"));
     eventually("the final attempt has ended", || !alive(attempt));
-    // The write-out waits in poll(2), which nothing outside shows: a margin to reach it. A
-    // signal that came before would make the test weaker, never wrong.
-    std::thread::sleep(Duration::from_millis(50));
+    // The kept output is written out in pieces, each once the pipe has room for it, so the
+    // pipe need not fill to its last byte (`pipe_full`) before the write-out waits.
+    let retry = child.id() as i32;
+    eventually("retry waits to write the rest", || {
+        waits_to_write(retry, &stderr)
+    });
     sigterm_ends_retry_at_once(child);
 }
 
@@ -529,9 +533,7 @@ fn failed_output_misuse() {
             .args(args)
             .args(["true"])
             .assert()
-            .code(125)
-            .stderr(predicate::str::contains("--failed-output"))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+            .misuse("--failed-output");
     }
 }
 
@@ -580,10 +582,12 @@ fn kept_output_without_a_temporary_file_is_said_once() {
 /// that had nothing to keep.
 #[test]
 fn kept_output_without_a_temporary_file_stays_within_the_memory_bound() {
-    let mut child = std::process::Command::new(BIN)
+    let r = retry()
         .args(["--failed-output", "on-give-up", "--keep-max", "0"])
         .args(["-r", "30", "--delays", "0", "--timeout", "100ms"])
-        .args(sh("head -c 3900000 /dev/zero; exit 1"))
+        .args(sh("head -c 3900000 /dev/zero; exit 1"));
+    let mut child = r
+        .std_command()
         .env("TMPDIR", "/nonexistent/retry-test")
         .env("RETRY_INJECT_LATE_THREAD_END", "2000")
         .stdout(Stdio::null())
@@ -594,15 +598,8 @@ fn kept_output_without_a_temporary_file_stays_within_the_memory_bound() {
     // 64 MiB held, and 32 MiB for the rest of `retry` (a debug build: under 16 MiB in practice).
     assert!(peak_kib < 96 * 1024, "peak RSS {peak_kib} KiB");
     let quiet = retry()
-        .args([
-            "--failed-output",
-            "on-give-up",
-            "-r",
-            "1",
-            "--delays",
-            "0",
-            "false",
-        ])
+        .args(["--failed-output", "on-give-up", "-r", "1", "--delays", "0"])
+        .args(["false"])
         .command()
         .env("TMPDIR", "/nonexistent/retry-test")
         .output()

@@ -3,7 +3,7 @@
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// The status `retry` exits with when its one attempt runs `sh -c SCRIPT`.
 fn status_of(script: &str) -> Option<i32> {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::util::*;
+use crate::support::*;
 
 /// Where a test keeps its budgets and breakers: a state directory of its own (made 0700 by
 /// `retry` itself), a Redis server of its own, stopped by pid when the test is done, or the
@@ -132,16 +132,16 @@ impl State {
         dir: &Path,
         seconds: &str,
     ) -> Vec<Ended> {
-        let mut args: Vec<String> = vec![self.flag()];
-        args.extend(b.iter().cloned());
-        args.extend(["-r", "0"].map(String::from));
-        args.extend(extra.iter().map(|arg| arg.to_string()));
-        args.push("--".into());
-        args.extend(sh(&format!(
-            "printf x >> '{}'; sleep {seconds}",
-            dir.join("count").display()
-        )));
-        concurrently(n, &args)
+        let runs = self
+            .retry(&["-r", "0"])
+            .args(b)
+            .args(extra)
+            .args(["--"])
+            .args(sh(&format!(
+                "printf x >> '{}'; sleep {seconds}",
+                dir.join("count").display()
+            )));
+        concurrently(n, &runs)
     }
 
     /// `--show-state` for `names` (`--budget x`, `--breaker y`), as JSON.
@@ -310,11 +310,11 @@ on_every_store! {
             "--budget-ratio",
             "0.1",
         ];
-        let mut args: Vec<String> = vec![s.flag()];
-        args.extend(budget.iter().map(|a| a.to_string()));
-        args.extend(["--log-format", "json", "-r", "3", "--base", "1ms", "--"].map(String::from));
-        args.extend(counting(work.path(), 1));
-        let runs = concurrently(100, &args);
+        let herd = s
+            .retry(&budget)
+            .args(["--log-format", "json", "-r", "3", "--base", "1ms", "--"])
+            .args(counting(work.path(), 1));
+        let runs = concurrently(100, &herd);
         assert!(runs.iter().all(|run| run.status == 1));
         let (mut attempts, mut spent, mut refused, mut uncounted_first) = (0, 0, 0, 0);
         for run in &runs {
@@ -367,14 +367,12 @@ on_every_store! {
     /// went on without the state, having waited past its bound).
     fn a_hundred_concurrent_runs_share_one_breaker_count(s) {
         let names = ["--breaker", "herd", "--breaker-threshold", "1000"];
-        let mut args: Vec<String> = vec![s.flag()];
-        args.extend(names.iter().map(|a| a.to_string()));
-        args.extend(["-r", "0", "false"].map(String::from));
+        let herd = s.retry(&names).args(["-r", "0", "false"]);
         // On a loaded machine every run of a hundred may wait past the state's bound and go
         // on without it: then another hundred go, up to five times, until one used it.
         let (mut ran, mut failed_open) = (0, 0);
         for _ in 0..5 {
-            let runs = concurrently(100, &args);
+            let runs = concurrently(100, &herd);
             assert!(runs.iter().all(|run| run.status == 1));
             ran += runs.len();
             let now = runs.iter().filter(|run| run.failed_open()).count();
@@ -891,11 +889,11 @@ fn a_broken_state_fails_open() {
         (PathBuf::from("/proc/no-such/retry"), "cannot make"),
     ] {
         let started = Instant::now();
-        let output = retry()
+        let output = r
+            .command()
             .args([format!("--state={}", dir.display())])
             .args(names)
             .args(["-r", "1", "--base", "1ms", "sh", "-c", "echo ran; exit 1"])
-            .command()
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(1));
@@ -971,31 +969,6 @@ fn an_unreadable_record_or_a_linked_lock_fails_open() {
     }
 }
 
-/// `sh -c SETUP && exec retry ARGS` in a mount namespace of its own, as the wrapper words of
-/// `command_under`: root's, else one inside a user namespace, where a user may mount too;
-/// `None` (outside CI) where this machine gives neither.
-fn in_mount_namespace(setup: &str) -> Option<Vec<String>> {
-    let flags: [&[&str]; 2] = [&["--mount"], &["--map-root-user", "--mount"]];
-    let Some(flags) = flags.into_iter().find(|flags| {
-        let status = Command::new("unshare")
-            .args(*flags)
-            .arg("true")
-            .stderr(Stdio::null())
-            .status();
-        status.is_ok_and(|status| status.success())
-    }) else {
-        missing(
-            "a mount namespace (unshare --mount)",
-            "a state on a broken disk",
-        );
-        return None;
-    };
-    let script = format!("{setup} && exec \"$0\" \"$@\"");
-    let shell = ["sh", "-c", &script];
-    let words = ["unshare"].iter().chain(flags).chain(&shell);
-    Some(words.map(|word| word.to_string()).collect())
-}
-
 /// Runs `retry --state DIR --budget api --breaker api -r 1 ...` under `wrapper`, with a command
 /// that says it ran, and checks that the run failed open: both attempts ran, one line said the
 /// state is unavailable and why, and the run was not held up for as much as a second.
@@ -1037,8 +1010,10 @@ fn a_read_only_state_directory_fails_open() {
     } else {
         std::fs::remove_file(s.dir.join("probe")).unwrap();
         let dir = s.dir.display();
-        let Some(wrapper) = in_mount_namespace(&format!("mount --bind -o ro '{dir}' '{dir}'"))
-        else {
+        let Some(wrapper) = mount_namespace(
+            &format!("mount --bind -o ro '{dir}' '{dir}'"),
+            "a state on a broken disk",
+        ) else {
             return;
         };
         fails_open_under(&s, &wrapper, "Read-only file system");
@@ -1054,11 +1029,15 @@ fn a_full_disk_fails_open() {
     let s = state();
     std::fs::create_dir(&s.dir).unwrap();
     let dir = s.dir.display();
-    let first_run = format!("'{}' --state='{dir}' --budget api -r 0 true", BIN);
-    let Some(wrapper) = in_mount_namespace(&format!(
-        "mount -t tmpfs -o size=8k,mode=0700 none '{dir}' && {first_run} && \
-         {{ cat /dev/zero > '{dir}/filler' 2>/dev/null; test -s '{dir}/filler'; }}"
-    )) else {
+    // `$0` is the builder's `retry` (see `mount_namespace`).
+    let first_run = format!("\"$0\" --state='{dir}' --budget api -r 0 true");
+    let Some(wrapper) = mount_namespace(
+        &format!(
+            "mount -t tmpfs -o size=8k,mode=0700 none '{dir}' && {first_run} && \
+             {{ cat /dev/zero > '{dir}/filler' 2>/dev/null; test -s '{dir}/filler'; }}"
+        ),
+        "a state on a broken disk",
+    ) else {
         return;
     };
     fails_open_under(&s, &wrapper, "No space left on device");
@@ -1272,16 +1251,11 @@ fn misuse_of_the_fleet_flags_is_one_line_naming_it() {
         ),
     ];
     for (args, named) in rows {
-        let output = retry()
+        retry()
             .args(&args)
             .args(["--", "true"])
-            .command()
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(125), "{args:?}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-        assert!(stderr.contains(named), "{args:?}: {stderr}");
+            .assert()
+            .misuse(named);
     }
 }
 
@@ -1349,14 +1323,14 @@ fn the_state_key_of_the_config_file_and_a_file_others_can_write() {
         ),
     );
     let config_flag = format!("--config={}", config.display());
-    retry()
+    r.command()
         .args([config_flag.as_str(), "true"])
         .assert()
         .code(0);
     assert!(dir.join("api.state").exists());
     let file = dir.join("api.state");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
-    retry()
+    r.command()
         .args([config_flag.as_str(), "true"])
         .assert()
         .code(125)
@@ -1369,9 +1343,7 @@ fn the_state_key_of_the_config_file_and_a_file_others_can_write() {
 #[test]
 fn a_state_of_another_user_is_misuse() {
     use std::os::unix::fs::PermissionsExt;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a state that belongs to another user");
+    if !root("a state that belongs to another user") {
         return;
     }
     let nobody = 65534;

@@ -11,7 +11,7 @@ use clap_mangen::Man;
 use clap_mangen::roff::{Roff, bold, italic, roman};
 use retry::cli::Cli;
 
-use crate::util::{missing, render_man};
+use crate::support::{missing, render_man};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -476,7 +476,7 @@ fn the_named_jitter_kinds_and_signals_are_offered() {
         assert_eq!(fish, ["HUP", "INT", "KILL", "QUIT", "TERM", "USR1", "USR2"]);
     }
     // Other values still parse.
-    crate::util::retry()
+    crate::support::retry()
         .args(["--jitter", "+1s", "--kill-signal", "9", "--dry-run", "true"])
         .assert()
         .code(0);
@@ -560,7 +560,7 @@ zpty -d z
         .args(["-f", "-c", DRIVER, "zsh"])
         .arg(&completions)
         .args(lines)
-        .timeout(crate::util::BOUND);
+        .timeout(crate::support::BOUND);
     let output = match command.output() {
         Ok(output) => output,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
@@ -629,7 +629,7 @@ fn show {|@words|
         completions.display(),
         test.display()
     );
-    let screen = crate::util::under_pty(
+    let screen = crate::support::under_pty(
         &["elvish", "-norc"],
         &[("", &keys)],
         &[("HOME", dir.path().to_str().unwrap()), ("TERM", "dumb")],

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 fn log_hook(r: &Retry, name: &str) -> String {
     format!(
@@ -156,6 +156,7 @@ fn hooks_never_get_the_commands_stdin_nor_write_to_stdout() {
 /// Runs `retry -r RETRIES --delays 0 --on-retry HOOK -- sh -c 'echo "$RETRY_ATTEMPT ${KEY-unset}"; exit 1'`
 /// with `env`, and returns its stdout lines, its stderr and its status.
 fn hand_on(
+    r: &Retry,
     hook: &str,
     retries: &str,
     keys: &[&str],
@@ -165,10 +166,10 @@ fn hand_on(
         .iter()
         .map(|key| format!(" {key}=${{{key}-unset}}"))
         .collect();
-    let r = retry()
+    let mut command = r.command();
+    command
         .args(["-r", retries, "--delays", "0", "--on-retry", hook])
         .args(sh(&format!("echo \"$RETRY_ATTEMPT{shown}\"; exit 1")));
-    let mut command = r.command();
     for (key, value) in env {
         command.env(key, value);
     }
@@ -199,6 +200,7 @@ fn an_on_retry_hook_hands_values_to_later_attempts() {
         seen = seen.display()
     );
     let (lines, stderr, status) = hand_on(
+        &r,
         &hook,
         "2",
         &["MIRROR", "FIRST", "RETRY_ENV_FILE"],
@@ -230,7 +232,7 @@ fn an_on_retry_hook_hands_values_to_later_attempts() {
     }
     assert_ne!(seen[2], seen[5], "a file for each hook");
     // Only --on-retry gets one.
-    retry()
+    r.command()
         .args([
             "-r",
             "0",
@@ -242,7 +244,6 @@ fn an_on_retry_hook_hands_values_to_later_attempts() {
             "echo success ${RETRY_ENV_FILE-unset}",
             "false",
         ])
-        .command()
         .env("RETRY_ENV_FILE", "/outer/file")
         .assert()
         .code(1)
@@ -255,7 +256,7 @@ fn an_on_retry_hook_hands_values_to_later_attempts() {
 fn lines_that_do_not_parse_are_skipped_and_said_once() {
     let hook =
         "printf 'GOOD=1\\nnot a value\\nRETRY_ATTEMPT=9\\n1X=2\\nALSO=2\\n' > \"$RETRY_ENV_FILE\"";
-    let (lines, stderr, status) = hand_on(hook, "1", &["GOOD", "ALSO"], &[]);
+    let (lines, stderr, status) = hand_on(&retry(), hook, "1", &["GOOD", "ALSO"], &[]);
     assert_eq!(status, 1);
     assert_eq!(lines, ["1 GOOD=unset ALSO=unset", "2 GOOD=1 ALSO=2"]);
     assert_eq!(stderr.matches("RETRY_ENV_FILE").count(), 1, "{stderr}");
@@ -308,7 +309,7 @@ fn a_hook_that_replaces_its_file_hands_on_nothing_and_holds_nothing_up() {
             "not a regular file",
         ),
     ] {
-        let (lines, stderr, status) = hand_on(hook, "1", &["A"], &[]);
+        let (lines, stderr, status) = hand_on(&retry(), hook, "1", &["A"], &[]);
         assert_eq!(status, 1, "{hook}");
         assert_eq!(lines, ["1 A=unset", "2 A=unset"], "{hook}");
         assert_eq!(
@@ -319,11 +320,11 @@ fn a_hook_that_replaces_its_file_hands_on_nothing_and_holds_nothing_up() {
         assert!(stderr.contains(said), "{hook}: {stderr}");
     }
     // Removed by the hook: nothing to hand on, nothing to say.
-    let (lines, stderr, _) = hand_on("rm \"$RETRY_ENV_FILE\"", "1", &["A"], &[]);
+    let (lines, stderr, _) = hand_on(&retry(), "rm \"$RETRY_ENV_FILE\"", "1", &["A"], &[]);
     assert_eq!(lines, ["1 A=unset", "2 A=unset"]);
     assert!(!stderr.contains("RETRY_ENV_FILE"), "{stderr}");
     let big = "{ echo A=1; head -c 200000 /dev/zero | tr '\\0' x; echo; echo B=2; } > \"$RETRY_ENV_FILE\"";
-    let (lines, stderr, _) = hand_on(big, "1", &["A", "B"], &[]);
+    let (lines, stderr, _) = hand_on(&retry(), big, "1", &["A", "B"], &[]);
     assert_eq!(lines, ["1 A=unset B=unset", "2 A=1 B=unset"]);
     assert!(stderr.contains("longer than the 64 KiB"), "{stderr}");
 }
@@ -333,7 +334,8 @@ fn a_hook_that_replaces_its_file_hands_on_nothing_and_holds_nothing_up() {
 #[test]
 fn no_temporary_directory_no_values_said_once() {
     let hook = "echo \"hook sees ${RETRY_ENV_FILE-unset}\"";
-    let (lines, stderr, status) = hand_on(hook, "2", &["A"], &[("TMPDIR", "/nonexistent")]);
+    let (lines, stderr, status) =
+        hand_on(&retry(), hook, "2", &["A"], &[("TMPDIR", "/nonexistent")]);
     assert_eq!(status, 1);
     assert_eq!(lines.len(), 3);
     assert_eq!(stderr.matches("hook sees unset").count(), 2, "{stderr}");
@@ -353,7 +355,7 @@ fn the_hooks_file_lives_in_tmpdir_and_leaves_nothing_there() {
     let tmp = r.path("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let hook = "echo \"file $RETRY_ENV_FILE\"; [ $RETRY_ATTEMPT = 2 ] && { rm \"$RETRY_ENV_FILE\"; mkdir \"$RETRY_ENV_FILE\"; touch \"$RETRY_ENV_FILE/x\"; }; true";
-    let (_, stderr, _) = hand_on(hook, "2", &[], &[("TMPDIR", tmp.to_str().unwrap())]);
+    let (_, stderr, _) = hand_on(&r, hook, "2", &[], &[("TMPDIR", tmp.to_str().unwrap())]);
     let files: Vec<&str> = stderr
         .lines()
         .filter_map(|l| l.strip_prefix("file "))
@@ -369,7 +371,8 @@ fn the_hooks_file_lives_in_tmpdir_and_leaves_nothing_there() {
         "left in TMPDIR"
     );
     // Set but empty: /tmp, whatever the current directory.
-    let output = retry()
+    let output = r
+        .command()
         .args([
             "-r",
             "1",
@@ -379,7 +382,6 @@ fn the_hooks_file_lives_in_tmpdir_and_leaves_nothing_there() {
             "echo \"file $RETRY_ENV_FILE\"",
             "false",
         ])
-        .command()
         .env("TMPDIR", "")
         .current_dir(&tmp)
         .output()
@@ -398,7 +400,7 @@ fn the_hooks_files_live_in_a_private_directory_of_the_run() {
     let tmp = r.path("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let hook = "dir=$(dirname \"$RETRY_ENV_FILE\"); echo \"dir $dir $(stat -c %a \"$dir\")\"";
-    let (_, stderr, status) = hand_on(hook, "2", &[], &[("TMPDIR", tmp.to_str().unwrap())]);
+    let (_, stderr, status) = hand_on(&r, hook, "2", &[], &[("TMPDIR", tmp.to_str().unwrap())]);
     assert_eq!(status, 1);
     let dirs: Vec<&str> = stderr
         .lines()
@@ -417,7 +419,7 @@ fn the_hooks_files_live_in_a_private_directory_of_the_run() {
 #[test]
 fn a_file_the_hook_moves_over_its_file_is_read() {
     let hook = "printf 'A=moved\\n' > \"$RETRY_ENV_FILE.new\"; mv \"$RETRY_ENV_FILE.new\" \"$RETRY_ENV_FILE\"";
-    let (lines, stderr, _) = hand_on(hook, "1", &["A"], &[]);
+    let (lines, stderr, _) = hand_on(&retry(), hook, "1", &["A"], &[]);
     assert_eq!(lines, ["1 A=unset", "2 A=moved"], "{stderr}");
     assert!(!stderr.contains("RETRY_ENV_FILE"), "{stderr}");
 }
@@ -426,13 +428,11 @@ fn a_file_the_hook_moves_over_its_file_is_read() {
 /// is said once. (Needs root, to give a file away.)
 #[test]
 fn a_file_of_another_user_hands_on_nothing() {
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a hook's file of another user");
+    if !root("a hook's file of another user") {
         return;
     }
     let hook = "echo A=1 > \"$RETRY_ENV_FILE\"; chown 65534 \"$RETRY_ENV_FILE\"";
-    let (lines, stderr, status) = hand_on(hook, "1", &["A"], &[]);
+    let (lines, stderr, status) = hand_on(&retry(), hook, "1", &["A"], &[]);
     assert_eq!(status, 1);
     assert_eq!(lines, ["1 A=unset", "2 A=unset"], "{stderr}");
     assert_eq!(
@@ -449,9 +449,7 @@ fn a_file_of_another_user_hands_on_nothing() {
 #[test]
 fn another_user_cannot_put_a_file_at_a_name_the_hook_freed() {
     use std::os::unix::fs::PermissionsExt;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a neighbour at the hook's file");
+    if !root("a neighbour at the hook's file") {
         return;
     }
     if std::process::Command::new("setpriv")
@@ -471,6 +469,7 @@ fn another_user_cannot_put_a_file_at_a_name_the_hook_freed() {
          setpriv --reuid=65534 --regid=65534 --clear-groups \
            sh -c 'echo PLANTED=1 > \"$RETRY_ENV_FILE\"' 2>/dev/null; echo \"neighbour $?\"";
     let (lines, stderr, _) = hand_on(
+        &r,
         hook,
         "1",
         &["PLANTED"],
@@ -487,7 +486,7 @@ fn another_user_cannot_put_a_file_at_a_name_the_hook_freed() {
 #[test]
 fn a_crlf_line_end_is_not_part_of_the_value() {
     let hook = "printf 'URL=https://mirror\\r\\n' > \"$RETRY_ENV_FILE\"";
-    let (lines, _, _) = hand_on(hook, "1", &["URL"], &[]);
+    let (lines, _, _) = hand_on(&retry(), hook, "1", &["URL"], &[]);
     assert_eq!(lines, ["1 URL=unset", "2 URL=https://mirror"]);
 }
 
@@ -505,10 +504,10 @@ fn a_signal_during_the_hook_leaves_nothing_in_tmpdir() {
     let after = "touch \"$(dirname \"$RETRY_ENV_FILE\")/left\"";
     let attempt = "[ $RETRY_ATTEMPT = 2 ] && kill -INT $PPID && exec sleep 5; exit 1";
     for (hook, attempt) in [(hook, "false"), (after, attempt)] {
-        let output = retry()
+        let output = r
+            .command()
             .args(["-r", "1", "--delays", "0", "--on-retry", hook])
             .args(sh(attempt))
-            .command()
             .env("TMPDIR", &tmp)
             .output()
             .unwrap();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// A loopback HTTP/1.1 server: for each path, the responses it gives in turn (the last one
 /// again once they run out), and every request it received (path, instant).
@@ -446,16 +446,11 @@ fn misuse_of_the_http_flags_names_the_flag() {
         (&["--retry-after-max", "soon"][..], "--retry-after-max"),
         (&["--retry-after-max", "-1s"][..], "--retry-after-max"),
     ] {
-        let output = retry()
+        retry()
             .args(args)
             .args(["--", "true"])
-            .command()
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(125), "{args:?}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+            .assert()
+            .misuse(flag);
     }
 }
 

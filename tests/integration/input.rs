@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// Deterministic bytes of every value, `len` long.
 fn payload(len: usize) -> Vec<u8> {
@@ -24,11 +24,10 @@ fn attempts_seeing(mode: &str, input: &[u8]) -> usize {
         expected.display(),
         r.path("log").display()
     );
-    let mut child = std::process::Command::new(BIN)
-        .current_dir(r.dir.path())
-        .args([
-            "--stdin", mode, "-r", "2", "--base", "0", "-q", "sh", "-c", &script,
-        ])
+    let r = r.args(["--stdin", mode, "-r", "2", "--base", "0", "-q"]);
+    let mut child = r
+        .std_command()
+        .args(sh(&script))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -64,11 +63,11 @@ fn auto_rewinds_a_regular_file_to_where_it_was() {
     let r = retry();
     let input = r.write("input.txt", "skip\nline one\nline two\n");
     let script = format!(
-        "{{ dd bs=1 count=5 of=/dev/null 2>/dev/null; '{BIN}' -r 2 --base 0 -q sh -c 'cat; exit 1'; }} < '{}'",
+        "{{ dd bs=1 count=5 of=/dev/null 2>/dev/null; \"$0\" -r 2 --base 0 -q sh -c 'cat; exit 1'; }} < '{}'",
         input.display()
     );
-    std::process::Command::new("sh")
-        .args(["-c", &script])
+    // `$0` is the builder's `retry`.
+    r.std_command_under(&["sh", "-c", &script])
         .output()
         .map(|output| {
             assert_eq!(
@@ -84,21 +83,10 @@ fn inherit_never_rewinds() {
     let r = retry();
     let input = r.write("input.txt", "once\n");
     let file = std::fs::File::open(&input).unwrap();
-    let output = std::process::Command::new(BIN)
-        .args([
-            "--stdin",
-            "inherit",
-            "-r",
-            "2",
-            "--base",
-            "0",
-            "sh",
-            "-c",
-            "cat; exit 1",
-        ])
-        .stdin(file)
-        .output()
-        .unwrap();
+    let output = r
+        .args(["--stdin", "inherit", "-r", "2", "--base", "0"])
+        .args(sh("cat; exit 1"))
+        .output_with_stdin(file);
     assert_eq!(String::from_utf8(output.stdout).unwrap(), "once\n");
     assert!(
         !String::from_utf8(output.stderr)
@@ -166,11 +154,11 @@ fn the_pipe_warning_comes_once_and_names_replay() {
 
 #[test]
 fn a_while_read_loop_keeps_its_lines() {
-    let script = format!(
-        "printf 'a\\nb\\nc\\n' | while read line; do echo \"got $line\"; '{BIN}' -q -r 0 true; done"
-    );
-    let output = std::process::Command::new("sh")
-        .args(["-c", &script])
+    let script =
+        "printf 'a\\nb\\nc\\n' | while read line; do echo \"got $line\"; \"$0\" -q -r 0 true; done";
+    // `$0` is the builder's `retry`.
+    let output = retry()
+        .std_command_under(&["sh", "-c", script])
         .output()
         .unwrap();
     assert_eq!(
@@ -186,12 +174,13 @@ fn replay_starts_at_once_and_does_not_wait_for_the_producer() {
     let r = retry();
     let (ended, waited) = (r.path("ended"), r.path("waited"));
     let script = format!(
-        "(echo first; for i in $(seq 2000); do [ -e '{ended}' ] && exit; sleep 0.01; done; touch '{waited}'; echo late) | {{ '{BIN}' --stdin replay -r 0 head -n 1; touch '{ended}'; }}",
+        "(echo first; for i in $(seq 2000); do [ -e '{ended}' ] && exit; sleep 0.01; done; touch '{waited}'; echo late) | {{ \"$0\" --stdin replay -r 0 head -n 1; touch '{ended}'; }}",
         ended = ended.display(),
         waited = waited.display()
     );
-    let output = std::process::Command::new("sh")
-        .args(["-c", &script])
+    // `$0` is the builder's `retry`.
+    let output = r
+        .std_command_under(&["sh", "-c", &script])
         .output()
         .unwrap();
     assert_eq!(String::from_utf8(output.stdout).unwrap(), "first\n");
@@ -210,11 +199,10 @@ fn replay_holds_back_an_endless_producer() {
         "import sys\nchunk = bytes(65536)\ntotal = 0\nwhile True:\n    sys.stdout.buffer.write(chunk); sys.stdout.buffer.flush(); total += len(chunk)\n    open('{}', 'w').write(str(total))",
         written.display()
     );
-    let script = format!(
-        "python3 -c \"$PRODUCER\" 2>/dev/null | '{BIN}' --stdin replay -r 0 -- sh -c 'head -c 10 >/dev/null; sleep 1'"
-    );
-    let status = std::process::Command::new("sh")
-        .args(["-c", &script])
+    let script = "python3 -c \"$PRODUCER\" 2>/dev/null | \"$0\" --stdin replay -r 0 -- sh -c 'head -c 10 >/dev/null; sleep 1'";
+    // `$0` is the builder's `retry`.
+    let status = r
+        .std_command_under(&["sh", "-c", script])
         .env("PRODUCER", producer)
         .status()
         .unwrap();
@@ -302,19 +290,12 @@ fn no_temporary_file_is_left_behind() {
             let data = r.write("data.bin", "");
             std::fs::write(&data, payload(8 * 1024 * 1024)).unwrap();
             let script = format!("cat '{}'; sleep 30", data.display());
-            let mut child = std::process::Command::new(BIN)
+            let r = r
+                .args(["--hold-stdout", "-r", "0", "--timeout", "1s"])
+                .args(sh(&script));
+            let mut child = r
+                .std_command()
                 .env("TMPDIR", &tmp)
-                .args([
-                    "--hold-stdout",
-                    "-r",
-                    "0",
-                    "--timeout",
-                    "1s",
-                    "sh",
-                    "-c",
-                    &script,
-                ])
-                .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -439,22 +420,19 @@ fn what_no_file_takes_is_held_in_bounded_memory() {
         let r = retry();
         let said = r.path("said");
         let out = r.path("out");
-        let mut command = std::process::Command::new(BIN);
-        if replay {
-            command
-                .args(["--stdin", "replay", "-r", "0", "--"])
-                .args(sh("head -c 300000000 > /dev/null"));
+        let r = if replay {
+            r.args(["--stdin", "replay", "-r", "0", "--"])
+                .args(sh("head -c 300000000 > /dev/null"))
         } else {
-            command
-                .args(["--hold-stdout", "-r", "0", "--"])
-                .args(sh("head -c 300000000 /dev/zero"));
-        }
+            r.args(["--hold-stdout", "-r", "0", "--"])
+                .args(sh("head -c 300000000 /dev/zero"))
+        };
         let mut producer = std::process::Command::new("yes")
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut child = command
-            .current_dir(r.dir.path())
+        let mut child = r
+            .std_command()
             .env("TMPDIR", r.path("nonexistent"))
             .stdin(producer.stdout.take().unwrap())
             .stdout(std::fs::File::create(&out).unwrap())

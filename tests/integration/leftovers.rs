@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use crate::util::*;
+use crate::support::*;
 
 /// Kills, when the test ends however it ends, the processes whose pids were written to the
 /// given files: a failing test leaves no `sleep 600` behind. While one lives, no test of this
@@ -137,10 +137,8 @@ fn a_timeout_ends_what_left_the_group_too() {
         );
         // A limit that the attempt's shell, and the straggler's, beat by far on a loaded
         // machine: it waits for the straggler's pid before it hangs.
-        let mut child = retry()
-            .args(["--timeout", "3s", "-r", "0"])
-            .args(sh(&script))
-            .spawn();
+        let r = r.args(["--timeout", "3s", "-r", "0"]).args(sh(&script));
+        let mut child = r.spawn();
         let pid = pid_in(&pid_file);
         assert_eq!(shell_status(wait_bounded(&mut child)), 124, "{how}");
         // retry waits until what it signalled has died before it exits.
@@ -159,10 +157,10 @@ fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
          while [ ! -s '{pid}' ]; do sleep 0.01; done; exec sleep 600",
         pid = pid_file.display()
     );
-    let mut child = retry()
+    let r = r
         .args(["--timeout", "2s", "--kill-after", "300ms", "-r", "0"])
-        .args(sh(&script))
-        .spawn();
+        .args(sh(&script));
+    let mut child = r.spawn();
     let pid = pid_in(&pid_file);
     assert_eq!(shell_status(wait_bounded(&mut child)), 124);
     assert!(gone_soon(pid), "SIGKILL ends it");
@@ -190,7 +188,7 @@ fn the_next_attempt_starts_after_the_stragglers_are_gone() {
          echo gone",
         pid = pid_file.display()
     );
-    retry()
+    r.command()
         .args(["--timeouts", "3s,0", "-r", "1", "--delays", "0"])
         .args(sh(&script))
         .assert()
@@ -205,7 +203,8 @@ fn a_signal_to_retry_ends_the_stragglers_too() {
     let pid_file = r.path("pid");
     let _reap = Reap::new(vec![pid_file.clone()]);
     let script = straggler("daemon", &pid_file, "exec sleep 600");
-    let mut child = retry().args(["-r", "0"]).args(sh(&script)).spawn();
+    let r = r.args(["-r", "0"]).args(sh(&script));
+    let mut child = r.spawn();
     let pid = pid_in(&pid_file);
     let since = Instant::now();
     send(&child, libc::SIGTERM);
@@ -233,7 +232,7 @@ fn background_processes_of_an_attempt_that_ended_on_its_own_are_left_alone() {
         straggler("setsid", &setsid, "true"),
         straggler("daemon", &daemon, &wait)
     );
-    retry()
+    r.command()
         .args(["-r", "0", "--timeout", "1h"])
         .args(sh(&script))
         .assert()
@@ -273,7 +272,7 @@ fn a_hundred_attempts_leave_no_zombie_and_no_descriptor() {
          count",
         counts = counts.display()
     );
-    retry()
+    r.command()
         .args(["-r", "99", "--delays", "0"])
         .args(sh(&script))
         .assert()
@@ -332,10 +331,8 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
         earlier_daemon = daemon(&earlier),
         own_daemon = daemon(&own),
     );
-    let mut child = retry()
-        .args(["-r", "1", "--delays", "0"])
-        .args(sh(&script))
-        .spawn();
+    let r = r.args(["-r", "1", "--delays", "0"]).args(sh(&script));
+    let mut child = r.spawn();
     eventually("both daemons re-parented to retry", || ready.exists());
     let since = Instant::now();
     send(&child, libc::SIGTERM);
@@ -367,10 +364,10 @@ fn processes_that_fork_as_they_are_killed_leave_nothing() {
     );
     let marked = || marked_with(&marker);
     let _cleanup = KillMarked(marker.clone());
-    let output = retry()
+    let output = r
+        .command()
         .args(["--timeout", "1s", "--kill-after", "500ms", "-r", "0"])
         .args(sh(&script))
-        .command()
         .env("STRAGGLER_OF", r.dir.path())
         .output()
         .unwrap();
@@ -391,9 +388,8 @@ fn what_a_signalled_hook_started_is_ended_with_it() {
         "setsid sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
         pid = pid_file.display()
     );
-    let mut child = retry()
-        .args(["-r", "1", "--delays", "0", "--on-retry", &hook, "false"])
-        .spawn();
+    let r = r.args(["-r", "1", "--delays", "0", "--on-retry", &hook, "false"]);
+    let mut child = r.spawn();
     let pid = pid_in(&pid_file);
     let since = Instant::now();
     send(&child, libc::SIGTERM);
@@ -418,10 +414,8 @@ fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
          exec sleep 600",
         pid = pid_file.display()
     );
-    let mut child = retry()
-        .args(["--timeout", "1s", "-r", "0"])
-        .args(sh(&script))
-        .spawn();
+    let r = r.args(["--timeout", "1s", "-r", "0"]).args(sh(&script));
+    let mut child = r.spawn();
     let pid = pid_in(&pid_file);
     assert_eq!(shell_status(wait_bounded(&mut child)), 124);
     assert!(!alive(pid), "the daemon outlived retry");
@@ -457,13 +451,13 @@ fn a_sweep_never_ends_what_an_earlier_attempt_left_in_the_same_tick() {
              exec sleep 600",
             dir = r.dir.path().display()
         );
-        let output = retry()
+        let output = r
+            .command()
             // The odd attempts have no limit, so however late they run, a daemon of theirs
             // is never their own attempt's to end; the even ones are cut.
             .args(["--timeouts", &["0", "500ms"].repeat(6).join(",")])
             .args(["--attempts", "12", "--delays", "0"])
             .args(sh(&script))
-            .command()
             .envs(env.iter().copied())
             .output()
             .unwrap();
@@ -539,12 +533,10 @@ fn a_process_that_keeps_forking_anew_is_ended() {
         );
         let mut wrapper: Vec<&str> = pid_namespace().map(<[&str]>::to_vec).unwrap_or_default();
         wrapper.extend(["sh", "-c", &waiter, "sh"]);
-        let mut child = Running(
-            retry()
-                .args(["--timeout", "1s", "--kill-after", "1s", "-r", "0"])
-                .args(sh(&script))
-                .spawn_under(&wrapper),
-        );
+        let r = r
+            .args(["--timeout", "1s", "--kill-after", "1s", "-r", "0"])
+            .args(sh(&script));
+        let mut child = Running(r.spawn_under(&wrapper));
         assert_eq!(wait_for_lines(&status, 1), ["124"], "{way}");
         // A process sent SIGKILL may take a moment to be gone; one that was missed forks on.
         let left = || marked_with(&marker);
@@ -585,10 +577,10 @@ fn a_tree_that_forks_as_it_is_killed_holds_retry_no_longer_than_the_grace() {
              exec sleep 600"
         );
         let since = Instant::now();
-        let output = retry()
+        let output = r
+            .command()
             .args(["--max-time", "1s", "--kill-after", "500ms", "-r", "0"])
             .args(sh(&script))
-            .command()
             .env("STRAGGLER_OF", &marker)
             .envs(env.iter().copied())
             .output()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// Prints the attempt's environment as one line per attempt and fails.
 fn env_line(code: u8) -> Vec<String> {
@@ -381,17 +381,17 @@ fn a_timeouts_list_from_the_config_file() {
     let file = r.write("cfg.toml", "[defaults]\ntimeouts = [\"300ms\", \"0\"]\n");
     let config = ["--config", file.to_str().unwrap()];
     let script = sh("case $RETRY_ATTEMPT in 1) exec sleep 60;; *) sleep 0.6; echo done;; esac");
-    let output = retry()
+    let output = r
+        .command()
         .args(config)
         .args(["--retries", "1", "--delays", "0"])
         .args(&script)
-        .command()
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8(output.stdout).unwrap(), "done\n");
     // The command line's one limit replaces the file's list.
-    retry()
+    r.command()
         .args(config)
         .args(["--timeout", "300ms", "--retries", "1", "--delays", "0"])
         .args(&script)

@@ -2,7 +2,7 @@
 // The test binary is its own crate: `pub` in its modules is how they share helpers.
 #![allow(unreachable_pub)]
 
-mod util;
+mod support;
 
 mod bad_input;
 mod config;

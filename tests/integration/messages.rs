@@ -2,7 +2,7 @@
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 #[test]
 fn one_line_per_failed_attempt_and_one_when_giving_up() {
@@ -150,7 +150,7 @@ fn no_message_writes_a_control_byte_it_was_given() {
         vec![format!("--config={}", missing.display()), "true".into()],
     ];
     for args in runs {
-        let output = retry().args(&args).command().output().unwrap();
+        let output = r.command().args(&args).output().unwrap();
         let said = [output.stdout, output.stderr].concat();
         let said = String::from_utf8_lossy(&said);
         let json = args.iter().any(|arg| arg == "json");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// The value of `name{job="JOB"}` in an exposition.
 fn gauge(text: &str, name: &str, job: &str) -> Option<f64> {
@@ -48,7 +48,7 @@ fn a_success_then_a_give_up_keeps_the_last_success() {
     let file = r.path("backup.prom");
     let metrics = format!("--metrics-file={}", file.display());
     let before = now();
-    retry()
+    r.command()
         .args([&metrics, "--metrics-job", "backup", "--", "true"])
         .assert()
         .code(0);
@@ -69,7 +69,7 @@ fn a_success_then_a_give_up_keeps_the_last_success() {
     let end = gauge(&first, "retry_last_run_end_timestamp_seconds", "backup").unwrap();
     assert!(before <= start && start <= end);
 
-    retry()
+    r.command()
         .args([
             &metrics,
             "--metrics-job",
@@ -132,7 +132,7 @@ fn now() -> f64 {
 fn a_run_that_never_succeeded_has_no_last_success_and_the_job_is_the_command_by_default() {
     let r = retry();
     let file = r.path("m.prom");
-    retry()
+    r.command()
         .args([format!("--metrics-file={}", file.display())])
         .args(["-r", "0", "/bin/false"])
         .assert()
@@ -159,7 +159,7 @@ fn the_file_is_written_for_every_ending() {
         );
         fs::remove_file(&file).unwrap();
     };
-    retry()
+    r.command()
         .args([&metrics, "--metrics-job", "job", "no-such-command-here"])
         .assert()
         .code(127);
@@ -176,8 +176,8 @@ fn the_file_is_written_for_every_ending() {
         "-r",
         "0",
     ];
-    retry().args(open).args(["false"]).assert().code(1);
-    retry()
+    r.command().args(open).args(["false"]).assert().code(1);
+    r.command()
         .args(open)
         .args([&metrics, "--metrics-job", "job", "true"])
         .assert()
@@ -188,7 +188,7 @@ fn the_file_is_written_for_every_ending() {
         None
     );
 
-    let interrupted = retry().args([&metrics, "--metrics-job", "job", "-v", "--", "sleep", "30"]);
+    let interrupted = r.args([&metrics, "--metrics-job", "job", "-v", "--", "sleep", "30"]);
     let mut child = interrupted.spawn();
     wait_for_stderr(&mut child, "attempt 1/6 starting");
     let since = Instant::now();
@@ -214,7 +214,7 @@ fn a_restart_loop_writes_the_file_once_when_it_ends() {
         file.display(),
         seen.display()
     );
-    retry()
+    r.command()
         .args([
             "--restart",
             "--delays",
@@ -250,16 +250,16 @@ fn dry_run_show_state_and_misuse_write_nothing() {
     let r = retry();
     let file = r.path("m.prom");
     let metrics = format!("--metrics-file={}", file.display());
-    retry()
+    r.command()
         .args([&metrics, "--dry-run", "true"])
         .assert()
         .code(0);
     let state = format!("--state={}", r.path("state").display());
-    retry()
+    r.command()
         .args([&metrics, &state, "--show-state", "--budget", "b"])
         .assert()
         .code(0);
-    retry()
+    r.command()
         .args([&metrics, "--jitter", "sideways", "true"])
         .assert()
         .code(125);
@@ -273,7 +273,7 @@ fn a_file_that_cannot_be_written_is_said_once_and_the_status_stands() {
     let taken = r.path("taken.prom");
     fs::create_dir(&taken).unwrap();
     let metrics = format!("--metrics-file={}", taken.display());
-    retry()
+    r.command()
         .args([&metrics, "-r", "1", "--base", "1ms", "false"])
         .assert()
         .code(1)
@@ -282,15 +282,15 @@ fn a_file_that_cannot_be_written_is_said_once_and_the_status_stands() {
                 .count(1)
                 .and(predicate::str::contains("the run's status stands")),
         );
-    retry().args([&metrics, "true"]).assert().code(0);
-    retry()
+    r.command().args([&metrics, "true"]).assert().code(0);
+    r.command()
         .args([&metrics, "--quiet", "true"])
         .assert()
         .code(0)
         .stderr("");
-    let output = retry()
-        .args([&metrics, "--log-format", "json", "true"])
+    let output = r
         .command()
+        .args([&metrics, "--log-format", "json", "true"])
         .output()
         .unwrap();
     let events = json_events(&output.stderr);
@@ -316,13 +316,7 @@ fn misuse_of_the_metrics_flags() {
             "there is no directory /no/such/directory",
         ),
     ] {
-        retry()
-            .args(&args)
-            .args(["true"])
-            .assert()
-            .code(125)
-            .stderr(predicate::str::contains(names))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+        retry().args(&args).args(["true"]).assert().misuse(names);
     }
     // A file in the current directory needs no directory named.
     let output = retry()
@@ -338,7 +332,7 @@ fn misuse_of_the_metrics_flags() {
 fn job_names_are_escaped_as_the_format_asks() {
     let r = retry();
     let file = r.path("m.prom");
-    retry()
+    r.command()
         .args([format!("--metrics-file={}", file.display())])
         .args(["--metrics-job", "nightly \"db\" \\ backup", "true"])
         .assert()
@@ -408,7 +402,7 @@ fn node_exporter_reads_the_file_over_http() {
     let _stop = KillOnDrop(exporter.id() as i32);
     let file = collected.join("nightly.prom");
     let metrics = format!("--metrics-file={}", file.display());
-    retry()
+    r.command()
         .args([&metrics, "--metrics-job", "nightly", "true"])
         .assert()
         .code(0);
@@ -418,7 +412,7 @@ fn node_exporter_reads_the_file_over_http() {
         "nightly",
     )
     .unwrap();
-    retry()
+    r.command()
         .args([&metrics, "--metrics-job", "nightly", "-r", "0", "false"])
         .assert()
         .code(1);
@@ -506,7 +500,7 @@ fn only_a_regular_file_is_replaced() {
     fs::write(&real, "earlier\n").unwrap();
     let link = r.path("link.prom");
     symlink(&real, &link).unwrap();
-    retry()
+    r.command()
         .args([format!("--metrics-file={}", link.display())])
         .args(["--metrics-job", "linked", "true"])
         .assert()
@@ -562,13 +556,13 @@ fn a_file_at_the_temporary_name_is_left_alone() {
     let r = retry();
     let file = r.path("m.prom");
     let go = r.path("go");
-    let mut child = retry()
+    let r = r
         .args([format!("--metrics-file={}", file.display())])
         .args(sh(&format!(
             "while [ ! -e '{}' ]; do sleep 0.01; done",
             go.display()
-        )))
-        .spawn();
+        )));
+    let mut child = r.spawn();
     let theirs = r.path(&format!(".m.prom.{}.tmp", child.id()));
     fs::write(&theirs, "theirs").unwrap();
     fs::write(&go, "").unwrap();
@@ -587,9 +581,7 @@ fn a_file_at_the_temporary_name_is_left_alone() {
 #[test]
 fn a_symlink_of_another_user_is_not_followed() {
     use std::os::unix::fs::symlink;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let r = retry();
@@ -624,9 +616,10 @@ fn a_metrics_file_naming_stdout_is_written_through_it() {
     let earlier = "retry_last_success_timestamp_seconds{job=\"sh\"} 12\n";
     let log = r.write("log", earlier);
     let stdout = fs::OpenOptions::new().append(true).open(&log).unwrap();
-    let output = retry()
+    let r = r
         .args(["--metrics-file", "/dev/stdout", "-r", "0"])
-        .args(sh("echo the build log; exit 3"))
+        .args(sh("echo the build log; exit 3"));
+    let output = r
         .spawn_with(stdout, Stdio::piped())
         .wait_with_output()
         .unwrap();

@@ -16,7 +16,7 @@ use predicates::prelude::*;
 use tempfile::TempDir;
 
 use crate::redis;
-use crate::util::*;
+use crate::support::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const NAME: &str = env!("CARGO_PKG_NAME");
@@ -123,12 +123,7 @@ fn dist_as_root(what: &str) -> Option<PathBuf> {
 }
 
 fn root_user(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        missing("root (for chroot and dpkg --root)", what);
-    }
-    root
+    root(&format!("{what} (chroot and dpkg --root)"))
 }
 
 fn run(program: &str, args: &[&str]) -> Output {

@@ -2,9 +2,9 @@
 //! spools' directory) found to be something else: a FIFO, a device, a socket, a symlink to one
 //! of those. `retry` neither hangs on any of them nor writes through any of them.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::util::*;
+use crate::support::*;
 
 /// Lays out one of each kind of file in a tmpfs of a private mount namespace (a device may be
 /// made there, never in the real `/dev`), runs `retry` with each in each place, and prints one
@@ -97,9 +97,7 @@ fn a_directory_swapped_for_a_neighbours_link_mid_run_is_never_written_through() 
     use std::os::unix::fs::symlink;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -227,11 +225,15 @@ fn a_path_naming_a_descriptor_is_written_through_it() {
         for (flag, written) in files {
             let stdout = std::fs::File::create(&log).unwrap();
             let inode = stdout.metadata().unwrap().ino();
-            let output = retry()
+            let output = r
+                .std_command()
                 .args(["-q"])
                 .args(flag)
                 .args([name, "--", "echo", "the build log"])
-                .spawn_with(stdout, Stdio::piped())
+                .stdout(stdout)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
                 .wait_with_output()
                 .unwrap();
             let said = String::from_utf8_lossy(&output.stderr);
@@ -266,10 +268,10 @@ fn a_descriptor_closed_at_the_start_takes_nothing() {
             let script = format!(
                 "cd \"$1\" && exec \"$0\" {flag} /dev/fd/{fd} --state \"$2\" --budget b -- true {fd}>&-"
             );
-            let output = Command::new("sh")
-                .args(["-c", &script, BIN])
+            // `$0` is the builder's `retry`.
+            let output = r
+                .std_command_under(&["sh", "-c", &script])
                 .args([r.dir.path(), &state])
-                .stdin(Stdio::null())
                 .output()
                 .unwrap();
             let said = String::from_utf8_lossy(&output.stderr);
@@ -290,13 +292,13 @@ fn a_descriptor_closed_at_the_start_takes_nothing() {
         .collect();
     assert_eq!(left, ["state"], "{left:?}");
     for (stream, closed) in [("/dev/stdout", ">&-"), ("/dev/stderr", "2>&-")] {
-        let output = Command::new("sh")
-            .args([
+        let output = r
+            .std_command_under(&[
+                "sh",
                 "-c",
                 &format!("exec \"$0\" --report \"$1\" -- true {closed}"),
             ])
-            .args([BIN, stream])
-            .stdin(Stdio::null())
+            .arg(stream)
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "{stream}: {output:?}");

@@ -4,7 +4,7 @@ use std::os::fd::AsRawFd;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::*;
+use crate::support::*;
 
 fn pids(r: &Retry, lines: usize) -> Vec<i32> {
     wait_for_lines(&r.path("pids"), lines)
@@ -447,10 +447,11 @@ fn a_signal_ends_retry_while_held_output_waits_for_a_stalled_reader() {
     let r = retry().args(["--hold-stdout", "-r", "0"]);
     let script = format!("echo $$ > '{}'; seq 1000000", r.path("pid").display());
     let r = r.args(sh(&script));
-    // stdout into a pipe that nothing reads (its reading end stays open in `child`).
-    let child = r.spawn_with(Stdio::piped(), Stdio::null());
+    // stdout into a pipe that nothing reads (its reading end stays open in `stdout`).
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
+    let stdout = child.stdout.take().expect("piped stdout");
     // 6.9 MB held, a pipe of 64 KiB: once the attempt has ended, the copy is stuck.
-    sigterm_after_the_attempt_ends_at_once(&r, child);
+    sigterm_once_the_attempt_ended_and_retry_waits_to_write(&r, child, &stdout);
 }
 
 /// An interrupted attempt's held output goes to stderr, but only while the reader takes it: a
@@ -487,7 +488,7 @@ fn a_signal_ends_retry_while_its_message_waits_for_a_stalled_reader() {
     let r = r.args(sh(&script));
     let child = r.spawn_with(writer.try_clone().unwrap(), writer);
     // The pipe is full: once the attempt has ended, "attempt 1/2 failed" cannot be written.
-    sigterm_after_the_attempt_ends_at_once(&r, child);
+    sigterm_once_the_attempt_ended_and_retry_waits_to_write(&r, child, &reader);
     drop(reader);
 }
 
@@ -527,19 +528,27 @@ fn a_signal_ends_retry_while_the_output_of_an_ended_attempt_drains() {
     let r = r.args(sh(&script));
     let child = r.spawn();
     // `yes` runs until it is killed, whether or not the test passes.
-    let _yes = KillOnDrop(-pid_in(&r.path("pid")));
-    sigterm_after_the_attempt_ends_at_once(&r, child);
+    let attempt = pid_in(&r.path("pid"));
+    let _yes = KillOnDrop(-attempt);
+    // Collected: `retry` is past the attempt's end, reading what `yes` still writes.
+    eventually("retry has collected the attempt", || reaped(attempt));
+    sigterm_ends_retry_at_once(child);
 }
 
-/// Waits for the attempt (its pid in the file `pid`) to end and `retry` to reach the write that
-/// cannot go through, then sends SIGTERM: `retry` must end by it at once.
-fn sigterm_after_the_attempt_ends_at_once(r: &Retry, child: std::process::Child) {
+/// Waits for the attempt (its pid in the file `pid`) to end and `retry` to reach the write to
+/// the pipe that `reader` reads (and nothing does), then sends SIGTERM: `retry` must end by it
+/// at once.
+fn sigterm_once_the_attempt_ended_and_retry_waits_to_write(
+    r: &Retry,
+    child: std::process::Child,
+    reader: &impl AsRawFd,
+) {
     let attempt = pid_in(&r.path("pid"));
     eventually("the attempt has ended", || !alive(attempt));
-    // retry waits for a full pipe in poll(2), as it waits for everything else, so no state seen
-    // from outside tells that it has reached that wait: a margin for it. Were the signal to
-    // come before, the test would be weaker, never wrong.
-    std::thread::sleep(Duration::from_millis(50));
+    let retry = child.id() as i32;
+    eventually("retry waits to write to the stalled pipe", || {
+        waits_to_write(retry, reader)
+    });
     sigterm_ends_retry_at_once(child);
 }
 
@@ -778,12 +787,10 @@ fn stdin_reaches_the_attempt() {
 fn closed_standard_descriptors_are_reopened_on_dev_null() {
     // `retry` started with stdin and stderr closed: its own files (the signal pipe, say) must
     // not take descriptors 0 and 2, or the attempt would read and write them.
-    let output = std::process::Command::new("sh")
-        .args(["-c", "exec 0<&- 2>&-; exec \"$0\" \"$@\""])
-        .arg(BIN)
-        .args(["-r", "0", "--", "sh", "-c"])
-        .arg("readlink /proc/self/fd/0 /proc/self/fd/2")
-        .env_remove("RETRY_CONFIG")
+    let output = retry()
+        .args(["-r", "0", "--"])
+        .args(sh("readlink /proc/self/fd/0 /proc/self/fd/2"))
+        .std_command_under(&["sh", "-c", "exec 0<&- 2>&-; exec \"$0\" \"$@\""])
         .output()
         .expect("run retry");
     assert!(output.status.success(), "{output:?}");
@@ -799,11 +806,10 @@ fn a_closed_stderr_does_not_stop_the_run() {
     // still run and the status is still the last attempt's.
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    let output = std::process::Command::new(BIN)
+    let output = retry()
         .args(["-r", "2", "--base", "0", "--"])
         .args(sh("echo out; exit 3"))
-        .env_remove("RETRY_CONFIG")
-        .stdin(std::process::Stdio::null())
+        .std_command()
         .stderr(writer)
         .output()
         .expect("run retry");

@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::*;
+use crate::support::*;
 
 const README: &str = include_str!("../../README.md");
 
@@ -60,7 +60,7 @@ fn runs(r: &Retry, name: &str) -> u32 {
 }
 
 fn run(r: &Retry, words: &[String], env: &[(&str, String)]) -> std::process::Output {
-    let mut command = Command::new(BIN);
+    let mut command = r.std_command();
     command.args(words);
     for (key, value) in env {
         command.env(key, value);
@@ -68,16 +68,10 @@ fn run(r: &Retry, words: &[String], env: &[(&str, String)]) -> std::process::Out
     run_as_recipe(r, &mut command)
 }
 
-/// Runs `command` in `r`'s directory with the stand-ins first on PATH, a home of its own, no
-/// config and no stdin.
+/// Runs `command`, one of `r`'s (in its directory, with a home of its own, no config and no
+/// stdin), with the stand-ins first on PATH.
 fn run_as_recipe(r: &Retry, command: &mut Command) -> std::process::Output {
-    command
-        .current_dir(r.dir.path())
-        .env("PATH", format!("{}:/usr/bin:/bin", r.path("bin").display()))
-        .env_remove("RETRY_CONFIG")
-        .env_remove("RETRY_PROFILE")
-        .env("HOME", r.path("home"))
-        .stdin(Stdio::null());
+    command.env("PATH", format!("{}:/usr/bin:/bin", r.path("bin").display()));
     command.output().unwrap()
 }
 
@@ -200,8 +194,8 @@ fn run_line(r: &Retry, marker: &str) -> std::process::Output {
         .unwrap_or_else(|| panic!("no README line with {marker:?}"));
     std::fs::create_dir_all(r.path("bin")).unwrap();
     std::os::unix::fs::symlink(BIN, r.path("bin/retry")).unwrap();
-    let mut command = Command::new("sh");
-    command.args(["-c", line]);
+    // The line runs `retry` from PATH; the builder's own, as `$0`, is left unused.
+    let mut command = r.std_command_under(&["sh", "-c", line]);
     run_as_recipe(r, &mut command)
 }
 
@@ -270,13 +264,7 @@ fn crontab_line_in_cron_like_conditions() {
         .unwrap();
     words[target] = r.path("bin/backup.sh").to_str().unwrap().to_string();
     // cron: an empty environment and stdin from /dev/null.
-    let output = Command::new(BIN)
-        .args(&words)
-        .env_clear()
-        .current_dir(r.dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let output = r.std_command().args(&words).env_clear().output().unwrap();
     assert!(output.status.success(), "{output:?}");
     assert!(
         output.stdout.is_empty() && output.stderr.is_empty(),
@@ -383,15 +371,11 @@ fn container_entrypoint_restarts_the_worker_and_ends_on_docker_stop() {
     assert_eq!(words.last().map(String::as_str), Some("--"));
     let r = retry();
     stand_in(&r, "worker", 0, 0);
-    let mut command = Command::new(BIN);
+    let mut command = r.std_command();
     command
         .args(&words)
         .arg("worker")
-        .current_dir(r.dir.path())
         .env("PATH", format!("{}:/usr/bin:/bin", r.path("bin").display()))
-        .env_remove("RETRY_CONFIG")
-        .env("HOME", r.path("home"))
-        .stdin(Stdio::null())
         .stderr(Stdio::null());
     let mut child = Running(command.spawn().unwrap());
     eventually("the worker is started again", || runs(&r, "worker") >= 2);
@@ -431,13 +415,7 @@ fn crontab_line_that_mails_only_a_give_up_and_writes_metrics() {
         // The schedule as written waits seconds: scale it down. (The script pauses between its
         // streams, so that the order in which `retry` reads them is the order they were written.)
         let words = [&["--base".to_string(), "1ms".to_string()][..], &words].concat();
-        let output = Command::new(BIN)
-            .args(&words)
-            .env_clear()
-            .current_dir(r.dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let output = r.std_command().args(&words).env_clear().output().unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         let text = std::fs::read_to_string(&metrics).unwrap();

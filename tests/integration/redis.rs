@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::util::*;
+use crate::support::*;
 
 /// A redis-server of the test's own, stopped by its pid when dropped.
 pub struct Server {
@@ -59,23 +59,16 @@ pub fn server(args: &[&str], socket: bool) -> Option<Server> {
 /// Whether `server` listens on every one of `ports` once it has started (a port it could not
 /// bind ends it), waiting for those it binds after its own, as a cluster node does its bus.
 fn holds_all(server: &mut Server, ports: &[u16]) -> bool {
-    let started = Instant::now();
-    loop {
+    let what = format!("redis-server binds {ports:?}");
+    poll_until(&what, Duration::from_millis(5), || {
         if ports
             .iter()
             .all(|port| listens_on(server.child.id(), *port))
         {
-            return true;
+            return Some(true);
         }
-        if !matches!(server.child.try_wait(), Ok(None)) {
-            return false;
-        }
-        assert!(
-            started.elapsed() < BOUND,
-            "redis-server never bound {ports:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        (!matches!(server.child.try_wait(), Ok(None))).then_some(false)
+    })
 }
 
 /// Whether process `pid` holds the socket listening on 127.0.0.1:`port` (from /proc/net/tcp and
@@ -140,14 +133,15 @@ fn server_on(port: u16, args: &[&str], socket: bool) -> Option<Server> {
         socket,
         _dir: dir,
     };
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < BOUND, "redis-server did not start");
-        // One that could not bind has ended: it is for the caller to try another port.
-        if matches!(server.child.try_wait(), Ok(Some(_))) {
-            return Some(server);
+    let listening = poll_until("redis-server starts", Duration::from_millis(5), || {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(true);
         }
-        std::thread::sleep(Duration::from_millis(5));
+        // One that could not bind has ended: it is for the caller to try another port.
+        matches!(server.child.try_wait(), Ok(Some(_))).then_some(false)
+    });
+    if !listening {
+        return Some(server);
     }
     // Another process's listener answers too: the caller tries another port.
     if !listens_on(server.child.id(), port) {
@@ -155,10 +149,8 @@ fn server_on(port: u16, args: &[&str], socket: bool) -> Option<Server> {
     }
     // The unix socket is made after the port listens: wait for it to accept too.
     if let Some(socket) = &server.socket {
-        while std::os::unix::net::UnixStream::connect(socket).is_err() {
-            assert!(started.elapsed() < BOUND, "redis-server made no socket");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let accepts = || std::os::unix::net::UnixStream::connect(socket).is_ok();
+        eventually("redis-server's socket accepts", accepts);
     }
     Some(server)
 }
@@ -621,11 +613,9 @@ fn rediss_speaks_tls_to_a_server_the_system_trusts() {
         return;
     };
     let url = format!("--state=rediss://127.0.0.1:{tls_port}/0");
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", tls_port)).is_err() {
-        assert!(started.elapsed() < BOUND, "no TLS port");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    eventually("the TLS port listens", || {
+        TcpStream::connect(("127.0.0.1", tls_port)).is_ok()
+    });
     judge_trust(&url, &at("ca.pem"), &at("server.key"));
 }
 
@@ -961,22 +951,20 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
     );
     // Up: every slot served, and every replica in sync with its master (a replica that never
     // synced cannot take over).
-    let started = Instant::now();
     let password = cluster.password.as_deref();
-    for node in &cluster.nodes {
-        while !node
-            .info_as(password, "CLUSTER", "INFO")
+    let up = |node: &Server| {
+        node.info_as(password, "CLUSTER", "INFO")
             .contains("cluster_state:ok")
-            || !{
+            && {
                 let replication = node.info_as(password, "INFO", "replication");
                 replication.contains("role:master\r\nconnected_slaves:1")
                     || replication.contains("master_link_status:up")
             }
-        {
-            assert!(started.elapsed() < BOUND, "the cluster never came up");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
+    };
+    // Asked every 50 ms, not 2: each question is two round trips to every node.
+    poll_until("the cluster comes up", Duration::from_millis(50), || {
+        cluster.nodes.iter().all(up).then_some(())
+    });
     Some(cluster)
 }
 
@@ -1094,9 +1082,7 @@ fn a_cluster_url_without_hosts_or_ports_is_misuse() {
         retry()
             .args(["--state", url, "--budget", "api", "true"])
             .assert()
-            .code(125)
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1))
-            .stderr(predicate::str::contains("Redis Cluster"));
+            .misuse("Redis Cluster");
         retry()
             .args(["--budget", "api", "true"])
             .command()
@@ -1681,13 +1667,10 @@ fn endless_answers(flood: bool) -> u16 {
 fn a_server_that_answers_without_end_fails_open_within_the_bound() {
     for flood in [false, true] {
         let port = endless_answers(flood);
-        let mut child = std::process::Command::new(BIN)
+        let mut child = retry()
             .args([format!("--state=redis://127.0.0.1:{port}")])
             .args(["--breaker", "api", "-r", "0", "true"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn();
         // Should the run hang (it once did), it is killed past the bound, and the test fails.
         let pid = child.id() as i32;
         let (ended, watched) = std::sync::mpsc::channel::<()>();

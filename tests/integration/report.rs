@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::util::*;
+use crate::support::*;
 
 fn report_of(path: &Path) -> Value {
     let text = fs::read_to_string(path).expect("the report");
@@ -187,7 +187,7 @@ fn budget_and_breaker_endings_are_reported() {
         "-r",
         "0",
     ];
-    retry().args(breaker).args(["false"]).assert().code(1);
+    r.command().args(breaker).args(["false"]).assert().code(1);
     let report = reported(&r, &[&breaker[..], &["true"]].concat(), 75);
     assert_eq!(figures(&report), (0, 0, 75, None, "breaker".into()));
     assert_eq!(report["attempts_detail"], serde_json::json!([]));
@@ -235,9 +235,9 @@ fn a_reader_gone_from_stdout_is_a_broken_pipe() {
     let file = r.path("report.json");
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let status = Command::new(BIN)
+    let status = r
+        .std_command()
         .args(["--report", file.to_str().unwrap(), "--", "yes"])
-        .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::null())
         .status()
@@ -296,13 +296,13 @@ fn github_lines_are_appended_to_what_earlier_steps_wrote() {
         "--report-format",
         "github",
     ];
-    retry()
+    r.command()
         .args(report)
         .args(["true"])
         .assert()
         .code(0)
         .stderr("");
-    retry()
+    r.command()
         .args(report)
         .args(["-r", "1", "--delays", "0", "--", "sh", "-c", "exit 2"])
         .assert()
@@ -344,9 +344,9 @@ fn github_lines_are_appended_to_what_earlier_steps_wrote() {
         "-r",
         "0",
     ];
-    retry().args(breaker).args(["false"]).assert().code(1);
+    r.command().args(breaker).args(["false"]).assert().code(1);
     let fresh = r.path("fresh");
-    retry()
+    r.command()
         .args([
             "--report",
             fresh.to_str().unwrap(),
@@ -370,16 +370,16 @@ fn misuse_dry_run_and_state_actions_write_no_report() {
     let r = retry();
     let file = r.path("report.json");
     let report = format!("--report={}", file.display());
-    retry()
+    r.command()
         .args([&report, "--dry-run", "true"])
         .assert()
         .code(0);
-    retry()
+    r.command()
         .args([&report, "--retries", "x", "true"])
         .assert()
         .code(125);
     let state = r.path("state");
-    retry()
+    r.command()
         .args([
             &report,
             "--state",
@@ -391,7 +391,7 @@ fn misuse_dry_run_and_state_actions_write_no_report() {
         .assert()
         .code(0);
     assert!(!file.exists());
-    retry()
+    r.command()
         .args(["--report", "/no/such/directory/report.json", "true"])
         .assert()
         .code(125)
@@ -399,7 +399,7 @@ fn misuse_dry_run_and_state_actions_write_no_report() {
             predicate::str::contains("--report")
                 .and(predicate::str::contains("there is no directory")),
         );
-    retry()
+    r.command()
         .args([
             "--report",
             file.to_str().unwrap(),
@@ -479,7 +479,7 @@ fn only_a_regular_file_takes_a_report() {
     let real = r.write("real", "earlier=kept\n");
     let link = r.path("link");
     symlink(&real, &link).unwrap();
-    retry()
+    r.command()
         .args([
             "--report",
             link.to_str().unwrap(),
@@ -495,7 +495,7 @@ fn only_a_regular_file_takes_a_report() {
             .unwrap()
             .starts_with("earlier=kept\nattempts=1\n")
     );
-    retry()
+    r.command()
         .args(["--report", link.to_str().unwrap(), "true"])
         .assert()
         .code(0)
@@ -541,9 +541,7 @@ fn a_device_takes_no_report() {
 #[test]
 fn a_directory_symlink_of_another_user_is_not_followed() {
     use std::os::unix::fs::symlink;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let r = retry();
@@ -554,7 +552,7 @@ fn a_directory_symlink_of_another_user_is_not_followed() {
     symlink(&victim, &theirs).unwrap();
     std::os::unix::fs::lchown(&theirs, Some(65534), None).unwrap();
     for format in ["json", "github"] {
-        retry()
+        r.command()
             .args([
                 "--report",
                 theirs.join("out.json").to_str().unwrap(),
@@ -572,7 +570,7 @@ fn a_directory_symlink_of_another_user_is_not_followed() {
             "precious"
         );
     }
-    retry()
+    r.command()
         .args([
             "--metrics-file",
             theirs.join("out.json").to_str().unwrap(),
@@ -586,7 +584,7 @@ fn a_directory_symlink_of_another_user_is_not_followed() {
         "precious"
     );
     let state = theirs.join("state");
-    retry()
+    r.command()
         .args(["--state", state.to_str().unwrap(), "--budget", "b", "true"])
         .assert()
         .code(125)
@@ -601,7 +599,7 @@ fn a_replaced_report_keeps_its_permissions() {
     let r = retry();
     let file = r.write("report.json", "{}");
     fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
-    retry()
+    r.command()
         .args(["--report", file.to_str().unwrap(), "true"])
         .assert()
         .code(0);
@@ -647,17 +645,10 @@ fn a_file_size_limit_is_a_report_that_cannot_be_written() {
     let r = retry();
     let big = r.write("big.out", &"x".repeat(5000));
     for (file, format) in [(&big, "github"), (&r.path("new.json"), "json")] {
-        let output = std::process::Command::new("sh")
-            .args([
-                "-c",
-                "ulimit -f 0; exec \"$0\" --report \"$1\" --report-format \"$2\" true",
-            ])
-            .args([
-                std::ffi::OsStr::new(BIN),
-                file.as_os_str(),
-                std::ffi::OsStr::new(format),
-            ])
-            .stdin(Stdio::null())
+        let output = r
+            .std_command_under(&["sh", "-c", "ulimit -f 0; exec \"$0\" \"$@\""])
+            .args([std::ffi::OsStr::new("--report"), file.as_os_str()])
+            .args(["--report-format", format, "true"])
             .output()
             .unwrap();
         assert_eq!(shell_status(output.status), 0, "{format}: {output:?}");
@@ -680,16 +671,14 @@ fn a_file_size_limit_is_a_report_that_cannot_be_written() {
 #[test]
 fn a_replaced_report_keeps_its_group() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a report file of another group");
+    if !root("a report file of another group") {
         return;
     }
     let r = retry();
     let file = r.write("report.json", "{}");
     std::os::unix::fs::chown(&file, None, Some(65534)).unwrap();
     fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
-    retry()
+    r.command()
         .args(["--report", file.to_str().unwrap(), "true"])
         .assert()
         .code(0);
@@ -703,9 +692,7 @@ fn a_replaced_report_keeps_its_group() {
 #[test]
 fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
     use std::os::unix::fs::symlink;
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a symlink of another user");
+    if !root("a symlink of another user") {
         return;
     }
     let r = retry();
@@ -720,7 +707,7 @@ fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
     symlink("theirs/sub/out.json", r.path("myfile.json")).unwrap();
     for file in [r.path("mydir/out.json"), r.path("myfile.json")] {
         for format in ["json", "github"] {
-            retry()
+            r.command()
                 .args([
                     "--report",
                     file.to_str().unwrap(),
@@ -734,7 +721,7 @@ fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
                     "a symlink of another user (uid 65534)",
                 ));
         }
-        retry()
+        r.command()
             .args(["--metrics-file", file.to_str().unwrap(), "true"])
             .assert()
             .code(0)
@@ -745,7 +732,7 @@ fn a_link_of_ones_own_through_another_users_link_is_not_followed() {
         "precious"
     );
     symlink(theirs.join("sub"), r.path("mystate")).unwrap();
-    retry()
+    r.command()
         .args([
             "--state",
             r.path("mystate").to_str().unwrap(),
@@ -766,7 +753,7 @@ fn a_path_ending_in_a_slash_names_a_directory() {
     let r = retry();
     let file = r.write("f.json", "earlier");
     let written = |flag: &str, path: String| {
-        retry()
+        r.command()
             .args([flag, &path, "true"])
             .assert()
             .code(0)
@@ -792,7 +779,7 @@ fn a_link_into_missing_directories_is_a_link_to_nothing() {
     let link = r.path("link");
     std::os::unix::fs::symlink("/nonexistent/x/y", &link).unwrap();
     for flag in ["--report", "--metrics-file"] {
-        retry()
+        r.command()
             .args([flag, link.to_str().unwrap(), "true"])
             .assert()
             .code(0)
@@ -809,7 +796,7 @@ fn github_lines_are_not_appended_to_a_file_with_other_names() {
     let precious = r.write("bashrc", "export PATH\n");
     let output = r.path("output");
     fs::hard_link(&precious, &output).unwrap();
-    retry()
+    r.command()
         .args(["--report", output.to_str().unwrap()])
         .args(["--report-format", "github", "true"])
         .assert()
@@ -829,10 +816,13 @@ fn the_longest_name_takes_a_report() {
         [vec![0xff; 100], b"r".repeat(150)].concat(),
     ] {
         let path = r.path("").join(std::ffi::OsStr::from_bytes(&name));
-        let runner = retry();
-        let mut command = runner.command();
-        command.arg("--report").arg(&path).arg("true");
-        let done = command.output().unwrap();
+        let done = r
+            .command()
+            .arg("--report")
+            .arg(&path)
+            .arg("true")
+            .output()
+            .unwrap();
         assert_eq!(done.status.code(), Some(0), "{done:?}");
         assert!(done.stderr.is_empty(), "{done:?}");
         assert_eq!(report_of(&path)["outcome"], "success");
@@ -844,15 +834,13 @@ fn the_longest_name_takes_a_report() {
 /// A json report still never replaces another user's file.
 #[test]
 fn root_appends_github_lines_to_a_file_of_another_user() {
-    // SAFETY: geteuid(2) cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        missing("root", "a file of another user");
+    if !root("a file of another user") {
         return;
     }
     let r = retry();
     let output = r.write("set_output", "earlier=kept\n");
     std::os::unix::fs::chown(&output, Some(65534), Some(65534)).unwrap();
-    retry()
+    r.command()
         .args(["--report", output.to_str().unwrap()])
         .args(["--report-format", "github", "true"])
         .assert()
@@ -863,7 +851,7 @@ fn root_appends_github_lines_to_a_file_of_another_user() {
             .unwrap()
             .starts_with("earlier=kept\nattempts=1\n")
     );
-    retry()
+    r.command()
         .args(["--report", output.to_str().unwrap(), "true"])
         .assert()
         .code(0)
@@ -877,7 +865,7 @@ fn root_appends_github_lines_to_a_file_of_another_user() {
     let planted = shared.join("gh.txt");
     fs::write(&planted, "planted=by-them\n").unwrap();
     std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
-    retry()
+    r.command()
         .args(["--report", planted.to_str().unwrap()])
         .args(["--report-format", "github", "true"])
         .assert()
@@ -928,7 +916,7 @@ while True:
     seen.read_line(&mut line).unwrap();
     assert_eq!(line, "ready\n");
     for _ in 0..100 {
-        retry()
+        r.command()
             .args(["--report", report.to_str().unwrap(), "true"])
             .assert()
             .code(0)
@@ -962,10 +950,10 @@ fn a_report_to_a_descriptor_follows_the_commands_output() {
             ("json", "\"outcome\":\"success\""),
             ("github", "elapsed_ms="),
         ] {
-            let output = retry()
+            let output = r
+                .command()
                 .args(["-q", "--report", name, "--report-format", format])
                 .args(["--", "echo", "the build log"])
-                .command()
                 .output()
                 .unwrap();
             let (out, said) = (
@@ -986,10 +974,14 @@ fn a_report_to_a_descriptor_follows_the_commands_output() {
         }
     }
     let log = r.write("log", "earlier\n");
-    let output = Command::new("sh")
-        .args(["-c", "\"$0\" --report /dev/fd/3 -- echo out 3>>\"$1\""])
-        .args([std::ffi::OsStr::new(BIN), log.as_os_str()])
-        .stdin(Stdio::null())
+    // `$0` is the builder's `retry`, `$1` the log.
+    let output = r
+        .std_command_under(&[
+            "sh",
+            "-c",
+            "\"$0\" --report /dev/fd/3 -- echo out 3>>\"$1\"",
+        ])
+        .arg(&log)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
@@ -1033,10 +1025,20 @@ fn a_report_to_stdout_on_a_terminal_is_printed() {
 fn a_descriptor_that_takes_no_report_leaves_the_status_alone() {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let output = Command::new(BIN)
-        .args(["--report", "/dev/stdout", "--", "sh", "-c", "exit 3"])
-        .args(["-r", "0"])
-        .stdin(Stdio::null())
+    let r = retry();
+    // (`-r 0` once stood after the command, as its arguments: the run waited out five retries.)
+    let output = r
+        .std_command()
+        .args([
+            "--report",
+            "/dev/stdout",
+            "-r",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
         .stdout(Stdio::from(writer))
         .output()
         .unwrap();
@@ -1045,11 +1047,13 @@ fn a_descriptor_that_takes_no_report_leaves_the_status_alone() {
         !String::from_utf8_lossy(&output.stderr).contains("report"),
         "{output:?}"
     );
-    let r = retry();
     let input = r.write("input", "data\n");
-    let output = retry()
+    let output = r
+        .std_command()
         .args(["--report", "/dev/stdin", "true"])
-        .output_with_stdin(fs::File::open(&input).unwrap());
+        .stdin(fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
     let said = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{said}");
     assert_eq!(
@@ -1067,7 +1071,7 @@ fn github_lines_start_on_a_fresh_line() {
     let r = retry();
     for (earlier, before) in [("url=", "url=\n"), ("a=1\n", "a=1\n"), ("", "")] {
         let file = r.write("github_output", earlier);
-        retry()
+        r.command()
             .args(["--report", file.to_str().unwrap(), "--report-format"])
             .args(["github", "true"])
             .assert()
@@ -1090,10 +1094,10 @@ fn a_short_append_is_taken_back_and_said_with_its_cause() {
     let half = "x".repeat(1020);
     for earlier in [whole, half] {
         let file = r.write("github_output", &earlier);
-        let output = retry()
+        let output = r
+            .command_with_file_size_limit(1024)
             .args(["--report", file.to_str().unwrap(), "--report-format"])
             .args(["github", "true"])
-            .command_with_file_size_limit(1024)
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&output.stderr);

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// The "next attempt in X" values a run reports.
 fn waits(stderr: &str) -> Vec<String> {
@@ -366,7 +366,7 @@ fn retry_limits_come_from_the_config_file_and_dry_run_lists_them() {
         "retry.toml",
         "[defaults]\nretry-on-exit = [1, \"137@1\", \"75-78@3\"]\n",
     );
-    retry()
+    r.command()
         .args(["--config", config.to_str().unwrap(), "--dry-run"])
         .assert()
         .code(0)

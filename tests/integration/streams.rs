@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 #[test]
 fn until_stdout_accepts_an_exit_1_attempt() {
@@ -203,23 +203,10 @@ fn non_utf8_output_can_be_matched() {
 
 #[test]
 fn a_line_reaches_the_reader_long_before_the_attempt_ends() {
-    let r = retry().args(["--until-stdout", "never", "-r", "0"]);
-    let r = r.args(sh("echo first; sleep 2; echo second"));
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "--until-stdout",
-            "never",
-            "-r",
-            "0",
-            "sh",
-            "-c",
-            "echo first; printf 'prompt> '; sleep 2",
-        ])
-        .current_dir(r.dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let r = retry()
+        .args(["--until-stdout", "never", "-r", "0"])
+        .args(sh("echo first; printf 'prompt> '; sleep 2"));
+    let mut child = r.spawn_with(Stdio::piped(), Stdio::null());
     let started = Instant::now();
     let mut stdout = child.stdout.take().unwrap();
     let mut seen = Vec::new();
@@ -244,17 +231,12 @@ fn only_the_streams_a_predicate_reads_are_piped() {
     let r = retry();
     let out = r.path("out.txt");
     let file = std::fs::File::create(&out).unwrap();
-    let status = std::process::Command::new(BIN)
-        .current_dir(r.dir.path())
-        .args([
-            "--until-stderr",
-            "x",
-            "-r",
-            "0",
-            "sh",
-            "-c",
+    let status = r
+        .std_command()
+        .args(["--until-stderr", "x", "-r", "0"])
+        .args(sh(
             "readlink /proc/$$/fd/1; readlink /proc/$$/fd/2 >&2; echo x >&2",
-        ])
+        ))
         .stdout(file)
         .output()
         .unwrap();
@@ -278,9 +260,7 @@ fn bad_patterns_are_misuse() {
         retry()
             .args([flag, "(unclosed", "true"])
             .assert()
-            .code(125)
-            .stderr(predicate::str::contains(flag))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+            .misuse(flag);
     }
 }
 
@@ -730,14 +710,6 @@ fn with_stdout_on_a_full_disk(args: &[&str]) -> (i32, String) {
     (status, stderr_of(&mut child))
 }
 
-/// The JSON events among the lines of `stderr`.
-fn json_events(stderr: &str) -> Vec<serde_json::Value> {
-    stderr
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
 /// Output that cannot be passed on for a reason other than a reader gone (a full disk) is
 /// still judged: the line was printed. `retry` says once that the output is lost.
 #[test]
@@ -759,7 +731,7 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
         .concat(),
     );
     assert_eq!(status, 1, "{stderr}");
-    let lost: Vec<serde_json::Value> = json_events(&stderr)
+    let lost: Vec<serde_json::Value> = json_events_among(&stderr)
         .into_iter()
         .filter(|event| event["event"] == "write-failed")
         .collect();
@@ -775,7 +747,7 @@ fn output_that_cannot_be_written_is_still_matched_and_the_loss_is_said() {
         .concat(),
     );
     assert_eq!(status, 1, "{stderr}");
-    let events = json_events(&stderr);
+    let events = json_events_among(&stderr);
     let count = |kind: &str| events.iter().filter(|event| event["event"] == kind).count();
     assert_eq!(
         (count("attempt"), count("write-failed")),

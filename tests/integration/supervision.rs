@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::util::*;
+use crate::support::*;
 
 /// The lines a script appended to `file` in the test's directory.
 fn lines(r: &Retry, file: &str) -> Vec<String> {
@@ -187,14 +187,11 @@ fn restart_and_reset_after_misuse() {
             .args(args)
             .args(["true"])
             .assert()
-            .code(125)
-            .stderr(predicate::str::starts_with("retry: "))
-            .stderr(predicate::function(|s: &str| s.lines().count() == 1))
-            .stderr(predicate::str::contains(if args[0] == "--restart" {
+            .misuse(if args[0] == "--restart" {
                 "--restart"
             } else {
                 "--reset-after"
-            }));
+            });
     }
 }
 
