@@ -96,9 +96,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     }
     // One parse of the command line serves the settings and, with a config file, which keys
     // the command line sets.
-    let parsed = Cli::command()
-        .try_get_matches_from(&args)
+    let mut command = Cli::command();
+    let parsed = command
+        .try_get_matches_from_mut(&args)
         .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    // Never freed: its few hundred allocations cost a tenth of a short run's start-up to free,
+    // and the process ends with the run.
+    std::mem::forget(command);
     let (cli, matches) = match parsed {
         Ok(parsed) => parsed,
         Err(error) => return clap_exit(&error, &args),
@@ -134,6 +138,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Ok(events) => Rc::new(events),
         Err(error) => return misuse(&format!("{error:#}")),
     };
+    // Never dropped: taking the handlers back off costs as much as putting them on, and the
+    // process ends with the run (its last signal is raised with the default action anyway).
+    std::mem::forget(Rc::clone(&events));
     // A report through a pipe whose reader does not read waits for room together with the
     // signals, as `retry`'s own lines do: it never keeps a signal or the deadline from ending
     // `retry`.

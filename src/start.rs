@@ -28,6 +28,11 @@ use crate::signals;
 /// parent's with the command's changes; not for a command whose environment was cleared).
 pub(crate) fn exactly(command: &mut Command) {
     let exec = Exec::of(command);
+    if exec.is_some() {
+        // The child execs with `exec`'s environment, never std's: std need not build its own
+        // copy of the whole environment for each attempt.
+        command.env_clear();
+    }
     // SAFETY: the closure runs in the child between fork and exec, and calls only
     // async-signal-safe functions (sigaction, pthread_sigmask, execve) on data made before the
     // fork; it allocates nothing.
