@@ -30,6 +30,7 @@ use crate::input::{Feeder, Input};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing::{self, Drained, Held, Kept, Leftover, OwnStream, ReaderWait, Sink, Watch};
 use crate::predicate::Matches;
+use crate::reaper::{reap, reap_orphans};
 use crate::report::{Event as Report, Reporter};
 use crate::settings::{HookKind, OutputRules, Settings};
 use crate::signals::{self, Event, Events};
@@ -201,7 +202,7 @@ impl Target {
     fn group_alive(self) -> bool {
         match self {
             Target::Group(pgid) => {
-                // Members adopted by `retry` (see `adopt_orphans`) that have died are zombies
+                // Members adopted by `retry` (see `reaper::adopt_orphans`) that have died are zombies
                 // until collected, and a zombie still counts for kill(2).
                 // SAFETY: waitpid(2) with WNOHANG on the group returns at once; kill(2) with
                 // signal 0 only checks for existence.
@@ -1549,55 +1550,6 @@ impl<W: Write> Write for Counted<'_, W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
-    }
-}
-
-/// Makes `retry` the reaper of its attempts' orphans (Linux's child subreaper): a process whose
-/// parent dies is re-parented to `retry` instead of init, and its end is `retry`'s to collect.
-/// So a terminated attempt's group is seen to be clear as soon as its last member dies, even
-/// where init collects late or never (PID 1 of a container that is not an init), instead of
-/// after the whole `--kill-after` grace.
-pub(crate) fn adopt_orphans() {
-    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes plain integers. Should it fail, only
-    // the grace may be spent waiting on a zombie.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
-}
-
-/// Collects adopted orphans that have died, so none stays a zombie for long (an attempt that
-/// runs for days may orphan many). `running` is the attempt or hook still to be collected by
-/// its `Child`, if any: it is left alone, and so, until its own end is collected, are the
-/// orphans that the kernel lists after it.
-pub(crate) fn reap_orphans(running: Option<&Child>) {
-    let running = running.map(|child| child.id() as libc::pid_t);
-    loop {
-        // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) with WNOWAIT | WNOHANG only
-        // looks at the next ended child, and waitpid(2) with WNOHANG on that pid returns at once.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-            if libc::waitid(libc::P_ALL, 0, &mut info, flags) != 0 {
-                return;
-            }
-            let pid = info.si_pid();
-            if pid == 0 || Some(pid) == running {
-                return;
-            }
-            if libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid {
-                plumbing::collected(pid);
-            }
-        }
-    }
-}
-
-/// The child's exit status, if it has ended.
-fn reap(child: &mut Child) -> Option<ExitStatus> {
-    match child.try_wait() {
-        Ok(status) => status,
-        // ECHILD cannot happen (we are the only waiter); if it did, the child is gone and its
-        // status lost: report a plain failure rather than wait forever.
-        Err(_) => Some(ExitStatus::from_raw(1 << 8)),
     }
 }
 
