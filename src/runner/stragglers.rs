@@ -99,7 +99,7 @@ impl Sweeper {
         self.cgroup.as_ref()
     }
 
-    /// Once the attempt has started as `child`: whether it joined its cgroup.
+    /// Once the attempt has started as `child`: checks that it joined its cgroup.
     pub(super) fn started(&mut self, child: &Child) {
         if let Some(cgroup) = self
             .cgroup
