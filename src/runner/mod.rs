@@ -35,6 +35,7 @@ use crate::driver::{
     AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
     Settle,
 };
+use crate::http::Heard;
 use crate::input::Feeder;
 use crate::outcome::AttemptEnd;
 use crate::plumbing::{self, Drained, Leftover, ReaderWait, Watch};
@@ -154,21 +155,7 @@ impl Execute for Runner<'_> {
             ..
         } = drained;
         self.leftovers.extend(leftovers);
-        let now = SystemTime::now();
-        Ok(AttemptReport {
-            end: supervised.end(),
-            ran: supervised.ran,
-            matches: Matches {
-                status: heard.status.map(|(_, status)| status),
-                ..matches
-            },
-            start_error: None,
-            hint: heard.hint.map(|(_, hint)| AskedWait {
-                wait: hint.value.wait(now),
-                source: hint.source,
-            }),
-            ignored_hint: heard.ignored.map(|(_, value)| value),
-        })
+        Ok(report_of(&supervised, matches, heard))
     }
 
     fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt> {
@@ -318,6 +305,26 @@ fn spill_failures(output: &HeldOutput, input: &crate::input::Input) -> Vec<(Stre
     .into_iter()
     .filter_map(|(stream, error)| Some((stream, error?)))
     .collect()
+}
+
+/// What the driver hears of an attempt that ran to its end: how it ended, what its output
+/// matched, and what it said in HTTP terms.
+fn report_of(supervised: &Supervised, matches: Matches, heard: Heard) -> AttemptReport {
+    let now = SystemTime::now();
+    AttemptReport {
+        end: supervised.end(),
+        ran: supervised.ran,
+        matches: Matches {
+            status: heard.status.map(|(_, status)| status),
+            ..matches
+        },
+        start_error: None,
+        hint: heard.hint.map(|(_, hint)| AskedWait {
+            wait: hint.value.wait(now),
+            source: hint.source,
+        }),
+        ignored_hint: heard.ignored.map(|(_, value)| value),
+    }
 }
 
 /// What the driver hears of an attempt whose `program` could not be started, for `error`,
