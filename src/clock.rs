@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::driver::{Interrupted, Sleep};
-use crate::runner;
+use crate::reaper;
 use crate::signals::{self, Event, Events};
 
 pub struct RealClock<'a> {
@@ -28,8 +28,8 @@ impl Sleep for RealClock<'_> {
             match self.events.next(until) {
                 None => return Ok(()),
                 Some(Event::Shutdown { signal, .. }) => return Err(Interrupted(signal)),
-                // Orphans of earlier attempts (see `runner::adopt_orphans`) that have died.
-                Some(Event::Child) => runner::reap_orphans(None),
+                // Orphans of earlier attempts (see `reaper::adopt_orphans`) that have died.
+                Some(Event::Child) => reaper::reap_orphans(None),
                 // Nothing runs but `retry`; the wait goes on once it is continued.
                 Some(Event::Suspend) => signals::stop_self(),
                 // No attempt runs to be told.

@@ -33,6 +33,7 @@ pub mod parse;
 mod plumbing;
 mod predicate;
 mod process;
+mod reaper;
 mod report;
 mod runner;
 pub mod settings;
@@ -158,7 +159,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     )
     .labelled(settings.label.clone())
     .exiting_with_last_status(settings.judge.criteria.is_some());
-    runner::adopt_orphans();
+    reaper::adopt_orphans();
     let mut runner = Runner::new(&settings, &events);
     let mut clock = RealClock::new(&events);
     let mut gate: Box<dyn Gate> = match store {

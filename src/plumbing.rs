@@ -1017,7 +1017,7 @@ fn hung_up(fd: BorrowedFd<'_>) -> bool {
 /// Gives `source` to a process of its own, which passes what comes on to `target` (or
 /// nowhere), unjudged, until the last writer closes the pipe, holding nothing else open;
 /// should `target` have closed, it closes `source`, and the writers get SIGPIPE as they would
-/// have. `retry` collects it when it ends (see `runner::reap_orphans`). Without a process to
+/// have. `retry` collects it when it ends (see `reaper::reap_orphans`). Without a process to
 /// spare, the writers learn from SIGPIPE that no one reads.
 fn pass_on_in_a_process_of_its_own(source: RawFd, target: Option<RawFd>) {
     // Every descriptor the helper keeps, sorted, to close all others.

@@ -22,7 +22,7 @@ use crate::signals;
 /// Makes `command`'s child start as `retry` itself was started, signals included
 /// (`signals::restore_inherited`), and exec its program as execvp(3) finds it, but never run a
 /// file the kernel cannot (ENOEXEC) through /bin/sh: whether to is `retry`'s choice (a script
-/// without `#!` is, a binary for another machine is not: `runner::spawn_attempt`), where
+/// without `#!` is, a binary for another machine is not: `runner::spawn`), where
 /// glibc's execvp, which std calls in a child it forked, would run /bin/sh on any such file.
 /// Call it once the environment is set: the child execs with the environment seen here (the
 /// parent's with the command's changes; not for a command whose environment was cleared).
