@@ -40,6 +40,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         }
     }
 
+    /// The splay, then attempt after attempt until the run ends, or a `Halt` cuts it short.
     fn attempts(&mut self) -> Result<Ending, Halt> {
         if let Some(end) = self.splay()? {
             return Ok(end);
