@@ -8,9 +8,11 @@
 //! A process is the ended attempt's by its lineage: below the attempt, or re-parented to
 //! `retry` since the attempt started, and not in the record of what `retry` held before the
 //! attempt started (an earlier attempt's or a hook's leftovers), nor below one of those. A
-//! re-parented one whose environment holds another `RETRY_ATTEMPT` is another attempt's too;
-//! one with none (a daemon that wrote its title over its environment, or cleared it) is taken
-//! by lineage alone. What cannot be told apart: a process that an earlier attempt's leftover
+//! re-parented one whose environment holds another `RETRY_ATTEMPT` is another attempt's too,
+//! and so is one whose whole environment holds none (a job of the shell `retry` was exec'd
+//! from, or what that job starts); one with no environment left (a daemon that wrote its title
+//! over it, or cleared it) is taken by lineage alone. Where /proc is another PID namespace's
+//! (`unshare --pid` without a /proc of its own), nothing is looked for there. What cannot be told apart: a process that an earlier attempt's leftover
 //! starts after that leftover's own parent has gone (so it is `retry`'s child, not yet seen),
 //! which is re-parented to `retry` once its parent exits, with its environment wiped. What was
 //! found once is followed by its number and start time, and signalled through a pidfd opened
@@ -339,25 +341,57 @@ pub(crate) fn rounds_until(
 
 /// Whether a process re-parented to `retry` (and started since the attempt did) is attempt
 /// `attempt`'s, by the `RETRY_ATTEMPT` its environment holds: yes for that number, no for
-/// another (an earlier attempt's, a hook's), and yes for none at all: a daemon that wrote its
-/// title over its environment (redis, postgres, perl's `$0`), one that cleared it (`env -i`),
-/// or one whose environment cannot be read (it made itself undumpable, as ssh-agent does).
+/// another (an earlier attempt's, a hook's), and, with none, yes where there is no environment
+/// to read one in: a daemon that wrote its title over it (redis, postgres, perl's `$0`), one
+/// that cleared it (`env -i`), or one whose environment cannot be read (it made itself
+/// undumpable, as ssh-agent does).
 pub(crate) fn adopted_by(pid: libc::pid_t, attempt: u64) -> bool {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
     marked_for(&environ, attempt)
 }
 
 /// `adopted_by` for the environment `environ` (NUL-separated `NAME=VALUE`s, as
-/// /proc/PID/environ gives them).
+/// /proc/PID/environ gives them). With no mark, only an environment that is no environment any
+/// more (empty, or a title written over it) is taken as the attempt's: a whole environment
+/// without the mark is one no attempt passed on (a job of the shell `retry` was exec'd from,
+/// and what it starts), which is never signalled.
 fn marked_for(environ: &[u8], attempt: u64) -> bool {
-    let mut marks = environ
-        .split(|&byte| byte == 0)
-        .filter_map(|variable| variable.strip_prefix(b"RETRY_ATTEMPT="));
+    let variables = || {
+        environ
+            .split(|&byte| byte == 0)
+            .filter(|variable| !variable.is_empty())
+    };
+    let mut marks = variables().filter_map(|variable| variable.strip_prefix(b"RETRY_ATTEMPT="));
     let ours = attempt.to_string();
     match marks.next() {
-        None => true,
         Some(first) => first == ours.as_bytes() || marks.any(|mark| mark == ours.as_bytes()),
+        None => !variables().any(|_| true) || !variables().all(is_variable),
     }
+}
+
+/// Whether `text` reads as `NAME=VALUE`, as an environment's variables do and a title does not.
+fn is_variable(text: &[u8]) -> bool {
+    text.iter()
+        .position(|&byte| byte == b'=')
+        .is_some_and(|at| {
+            at > 0
+                && text[..at]
+                    .iter()
+                    .all(|&byte| byte.is_ascii_alphanumeric() || byte == b'_')
+        })
+}
+
+/// Whether /proc shows this PID namespace, where a process's number in /proc is the one its
+/// system calls take. Not so under `unshare --fork --pid` without a /proc of its own: there
+/// /proc is the parent namespace's, and no number read in it may be signalled or followed.
+pub(crate) fn proc_is_ours() -> bool {
+    static OURS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OURS.get_or_init(|| {
+        let shown = std::fs::read_link("/proc/self")
+            .ok()
+            .and_then(|link| link.to_str()?.parse::<u32>().ok());
+        shown == Some(std::process::id())
+    })
 }
 
 /// The process `pid` as /proc shows it now, if it is there.
@@ -613,8 +647,19 @@ mod tests {
         assert!(!marked_for(b"RETRY_ATTEMPT=77", 7));
         // No mark at all: a title written over it, a cleared or an unreadable environment.
         assert!(marked_for(b"", 7));
+        assert!(marked_for(b"\0\0\0\0", 7));
         assert!(marked_for(b"mydaemon\0\0\0\0", 7));
-        assert!(marked_for(b"PATH=/bin\0", 7));
+        assert!(marked_for(b"worker: idle\0PATH=/bin\0", 7));
+        assert!(marked_for(b"=x\0", 7));
+        // A whole environment without the mark: no attempt's (a job of the shell retry was
+        // exec'd from).
+        assert!(!marked_for(b"PATH=/bin\0", 7));
+        assert!(!marked_for(b"PATH=/bin\0HOME=/root\0LS_COLORS=a=b:c\0", 7));
+    }
+
+    #[test]
+    fn this_process_reads_its_own_namespace_in_proc() {
+        assert!(proc_is_ours());
     }
 
     #[test]

@@ -78,8 +78,10 @@ impl Sweeper {
             .cgroups
             .as_mut()
             .and_then(|cgroups| cgroups.for_attempt(number));
-        // Under --foreground only the attempt itself is ever signalled: there is no sweep.
-        if !self.said_sweep && !self.foreground {
+        // Under --foreground only the attempt itself is ever signalled: there is no sweep; nor
+        // without a cgroup where /proc is another namespace's.
+        let swept = self.cgroup.is_some() || sweep::proc_is_ours();
+        if !self.said_sweep && !self.foreground && swept {
             self.said_sweep = true;
             let parent = self
                 .cgroup
@@ -87,9 +89,9 @@ impl Sweeper {
                 .and_then(|cgroup| cgroup.dir().parent());
             reporter.emit(&Report::Sweep { cgroup: parent });
         }
-        // Before the first attempt, nothing below `retry` is an attempt's: what it holds then
-        // started before it did (children of the process it was exec'd from).
-        if self.cgroup.is_none() && !self.foreground && number > 1 {
+        // Before the first attempt too: what `retry` holds then (the jobs of the shell it was
+        // exec'd from) is no attempt's, and may have started in the attempt's clock tick.
+        if self.cgroup.is_none() && !self.foreground {
             self.earlier = own_below();
         }
     }
@@ -101,10 +103,13 @@ impl Sweeper {
 
     /// Once the attempt has started as `child`: checks that it joined its cgroup.
     pub(super) fn started(&mut self, child: &Child) {
-        if let Some(cgroup) = self
-            .cgroup
-            .take_if(|cgroup| !cgroup.holds(child.id() as i32))
-        {
+        // Where /proc is another namespace's, the child's number cannot be looked up in it: a
+        // cgroup with a process in it is taken as joined.
+        let joined = |cgroup: &mut cgroup::Attempt| match sweep::proc_is_ours() {
+            true => cgroup.holds(child.id() as i32),
+            false => cgroup.populated(),
+        };
+        if let Some(cgroup) = self.cgroup.take_if(|cgroup| !joined(cgroup)) {
             // It could not join its cgroup: this attempt, and every later one, is swept by
             // /proc, and what `retry` held before it started is what it holds now, less it.
             if let Some(mut cgroups) = self.cgroups.take() {
@@ -200,8 +205,11 @@ impl<'a> Stragglers<'a> {
             root,
             cgroup: lookout.cgroup,
             since: match target {
-                Target::Group(_) => sweep::entry_of(root).map(|entry| entry.start),
-                Target::Process(_) => None,
+                Target::Group(_) if sweep::proc_is_ours() => {
+                    sweep::entry_of(root).map(|entry| entry.start)
+                }
+                Target::Group(_) if lookout.cgroup.is_some() => Some(0),
+                _ => None,
             },
             attempt,
             earlier: lookout.earlier.clone(),
@@ -408,8 +416,12 @@ fn timed(settings: &Settings) -> bool {
             .any(|limit| !limit.is_zero())
 }
 
-/// What `retry` holds below it now, less its helpers (see `sweep::below`).
+/// What `retry` holds below it now, less its helpers (see `sweep::below`); nothing where /proc
+/// is another namespace's (nothing is looked for there).
 fn own_below() -> BTreeSet<sweep::Known> {
+    if !sweep::proc_is_ours() {
+        return BTreeSet::new();
+    }
     // SAFETY: getpid(2) cannot fail.
     sweep::below(unsafe { libc::getpid() }, &plumbing::helpers())
 }

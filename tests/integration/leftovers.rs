@@ -429,6 +429,117 @@ const WAYS: [(&str, &[(&str, &str)]); 2] = [
     ("the /proc way", &[("RETRY_TEST_NO_CGROUP", "1")]),
 ];
 
+/// What `retry` holds before its first attempt is no attempt's: a job of the shell it was
+/// exec'd from (a container entrypoint's sidecar, started in the same clock tick as the
+/// attempt more often than not), and a daemon that job starts while the attempt runs (its
+/// environment whole, with no `RETRY_ATTEMPT`), re-parented to `retry`. A sweep of the attempt
+/// signals neither, whichever way it takes.
+#[test]
+fn the_jobs_of_the_shell_retry_was_execd_from_are_no_attempts() {
+    for (way, env) in WAYS {
+        let r = retry();
+        let (job, daemon, got, go, ready) = (
+            r.path("job"),
+            r.path("daemon"),
+            r.path("got"),
+            r.path("go"),
+            r.path("ready"),
+        );
+        let _reap = Reap::new(vec![daemon.clone(), job.clone()]);
+        let job_script = format!(
+            "echo $$ > '{job}'; trap 'echo TERM >> {got}' TERM
+             while [ ! -e '{go}' ]; do sleep 0.01; done
+             (setsid sh -c 'echo $$ > {daemon}; exec sleep 600' </dev/null >/dev/null 2>&1 &)
+             while :; do sleep 0.05; done",
+            job = job.display(),
+            got = got.display(),
+            go = go.display(),
+            daemon = daemon.display(),
+        );
+        let attempt = format!(
+            "touch '{go}'
+             while [ ! -s '{daemon}' ] || [ \"$(cut -d' ' -f4 /proc/$(cat '{daemon}')/stat)\" != $PPID ]; do sleep 0.01; done
+             touch '{ready}'; exec sleep 600",
+            go = go.display(),
+            daemon = daemon.display(),
+            ready = ready.display(),
+        );
+        r.write("job.sh", &job_script);
+        let wrapper = "sh job.sh </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"";
+        let r = r.args(["--timeout", "60s", "-r", "0"]).args(sh(&attempt));
+        let mut command = r.std_command_under(&["sh", "-c", wrapper]);
+        command.envs(env.iter().copied());
+        let mut child = command.spawn().unwrap();
+        eventually("the job's daemon re-parented to retry", || ready.exists());
+        let since = Instant::now();
+        send(&child, libc::SIGTERM);
+        assert_eq!(
+            status_within(&mut child, since, Duration::from_secs(10)),
+            143,
+            "{way}"
+        );
+        assert!(alive(pid_in(&job)), "{way}: the shell's job was ended");
+        assert!(!got.exists(), "{way}: the shell's job was sent SIGTERM");
+        assert!(alive(pid_in(&daemon)), "{way}: the job's daemon was ended");
+    }
+}
+
+/// In a PID namespace whose /proc is its parent's (`unshare --pid --fork` without a /proc of
+/// its own), no number read in /proc is `retry`'s to signal: the reader of its stdout, which
+/// /proc shows where `retry` would look, is never signalled. Where the attempt has a cgroup,
+/// what it left is ended all the same; the /proc way looks for nothing there.
+#[test]
+fn a_sweep_in_a_namespace_with_its_parents_proc_signals_no_stranger() {
+    let Some(namespace) = pid_namespace() else {
+        return;
+    };
+    for (way, env) in WAYS {
+        let r = retry();
+        let (got, alive_file) = (r.path("got"), r.path("alive"));
+        let outer = format!(
+            "unshare --pid --fork sh -c '\"$0\" \"$@\" | (trap \"echo TERM > {got}\" TERM; cat >/dev/null)' \"$0\" \"$@\"
+             pgrep -f '^sleep 6011$' >/dev/null && touch {alive}
+             exit 0",
+            got = got.display(),
+            alive = alive_file.display(),
+        );
+        let r = r
+            .args([
+                "--timeout",
+                "500ms",
+                "--kill-after",
+                "200ms",
+                "-r",
+                "0",
+                "--",
+            ])
+            .args(sh(
+                "setsid sh -c 'exec sleep 6011' </dev/null >/dev/null 2>&1 & sleep 30",
+            ));
+        let mut wrapper: Vec<&str> = namespace.to_vec();
+        wrapper.extend(["sh", "-c", &outer]);
+        let output = r
+            .command_under(&wrapper)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{way}: {output:?}");
+        assert!(
+            !got.exists(),
+            "{way}: the reader of retry's stdout was sent SIGTERM"
+        );
+        let cgroup_v2 = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .iter()
+            .any(|dir| Path::new(dir).join("cgroup.controllers").exists());
+        if env.is_empty() && cgroup_v2 {
+            assert!(
+                !alive_file.exists(),
+                "{way}: the attempt's leftover outlived retry"
+            );
+        }
+    }
+}
+
 /// A daemon an earlier attempt left (it ended on its own) is never signalled by
 /// a later attempt's sweep, though it started in the same clock tick as the later attempt
 /// (10 ms: half the time, with no delay between) and carries no `RETRY_ATTEMPT` (it cleared its
