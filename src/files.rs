@@ -35,9 +35,11 @@ pub(crate) struct Inherited {
     room: Option<WaitForRoom>,
 }
 
-/// Waits until a descriptor has room for a write of up to PIPE_BUF bytes: `false` when none
-/// will come in time (a signal is ending `retry`, or the deadline and `--kill-after` have
-/// passed), so that a reader that does not read never keeps `retry` from ending.
+/// Waits until a descriptor reads ready, which is how a write through an inherited descriptor
+/// says it is done (its thread closes the other end of a pipe): `false` when it will not be in
+/// time (a signal is ending `retry`, or the deadline and `--kill-after` have passed), so that
+/// neither a reader that does not read nor another writer filling the same pipe ever keeps
+/// `retry` from ending.
 pub(crate) type WaitForRoom = Rc<dyn Fn(BorrowedFd<'_>) -> bool>;
 
 impl Inherited {
@@ -163,28 +165,55 @@ fn descriptor_ends_in_half_a_line(fd: &OwnedFd) -> bool {
     if !metadata.is_file() {
         return false;
     }
+    // The lines land where the descriptor's offset is: at the end where it appends, else where
+    // the command stopped writing (`1<> file`), which may be before the end.
+    // SAFETY: fcntl(2) F_GETFL and lseek(2) to the current offset (which moves nothing) on an
+    // open descriptor.
+    let (flags, offset) = unsafe {
+        (
+            libc::fcntl(file.as_raw_fd(), libc::F_GETFL),
+            libc::lseek(file.as_raw_fd(), 0, libc::SEEK_CUR),
+        )
+    };
+    let end = match u64::try_from(offset) {
+        Ok(offset) if flags >= 0 && flags & libc::O_APPEND == 0 => offset,
+        _ => metadata.len(),
+    };
     let readable = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap_or(file);
-    ends_in_half_a_line(&readable, metadata.len())
+    ends_in_half_a_line(&readable, end)
 }
 
 fn write_through(fd: &OwnedFd, room: Option<&WaitForRoom>, text: &str) -> io::Result<()> {
-    let mut out = OwnStream::on(fd.as_fd())?;
-    let mut bytes = text.as_bytes();
-    while !bytes.is_empty() {
-        if let Some(room) = room
-            && !room(fd.as_fd())
-        {
-            return Err(io::Error::other(
-                "its reader does not read, and retry is ending",
-            ));
-        }
-        // A pipe that polls writable takes up to PIPE_BUF bytes without blocking.
-        let written = out
-            .write(&bytes[..bytes.len().min(libc::PIPE_BUF)])
-            .map_err(real_cause)?;
-        bytes = &bytes[written..];
+    let Some(room) = room else {
+        return write_all_through(fd, text);
+    };
+    // On a thread of its own: a write to a blocking pipe that another writer fills blocks
+    // whatever room a poll saw before it, and one to a descriptor that never takes a write (a
+    // read end, a listening socket) must fail at once, where a wait for room would never end.
+    let (done, done_writing) = io::pipe()?;
+    let through = fd.try_clone()?;
+    let text = text.to_owned();
+    let (sender, outcome) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("retry-write-through".into())
+        .spawn(move || {
+            let _ = sender.send(write_all_through(&through, &text));
+            drop(done_writing);
+        })?;
+    if !room(done.as_fd()) {
+        return Err(io::Error::other(
+            "its reader does not read, and retry is ending",
+        ));
     }
-    Ok(())
+    outcome
+        .recv()
+        .unwrap_or_else(|_| Err(io::Error::other("the write stopped")))
+}
+
+fn write_all_through(fd: &OwnedFd, text: &str) -> io::Result<()> {
+    OwnStream::on(fd.as_fd())?
+        .write_all(text.as_bytes())
+        .map_err(real_cause)
 }
 
 /// Appends `text` to the regular file at `target` (found by `writable`), or a new one, never
@@ -273,8 +302,8 @@ fn append_to(
     all_or_nothing(&mut file, text.as_bytes()).map_err(real_cause)
 }
 
-/// Whether the regular `file`, `len` bytes long, ends in half a line: its last byte is not a
-/// newline. One this user may not read is taken to end in a whole line.
+/// Whether the regular `file`, up to `len` bytes, ends in half a line: its byte before `len` is
+/// not a newline. One this user may not read is taken to end in a whole line.
 fn ends_in_half_a_line(file: &File, len: u64) -> bool {
     let mut last = [0u8];
     len > 0 && file.read_at(&mut last, len - 1).is_ok_and(|read| read == 1) && last[0] != b'\n'

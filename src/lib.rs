@@ -147,7 +147,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     // `retry`.
     let inherited = inherited.waiting_for_room({
         let events = Rc::clone(&events);
-        Rc::new(move |fd| events.wait_writable(fd))
+        Rc::new(move |fd| events.wait_written(fd))
     });
     let seed = settings.seed.unwrap_or_else(process::seed);
     let mut delays = Delays::new(settings.schedule.clone(), Draws::seeded(seed));

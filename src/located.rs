@@ -314,7 +314,9 @@ fn own_descriptor(dir: &Dir, at: &Path, name: &CStr) -> Option<RawFd> {
         [b"/", b"proc", process, b"task", thread, b"fd"] => process == pid && numeric(thread),
         _ => false,
     };
-    if !ours || !numeric(name.to_bytes()) || !dir.on_procfs() {
+    // As the kernel reads the number: no leading zero (`/proc/self/fd/01` names no file).
+    let number = |word: &[u8]| numeric(word) && (word == b"0" || word[0] != b'0');
+    if !ours || !number(name.to_bytes()) || !dir.on_procfs() {
         return None;
     }
     std::str::from_utf8(name.to_bytes()).ok()?.parse().ok()

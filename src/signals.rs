@@ -309,11 +309,21 @@ impl Events {
         })
     }
 
+    /// Waits until `fd` reads ready (a write handed to a thread is done: `files`), together
+    /// with the signals, on the terms of `wait_writable`.
+    pub fn wait_written(&self, fd: BorrowedFd<'_>) -> bool {
+        self.wait_ready(fd, libc::POLLIN)
+    }
+
     /// Waits until `fd` has room for a write of up to PIPE_BUF bytes, together with the
     /// signals. Returns `false` when `fd` has no room once a shutdown signal has arrived
     /// (without waiting) or once `readers_until` has passed: a reader that does not read must
     /// not keep `retry` from ending.
     pub fn wait_writable(&self, fd: BorrowedFd<'_>) -> bool {
+        self.wait_ready(fd, libc::POLLOUT)
+    }
+
+    fn wait_ready(&self, fd: BorrowedFd<'_>, events: i16) -> bool {
         let mut state = self.state.borrow_mut();
         loop {
             let until = if state.shutting_down {
@@ -321,7 +331,7 @@ impl Events {
             } else {
                 state.readers_until
             };
-            match state.wait(until, Some((fd, libc::POLLOUT))) {
+            match state.wait(until, Some((fd, events))) {
                 Woke::Ready => return true,
                 Woke::Timeout => return false,
                 Woke::Signals => {}

@@ -354,3 +354,26 @@ fn a_closed_descriptor_is_not_one_retry_copied_there() {
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(said.contains("descriptor 3, which was not open"), "{said}");
 }
+
+/// `/proc/self/fd/01` is not descriptor 1 (the kernel reads no leading zero there): the report
+/// is not written into the command's output.
+#[test]
+fn a_descriptor_number_with_a_leading_zero_is_no_descriptor() {
+    let r = retry();
+    let log = r.path("log");
+    for path in ["/proc/self/fd/01", "/dev/fd/001"] {
+        let stdout = std::fs::File::create(&log).unwrap();
+        let output = r
+            .std_command()
+            .args(["-q", "--report", path, "--", "echo", "cmd out"])
+            .stdout(stdout)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{path}");
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "cmd out\n",
+            "{path}"
+        );
+    }
+}

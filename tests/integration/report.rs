@@ -1149,3 +1149,82 @@ fn a_report_to_a_stalled_reader_never_holds_a_signal_back() {
     );
     drop(reader);
 }
+
+/// A descriptor that never takes a write (`/dev/stdin` that is a pipe's read end, whose
+/// writer stays) fails the report at once, said once, and `retry` ends with the run's status:
+/// it never waits for room that cannot come.
+#[test]
+fn a_descriptor_that_never_takes_a_write_fails_the_report_at_once() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    let r = retry().args(["--report", "/dev/stdin", "--", "true"]);
+    let mut command = r.std_command();
+    command.stdin(reader).stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    assert_eq!(shell_status(wait_bounded(&mut child)), 0);
+    let said = stderr_of(&mut child);
+    assert_eq!(
+        said.matches("cannot write the report /dev/stdin").count(),
+        1,
+        "{said}"
+    );
+    drop(writer);
+}
+
+/// Another writer that fills the same pipe between `retry`'s look for room and its write
+/// never holds a signal back: the report is written by a thread of its own, and `retry` waits
+/// for it together with the signals. Five times, as the other writer wins that race only now
+/// and then.
+#[test]
+fn another_writer_on_the_reports_pipe_never_holds_a_signal_back() {
+    for _ in 0..5 {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let _other = Running(
+            // Lines of 16 bytes: its writes fill whole pages, and the pipe to the byte.
+            std::process::Command::new("yes")
+                .arg("another writer!")
+                .stdout(writer.try_clone().unwrap())
+                .spawn()
+                .unwrap(),
+        );
+        eventually("the other writer fills the pipe", || pipe_full(&reader));
+        let r = retry().args(["-q", "--report", "/dev/stdout", "--", "true"]);
+        let mut child = r.spawn_with(writer, Stdio::null());
+        // One page of room, which both writers race for; then no more.
+        let mut page = [0u8; 4096];
+        std::io::Read::read_exact(&mut reader, &mut page).unwrap();
+        eventually("the pipe is full again", || pipe_full(&reader));
+        let since = std::time::Instant::now();
+        send(&child, libc::SIGTERM);
+        assert_eq!(
+            status_within(&mut child, since, std::time::Duration::from_secs(10)),
+            143
+        );
+        drop(reader);
+    }
+}
+
+/// `github` lines through a descriptor land at its offset, which is not the file's end where the
+/// file was opened to read and write (`1<> file`): the byte before that offset says whether a
+/// newline goes first.
+#[test]
+fn github_lines_through_a_descriptor_start_a_line_where_they_land() {
+    let r = retry();
+    let file = r.write("gh", "old=1\n");
+    let output = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
+    let status = r
+        .std_command()
+        .args(["-q", "--report-format", "github", "--report", "/dev/stdout"])
+        .args(["--", "printf", "url="])
+        .stdout(output)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let text = fs::read_to_string(&file).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("url="), "{text}");
+    assert_eq!(lines.next(), Some("attempts=1"), "{text}");
+}
