@@ -51,7 +51,7 @@ inherit\t'Pass stdin through untouched, never rewinding'
 null\t'Every attempt reads /dev/null'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l failed-output -d 'What becomes of the output of failed attempts that another follows [default: pass]' -r -f -a "pass\t'Let it through as it comes'
 drop\t'Hold each attempt\'s output; keep only the final attempt\'s'
-on-give-up\t'Hold it; write it to stderr after the final attempt\'s if the run gives up, drop it if the run succeeds'"
+on-give-up\t'Hold it; write it to stderr before the final attempt\'s if the run gives up, drop it if the run succeeds'"
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l keep-max -d 'Under --failed-output on-give-up, the most kept of each earlier attempt\'s output [default: 1M]' -r -f
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l metrics-file -d 'When the run ends, write its figures to PATH in the Prometheus text format' -r -F
 complete -c retry -n 'not __fish_retry_command >/dev/null' -l report -d 'When the run ends, write a summary of it to FILE' -r -F

@@ -63,7 +63,7 @@ pub enum FailedOutput {
     Pass,
     /// Hold each attempt's output; keep only the final attempt's
     Drop,
-    /// Hold it; write it to stderr after the final attempt's if the run gives up, drop it if
+    /// Hold it; write it to stderr before the final attempt's if the run gives up, drop it if
     /// the run succeeds
     OnGiveUp,
 }
@@ -783,6 +783,8 @@ const OTHER_TOOLS_FLAGS: &[(&str, Option<&str>)] = &[
     ("factor", Some("multiplier")),
     ("exponent", Some("multiplier")),
     ("count", Some("attempts")),
+    ("max-times", Some("attempts")),
+    ("maxtimes", Some("attempts")),
     ("tries", Some("attempts")),
     ("try", Some("attempts")),
     ("max-tries", Some("attempts")),
@@ -830,6 +832,14 @@ pub fn meant_flag(unknown: &str) -> Option<String> {
         .get_arguments()
         .filter_map(|arg| arg.get_long())
         .collect();
+    // The start of one flag alone (`--mes`, as Debian's getopt would take it), else a near
+    // spelling.
+    let mut starting = longs
+        .iter()
+        .filter(|long| name.len() >= 3 && long.starts_with(&name));
+    if let (Some(long), None) = (starting.next(), starting.next()) {
+        return Some(format!("--{long}"));
+    }
     parse::nearest(&name, &longs).map(|long| format!("--{long}"))
 }
 
@@ -987,6 +997,23 @@ mod tests {
             ("--Interval", Some("--delays")),
             ("--deadline", Some("--max-time")),
             ("--factor", Some("--multiplier")),
+            // Negations are never led to what they negate.
+            ("--no-retry-on-exit", None),
+            ("--no-stop-on-exit", None),
+            ("--no-honor-retry-after", None),
+            ("--no_honor_retry_after", None),
+            ("--not-forever", None),
+            ("--uninvert", None),
+            ("--unforever", None),
+            ("--no-until-stdout", None),
+            ("--no-retry", None),
+            ("--dont-invert", None),
+            ("--untill", Some("--until")),
+            // A count is not a deadline; the start of one flag is that flag.
+            ("--max-times", Some("--attempts")),
+            ("--maxtimes", Some("--attempts")),
+            ("--mes=hi", Some("--message")),
+            ("--forev", Some("--forever")),
         ] {
             assert_eq!(meant_flag(unknown).as_deref(), meant, "{unknown}");
         }

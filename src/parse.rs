@@ -571,20 +571,34 @@ pub fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
     nearest(word, candidates).map(|candidate| format!("did you mean '{candidate}'?"))
 }
 
-/// The candidate `suggestion` would offer for `word`.
+/// The candidate `suggestion` would offer for `word`. A word that negates (`no-retry-on-exit`,
+/// `unforever`) is never led to a candidate that does not: that is its opposite.
 pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let close = |distance: usize, candidate: &str| {
         distance <= 2.max(candidate.len() / 4) && distance * 2 <= candidate.len()
     };
     let length = word.chars().count();
+    let negation = negation(word);
     candidates
         .iter()
+        .filter(|candidate| negation.is_none_or(|prefix| candidate.starts_with(prefix)))
         // The lengths' difference is a floor on the distance: a long word costs nothing.
         .filter(|candidate| close(length.abs_diff(candidate.chars().count()), candidate))
         .map(|candidate| (edit_distance(word, candidate), candidate))
         .filter(|&(distance, candidate)| close(distance, candidate))
         .min()
         .map(|(_, candidate)| *candidate)
+}
+
+/// The prefix by which `word` says "not" (`no-`, `un`, ...), if it has one.
+fn negation(word: &str) -> Option<&'static str> {
+    const NEGATIONS: [&str; 9] = [
+        "no-", "no_", "not-", "not_", "non-", "dont-", "dont_", "disable-", "un",
+    ];
+    let word = word.to_ascii_lowercase();
+    NEGATIONS
+        .into_iter()
+        .find(|prefix| word.starts_with(prefix))
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

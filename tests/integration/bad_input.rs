@@ -239,6 +239,12 @@ fn an_unknown_flag_suggests_the_one_meant_or_none() {
         ("--jiter", Some("--jitter")),
         ("--atempts=3", Some("--attempts")),
         ("--seconds", None),
+        ("--no-retry-on-exit", None),
+        ("--no-honor-retry-after", None),
+        ("--unforever", None),
+        ("--no-retry", None),
+        ("--max-times", Some("--attempts")),
+        ("--mes=hi", Some("--message")),
     ] {
         let word = unknown.split('=').next().unwrap();
         let expected = match meant {

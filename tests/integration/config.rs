@@ -215,6 +215,14 @@ fn errors_name_the_file_the_line_and_the_key() {
         &[],
         &["bad.toml:3", "retires", "did you mean 'retries'"],
     );
+    // A key that negates one is not led to it: `no-honor-retry-after` is its opposite.
+    let r = retry();
+    let file = r.write("bad.toml", "[defaults]\nno-honor-retry-after = true\n");
+    r.command()
+        .args(["--config", file.to_str().unwrap(), "true"])
+        .assert()
+        .misuse("no-honor-retry-after")
+        .stderr(predicate::str::contains("did you mean").not());
     config_error(
         "[defaults]\n\nretries = \"lots\"\n",
         &[],
