@@ -602,7 +602,9 @@ pub struct Cli {
     pub while_: Option<debian::Criteria>,
 
     /// Name the command by TEXT in retry's lines (--label TEXT)
-    #[arg(short = 'm', long = "message", value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true, help_heading = "Debian's retry command line")]
+    // Any bytes, as Debian's takes them (a Latin-1 script's name): what is not UTF-8 is shown
+    // as U+FFFD.
+    #[arg(short = 'm', long = "message", value_name = "TEXT", value_hint = ValueHint::Other, allow_hyphen_values = true, value_parser = clap::builder::OsStringValueParser::new().map(|text| text.to_string_lossy().into_owned()), help_heading = "Debian's retry command line")]
     pub message: Option<String>,
 
     /// The command to run, and its arguments

@@ -32,7 +32,8 @@ pub fn times(text: &str) -> Result<Times, String> {
         "0" => {
             Err("0 would run the command no time at all; the least is 1 (-1 is no limit)".into())
         }
-        count => parse::positive_count(count)
+        // A sign, as strtol(3) (Debian's reading) takes one.
+        count => parse::positive_count(count.strip_prefix('+').unwrap_or(count))
             .map(Times::Attempts)
             .map_err(|_| {
                 format!("'{text}' is not a number of attempts (1, 2, ...; -1 is no limit)")
@@ -226,6 +227,8 @@ mod tests {
 
     #[test]
     fn times_is_a_count_or_minus_one() {
+        assert_eq!(times("+3"), Ok(Times::Attempts(3)));
+        assert!(times("+").is_err() && times("++3").is_err() && times("+-3").is_err());
         assert_eq!(times("3"), Ok(Times::Attempts(3)));
         assert_eq!(times("-1"), Ok(Times::Unlimited));
         for bad in ["0", "-2", "", "x", "1.5", "3s"] {

@@ -120,6 +120,7 @@ fn table() -> Vec<(Vec<String>, &'static str)> {
     };
     vec![
         (line(&["-t", "3", "-d", "0", "--"], &always_1), ""),
+        (line(&["-t", "+3", "-d", "0", "--"], &always_1), ""),
         (line(&["--times=3", "--delay=0", "--"], &always_1), ""),
         (line(&["--times", "2", "--delay", "0", "--"], &always_1), ""),
         (line(&["-t3", "-d0", "--"], &always_1), ""),
@@ -707,4 +708,22 @@ fn no_wait_follows_the_final_attempt() {
         .args(["-t", "2", "-d", "0,3600", "--", "false"])
         .assert()
         .code(1);
+}
+
+/// `-m` takes any bytes, as Debian's does (a Latin-1 script's message): the run goes on, the
+/// message shown with U+FFFD where it is not UTF-8.
+#[test]
+fn a_message_that_is_not_utf8_is_taken() {
+    use std::os::unix::ffi::OsStrExt;
+    let r = retry();
+    let output = r
+        .std_command()
+        .arg("-m")
+        .arg(std::ffi::OsStr::from_bytes(b"caf\xe9"))
+        .args(["-t", "2", "-d", "0", "--", "false"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("caf\u{FFFD}"), "{said}");
 }
