@@ -31,6 +31,7 @@ mod outcome;
 mod ownership;
 pub mod parse;
 mod plumbing;
+mod poll;
 mod predicate;
 mod process;
 mod reaper;

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::http::{Heard, HttpLines};
 use crate::lines::{LineMatcher, Pattern};
 use crate::outcome::AttemptEnd;
+use crate::poll::{self, Wait};
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
 use crate::signals::Events;
@@ -75,15 +76,7 @@ impl Write for OwnStream {
 /// for a descriptor that a parent left non-blocking. An error or EINTR returns at once, and the
 /// caller tries again.
 pub(crate) fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
-    let mut ready = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no timeout.
-    unsafe {
-        libc::poll(&mut ready, 1, -1);
-    }
+    let _ = poll::poll([(fd.as_raw_fd(), events)], Wait::Forever);
 }
 
 /// The streams (`Stream::bit`) whose held or replayed bytes could take no more, and those of
@@ -117,13 +110,8 @@ pub(crate) fn new_stalls() -> Vec<Stream> {
 /// Waits until the copy is told to stop (its `link` shut: see `Watch::link`), through any
 /// signal.
 fn wait_for_stop(stop: RawFd) {
-    let mut ready = libc::pollfd {
-        fd: stop,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no timeout; the copy holds its link open until it returns.
-    while unsafe { libc::poll(&mut ready, 1, -1) } <= 0 {}
+    // (The copy holds its link open until this returns.)
+    while poll::poll([(stop, libc::POLLIN)], Wait::Forever).is_err() {}
 }
 
 /// Where a watched stream's bytes go.
@@ -460,18 +448,14 @@ fn copy_range(spool: &Spool, range: std::ops::Range<u64>, out: &mut impl Write) 
 /// Waits until `source` has input, or has ended or failed (for the read to tell); `false` once
 /// the copy is to stop (its link shut: see `Watch::link`), whatever is waiting in `source`.
 fn await_input(source: RawFd, stop: RawFd) -> bool {
-    let mut ready = [source, stop].map(|fd| libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    });
     loop {
-        // SAFETY: two valid pollfds, no timeout.
-        if unsafe { libc::poll(ready.as_mut_ptr(), 2, -1) } > 0 {
-            return ready[1].revents == 0;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return true;
+        match poll::poll(
+            [(source, libc::POLLIN), (stop, libc::POLLIN)],
+            Wait::Forever,
+        ) {
+            Ok([_, stopped]) => return stopped == 0,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return true,
         }
     }
 }
@@ -951,16 +935,8 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
 /// Whether the copy of `watch` has bytes waiting to be read, or an end to reach (no writer
 /// left). Asked only while the copy runs (its link not ended), so its source is still open.
 fn more_to_come(watch: &Watch) -> bool {
-    if hung_up(watch.link.as_fd()) {
-        return true;
-    }
-    let mut poll = libc::pollfd {
-        fd: watch.source,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait; the descriptor is the copy's, open while it runs.
-    unsafe { libc::poll(&mut poll, 1, 0) == 1 }
+    // (The source is the copy's, open while it runs.)
+    hung_up(watch.link.as_fd()) || poll::ready_now(watch.source, libc::POLLIN)
 }
 
 /// Waits for a copy to end (`done` hangs up: `true`) as long as it moves: returns `false` once
@@ -1005,13 +981,7 @@ pub(crate) fn hand_over(mut leftovers: Vec<Leftover>, events: &Events) -> Result
 
 /// Whether the other end of `fd`, a pipe or a socket, has closed (or shut).
 fn hung_up(fd: BorrowedFd<'_>) -> bool {
-    let mut poll = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    unsafe { libc::poll(&mut poll, 1, 0) == 1 }
+    poll::ready_now(fd.as_raw_fd(), libc::POLLIN)
 }
 
 /// Gives `source` to a process of its own, which passes what comes on to `target` (or
