@@ -37,6 +37,9 @@ use crate::text::plain_error;
 const CHUNK: usize = 128 * 1024;
 const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
 
+/// Bytes read from a spool at a time, as it is written out or kept.
+const SPOOL_READ: usize = 128 * 1024;
+
 /// After an attempt ends, how long its output may stay silent before `retry` stops waiting for
 /// the end of it (a background process may hold the pipe open), and the most time it spends
 /// copying output that keeps coming (waits on the reader downstream aside; see `finish`).
@@ -205,7 +208,7 @@ impl Held {
     ) -> io::Result<()> {
         let held = std::mem::take(self);
         self.written_out = true;
-        let mut buffer = vec![0u8; 128 * 1024];
+        let mut buffer = vec![0u8; SPOOL_READ];
         let mut offset = 0u64;
         let mut record = [0u8; STRETCH];
         let mut at = 0u64;
@@ -217,15 +220,13 @@ impl Held {
         });
         for (stream, len) in earlier.chain(last) {
             let end = offset + len;
-            while offset < end {
-                let wanted = buffer.len().min((end - offset) as usize);
-                let read = held.spool.read_at(offset, &mut buffer[..wanted])?;
-                if read == 0 {
-                    return Ok(());
-                }
-                out(stream, &buffer[..read])?;
-                offset += read as u64;
+            let whole = copy_range(&held.spool, offset..end, &mut buffer, |bytes| {
+                out(stream, bytes)
+            })?;
+            if !whole {
+                return Ok(());
             }
+            offset = end;
         }
         Ok(())
     }
@@ -329,8 +330,12 @@ impl Kept {
             let head = most / 2;
             let tail = most - head;
             let mut out = SpoolWriter(&mut self.spool);
-            copy_range(&held.spool, 0..head, &mut out)?;
-            copy_range(&held.spool, whole - tail..whole, &mut out)?;
+            let mut buffer = vec![0u8; SPOOL_READ];
+            for range in [0..head, whole - tail..whole] {
+                copy_range(&held.spool, range, &mut buffer, |bytes| {
+                    out.write_all(bytes)
+                })?;
+            }
             held.discard();
             (most, Some((head, whole - most)))
         };
@@ -396,10 +401,18 @@ impl KeptOutput {
     /// header, the final attempt's output) starts one of its own.
     pub(crate) fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
         let end = self.from + self.len;
+        let mut buffer = vec![0u8; SPOOL_READ];
+        let mut copy = |range, out: &mut dyn Write| {
+            copy_range(&self.spool, range, &mut buffer, |bytes| {
+                out.write_all(bytes)
+            })
+        };
         match self.cut {
-            None => copy_range(&self.spool, self.from..end, out)?,
+            None => {
+                copy(self.from..end, out)?;
+            }
             Some((head, left_out)) => {
-                copy_range(&self.spool, self.from..self.from + head, out)?;
+                copy(self.from..self.from + head, out)?;
                 // The line stands on its own, whatever the head ended with.
                 let apart = if head > 0 && !self.ends_a_line_at(self.from + head) {
                     "\n"
@@ -411,7 +424,7 @@ impl KeptOutput {
                     "{apart}retry: [{left_out} bytes of attempt {} left out]",
                     self.attempt
                 )?;
-                copy_range(&self.spool, self.from + head..end, out)?;
+                copy(self.from + head..end, out)?;
             }
         }
         if self.len > 0 && !self.ends_a_line_at(end) {
@@ -429,20 +442,25 @@ impl KeptOutput {
     }
 }
 
-/// Copies `range` of `spool` to `out`.
-fn copy_range(spool: &Spool, range: std::ops::Range<u64>, out: &mut impl Write) -> io::Result<()> {
-    let mut buffer = vec![0u8; 128 * 1024];
+/// Hands `range` of `spool` to `out`, a `buffer` at a time: `false` when the spool ended
+/// before the range did.
+fn copy_range(
+    spool: &Spool,
+    range: std::ops::Range<u64>,
+    buffer: &mut [u8],
+    mut out: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<bool> {
     let mut offset = range.start;
     while offset < range.end {
         let wanted = buffer.len().min((range.end - offset) as usize);
         let read = spool.read_at(offset, &mut buffer[..wanted])?;
         if read == 0 {
-            break;
+            return Ok(false);
         }
-        out.write_all(&buffer[..read])?;
+        out(&buffer[..read])?;
         offset += read as u64;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Waits until `source` has input, or has ended or failed (for the read to tell); `false` once
