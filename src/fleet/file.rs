@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::rules::{Op, Record};
+use super::rules::{Op, Record, millis};
 use super::store::{Applied, Store, StoreError};
 use crate::located::{self, Dir, Unreachable, Way, c_name};
 use crate::ownership::{acl_writer, owned_by_another};
@@ -390,7 +390,7 @@ fn lock_name(name: &str) -> String {
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, millis)
 }
 
 impl FileStore {

@@ -20,6 +20,7 @@ use redis::{Connection, ConnectionLike, Script, Value};
 
 use super::rules::{
     Admission, BreakerRecord, BudgetPolicy, BudgetView, Op, Outcome, Probe, Reply, Transition,
+    millis,
 };
 use super::store::{Applied, Store, StoreError};
 use crate::text::{percent_decoded, redact_urls};
@@ -523,10 +524,6 @@ fn password(url: &str) -> Option<&str> {
             .split_once(':')
             .map_or(user_info, |(_, password)| password),
     )
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The arguments of `decide.lua` for `op`.
