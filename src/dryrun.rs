@@ -553,12 +553,9 @@ fn bar(least: Duration, most: Duration, scale: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Cli;
-    use clap::Parser;
 
     fn plan_for(args: &[&str]) -> String {
-        let cli = Cli::try_parse_from(["retry", "--dry-run"].iter().chain(args)).unwrap();
-        plan(&Settings::resolve(cli).unwrap())
+        plan(&Settings::of_args(&[&["--dry-run"], args].concat()))
     }
 
     #[test]

@@ -534,13 +534,7 @@ fn create_temporary_beside(target: &Located, nonce: u64, mode: u32) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Says why a test checks nothing here; under CI, where it must check, fails instead.
-    fn skipped(why: &str) {
-        let in_ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
-        assert!(!in_ci, "{why}, and CI must allow it");
-        eprintln!("skipped: {why}");
-    }
+    use crate::test_support::skipped;
 
     /// A file a neighbour puts at the name between the look and the rename (their mode, their
     /// ownership) gives the new file neither: it keeps only what the look found, here nothing.

@@ -43,6 +43,8 @@ mod spool;
 mod start;
 mod stdio;
 mod sweep;
+#[cfg(test)]
+mod test_support;
 mod text;
 
 use std::ffi::OsString;

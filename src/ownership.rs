@@ -172,9 +172,7 @@ mod tests {
             )
         };
         if set != 0 {
-            let in_ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
-            assert!(!in_ci, "no POSIX ACLs here, and CI must have them");
-            eprintln!("skipped: no POSIX ACLs here");
+            crate::test_support::skipped("no POSIX ACLs here");
             return;
         }
         assert!(acl.len() > 1024);

@@ -604,6 +604,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::ms;
 
     #[test]
     fn sizes_are_bytes_or_powers_of_1024() {
@@ -641,10 +642,6 @@ mod tests {
             Err("0 is too few; the least is 1".into())
         );
         assert!(positive_count("-1").is_err());
-    }
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
     }
 
     #[test]

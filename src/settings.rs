@@ -545,18 +545,23 @@ fn fleet_settings(cli: &Cli) -> FleetSettings {
 }
 
 #[cfg(test)]
+impl Settings {
+    /// The settings of the command line `retry ARGS...`, for tests: no config file is read.
+    pub(crate) fn of_args(args: &[&str]) -> Settings {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(["retry"].iter().chain(args)).unwrap();
+        Settings::resolve(cli).unwrap()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
 
-    fn settings(args: &[&str]) -> Settings {
-        let cli = Cli::try_parse_from(["retry"].iter().chain(args)).unwrap();
-        Settings::resolve(cli).unwrap()
-    }
-
     #[test]
     fn defaults() {
-        let s = settings(&["true"]);
+        let s = Settings::of_args(&["true"]);
         assert_eq!(s.max_attempts, Some(6));
         assert_eq!(s.max_time, None);
         assert_eq!(s.timeouts.of(1), None);
@@ -568,16 +573,16 @@ mod tests {
         assert_eq!(s.schedule.max, Duration::from_secs(30));
         // A base above the default cap is the cap.
         assert_eq!(
-            settings(&["--base", "1m", "true"]).schedule.max,
+            Settings::of_args(&["--base", "1m", "true"]).schedule.max,
             Duration::from_secs(60)
         );
         // The default cap never shortens a list; a given one does.
         assert_eq!(
-            settings(&["--delays", "5m", "true"]).schedule.max,
+            Settings::of_args(&["--delays", "5m", "true"]).schedule.max,
             Duration::MAX
         );
         assert_eq!(
-            settings(&["--delays", "5m", "--max", "1m", "true"])
+            Settings::of_args(&["--delays", "5m", "--max", "1m", "true"])
                 .schedule
                 .max,
             Duration::from_secs(60)
@@ -589,11 +594,17 @@ mod tests {
 
     #[test]
     fn attempt_limits() {
-        assert_eq!(settings(&["-r", "0", "true"]).max_attempts, Some(1));
-        assert_eq!(settings(&["--attempts", "3", "true"]).max_attempts, Some(3));
-        assert_eq!(settings(&["--forever", "true"]).max_attempts, None);
         assert_eq!(
-            settings(&["--retries", "18446744073709551615", "true"]).max_attempts,
+            Settings::of_args(&["-r", "0", "true"]).max_attempts,
+            Some(1)
+        );
+        assert_eq!(
+            Settings::of_args(&["--attempts", "3", "true"]).max_attempts,
+            Some(3)
+        );
+        assert_eq!(Settings::of_args(&["--forever", "true"]).max_attempts, None);
+        assert_eq!(
+            Settings::of_args(&["--retries", "18446744073709551615", "true"]).max_attempts,
             Some(u64::MAX)
         );
     }
@@ -601,15 +612,15 @@ mod tests {
     #[test]
     fn ethernet_gives_up_after_16_attempts_without_a_limit() {
         assert_eq!(
-            settings(&["--backoff", "ethernet", "true"]).max_attempts,
+            Settings::of_args(&["--backoff", "ethernet", "true"]).max_attempts,
             Some(16)
         );
         assert_eq!(
-            settings(&["--backoff", "ethernet", "-r", "2", "true"]).max_attempts,
+            Settings::of_args(&["--backoff", "ethernet", "-r", "2", "true"]).max_attempts,
             Some(3)
         );
         assert_eq!(
-            settings(&["--backoff", "ethernet", "--forever", "true"]).max_attempts,
+            Settings::of_args(&["--backoff", "ethernet", "--forever", "true"]).max_attempts,
             None
         );
     }
@@ -617,7 +628,7 @@ mod tests {
     #[test]
     fn each_attempt_gets_its_entry_of_the_list_and_the_last_repeats() {
         let ms = Duration::from_millis;
-        let s = settings(&["--timeouts", "1s,0,5s", "true"]);
+        let s = Settings::of_args(&["--timeouts", "1s,0,5s", "true"]);
         let limits: Vec<_> = [1, 2, 3, 4, u64::MAX].map(|n| s.timeouts.of(n)).to_vec();
         assert_eq!(
             limits,
@@ -630,19 +641,19 @@ mod tests {
             ]
         );
         assert_eq!((s.timeouts.longest(), s.timeouts.vary()), (None, true));
-        let s = settings(&["--timeouts", "1s,3s", "true"]);
+        let s = Settings::of_args(&["--timeouts", "1s,3s", "true"]);
         assert_eq!(s.timeouts.longest(), Some(ms(3000)));
-        let one = settings(&["--timeout", "2s", "true"]);
+        let one = Settings::of_args(&["--timeout", "2s", "true"]);
         assert_eq!(
             (one.timeouts.of(9), one.timeouts.vary()),
             (Some(ms(2000)), false)
         );
-        assert_eq!(settings(&["true"]).timeouts.longest(), None);
+        assert_eq!(Settings::of_args(&["true"]).timeouts.longest(), None);
     }
 
     #[test]
     fn zero_disables_time_limits() {
-        let s = settings(&["--timeout", "0", "--max-time", "0", "true"]);
+        let s = Settings::of_args(&["--timeout", "0", "--max-time", "0", "true"]);
         assert_eq!((s.timeouts.of(1), s.max_time), (None, None));
     }
 
@@ -661,7 +672,7 @@ mod tests {
                 true,
             ),
         ] {
-            let s = settings(&[args, &["true"]].concat());
+            let s = Settings::of_args(&[args, &["true"]].concat());
             assert_eq!(
                 (
                     s.stdout_rules.any(),
@@ -677,13 +688,13 @@ mod tests {
     /// Debian's defaults stand in only where a Debian command line leaves a setting unsaid.
     #[test]
     fn debians_command_line_has_debians_defaults() {
-        let s = settings(&["-u", "s", "true"]);
+        let s = Settings::of_args(&["-u", "s", "true"]);
         assert_eq!(s.max_attempts, None);
         assert_eq!(s.schedule.list, [Duration::from_secs(10)]);
         assert_eq!(s.schedule.jitter, Jitter::None);
         assert!(s.hold_stdout && s.stdout_once);
         assert_eq!(s.stdin, StdinMode::Replay);
-        let s = settings(&[
+        let s = Settings::of_args(&[
             "-t",
             "3",
             "--base",
@@ -697,20 +708,20 @@ mod tests {
         assert!(s.schedule.list.is_empty() && s.schedule.jitter == Jitter::Equal);
         assert!(s.hold_stdout && !s.stdout_once);
         assert_eq!(s.stdin, StdinMode::Null);
-        assert_eq!(settings(&["-t", "-1", "true"]).max_attempts, None);
-        let s = settings(&["-d", "0,2", "-m", "x", "true"]);
+        assert_eq!(Settings::of_args(&["-t", "-1", "true"]).max_attempts, None);
+        let s = Settings::of_args(&["-d", "0,2", "-m", "x", "true"]);
         assert_eq!(s.schedule.list, [Duration::ZERO, Duration::from_secs(2)]);
         assert_eq!(s.label.as_deref(), Some("x"));
-        let own = settings(&["--label", "x", "true"]);
+        let own = Settings::of_args(&["--label", "x", "true"]);
         assert_eq!((own.max_attempts, own.stdout_once), (Some(6), false));
-        assert_eq!(settings(&["-m", "", "true"]).label, None);
+        assert_eq!(Settings::of_args(&["-m", "", "true"]).label, None);
     }
 
     /// Under -u/-w the last attempt's status is the exit status however the run ends.
     #[test]
     fn under_criteria_the_last_attempts_status_is_retrys() {
-        let debian = settings(&["-w", "s", "true"]);
-        let own = settings(&["true"]);
+        let debian = Settings::of_args(&["-w", "s", "true"]);
+        let own = Settings::of_args(&["true"]);
         let zero = Some(AttemptEnd::Exited(0));
         assert_eq!(
             debian.exit_status(Ending::Success, Some(AttemptEnd::Exited(1)), None),
@@ -735,6 +746,6 @@ mod tests {
     fn a_command_is_required_except_for_a_dry_run() {
         let cli = Cli::try_parse_from(["retry"]).unwrap();
         assert!(Settings::resolve(cli).is_err());
-        assert!(settings(&["--dry-run"]).dry_run);
+        assert!(Settings::of_args(&["--dry-run"]).dry_run);
     }
 }

@@ -932,9 +932,7 @@ mod tests {
             .stdout(std::process::Stdio::null())
             .spawn();
         let Ok(child) = spawned else {
-            let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
-            assert!(!in_ci, "redis-server is needed in CI");
-            eprintln!("skipped: redis-server is not here");
+            crate::test_support::skipped("redis-server is not here");
             return None;
         };
         let server = Server { child, dir };
