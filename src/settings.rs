@@ -8,10 +8,10 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
-use crate::cli::{Cli, FailedOutput, LogFormat, ReportFormat, StateLocation, StdinMode};
+use crate::cli::{Cli, FailedOutput, LogFormat, ReportFormat, StdinMode};
 use crate::debian::{self, Criteria, Times};
 use crate::ending::Ending;
-use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
+use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings, StateLocation};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
 use crate::outcome::AttemptEnd;
@@ -245,7 +245,7 @@ impl Settings {
                         .into_string()
                         .map_err(|_| anyhow::anyhow!(not_utf8))?;
                     Some(
-                        crate::cli::parse_state(&value)
+                        crate::fleet::parse_state(&value)
                             .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))?,
                     )
                 }

@@ -8,6 +8,7 @@
 //! hands to the reporter.
 
 pub(crate) mod file;
+mod location;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
 pub(crate) mod rules;
@@ -16,9 +17,10 @@ mod store;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::StateLocation;
 use crate::dirs::xdg_base;
 use file::{FileStore, OpenError};
+pub(crate) use location::StateLocation;
+pub(crate) use location::parse as parse_state;
 #[cfg(feature = "redis")]
 use redis::RedisStore;
 use rules::{Admission, BreakerRecord, BreakerState, millis};

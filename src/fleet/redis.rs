@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use redis::cluster::ClusterConnection;
 use redis::{Connection, ConnectionLike, Script, Value};
 
+use super::location::cluster_nodes;
 use super::rules::{
     Admission, BreakerRecord, BudgetPolicy, BudgetView, Op, Outcome, Probe, Reply, Transition,
     millis,
@@ -313,7 +314,7 @@ fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
     let credentials = rest
         .rsplit_once('@')
         .map_or(String::new(), |(credentials, _)| format!("{credentials}@"));
-    Some(crate::cli::cluster_nodes(rest).map(|nodes| {
+    Some(cluster_nodes(rest).map(|nodes| {
         nodes
             .iter()
             .map(|node| format!("{node_scheme}://{credentials}{node}"))
