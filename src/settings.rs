@@ -235,15 +235,11 @@ impl Settings {
                 Some(value) => {
                     // No shell expands a `~` that reaches the environment this way (a CI
                     // file's `env:`, a unit's `Environment=`): it is read as one would.
-                    let not_utf8 = if value.to_str().is_some() {
-                        "$RETRY_STATE: $HOME is not valid UTF-8, which a state location must be"
-                    } else {
-                        "$RETRY_STATE is not valid UTF-8"
-                    };
-                    let value = crate::dirs::home_expanded(&value, crate::dirs::home().as_deref())
-                        .map_err(|why| anyhow::anyhow!("$RETRY_STATE: {why}"))?
-                        .into_string()
-                        .map_err(|_| anyhow::anyhow!(not_utf8))?;
+                    let value =
+                        crate::dirs::home_expanded_text(&value, crate::dirs::home().as_deref())
+                            .map_err(|why| anyhow::anyhow!("$RETRY_STATE: {why}"))?
+                            .into_string()
+                            .map_err(|_| anyhow::anyhow!("$RETRY_STATE is not valid UTF-8"))?;
                     Some(
                         crate::fleet::parse_state(&value)
                             .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))?,

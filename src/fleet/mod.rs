@@ -437,8 +437,7 @@ fn open_redis(_: &str) -> Result<StateStore, OpenError> {
     ))
 }
 
-/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`. A relative value is ignored, as for
-/// the config file.
+/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`, as `xdg_base` reads them.
 fn default_state_dir() -> Option<PathBuf> {
     Some(xdg_base("XDG_STATE_HOME", ".local/state")?.join("retry"))
 }
