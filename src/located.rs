@@ -23,6 +23,12 @@ use crate::ownership::{acl_writer, acl_writer_of, owned_by_another};
 /// As many links as the kernel follows in one resolution (MAXSYMLINKS).
 const MOST_LINKS: u32 = 40;
 
+/// How a file that a neighbour may have put in place is opened: never through a link at its
+/// name (a link another user planted would choose the file), and never blocking (a FIFO put
+/// there would hold `retry` in `open`, beyond any signal). What was opened is then judged
+/// (`ownership`), not the name.
+const UNFOLLOWED: libc::c_int = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
 /// An open directory: names in it are opened, made, renamed and removed relative to it, never
 /// following a link at the name itself, and never blocking in `open` (a FIFO put at a name).
 pub(crate) struct Dir(OwnedFd);
@@ -406,15 +412,9 @@ impl Dir {
     }
 
     /// Opens `name` with `flags` (`O_CREAT` makes it with `mode`), never through a link at the
-    /// name and never blocking on a FIFO.
+    /// name and never blocking on a FIFO (`UNFOLLOWED`).
     pub(crate) fn open(&self, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
-        open_at(
-            self.0.as_raw_fd(),
-            name,
-            flags | libc::O_NOFOLLOW | libc::O_NONBLOCK,
-            mode,
-        )
-        .map(File::from)
+        open_at(self.0.as_raw_fd(), name, flags | UNFOLLOWED, mode).map(File::from)
     }
 
     /// The directory `name` in this one, not through a link.
@@ -452,6 +452,18 @@ impl Dir {
     }
 }
 
+/// Opens `path` to read, as `Dir::open` opens a name (`UNFOLLOWED`); the directories on the
+/// way are the kernel's to follow.
+pub(crate) fn open_unfollowed(path: &Path) -> io::Result<File> {
+    open_at(
+        libc::AT_FDCWD,
+        &c_name(path)?,
+        libc::O_RDONLY | UNFOLLOWED,
+        0,
+    )
+    .map(File::from)
+}
+
 fn open_at(dir: libc::c_int, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
     loop {
         // SAFETY: openat(2) of a NUL-terminated name; the descriptor it returns is ours alone.
@@ -471,7 +483,7 @@ fn open_at(dir: libc::c_int, name: &CStr, flags: libc::c_int, mode: u32) -> io::
 mod tests {
     use super::*;
     use std::fs;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{FileTypeExt, symlink};
 
     fn name_of(located: &Located) -> &str {
         located.name.to_str().unwrap()
@@ -563,6 +575,31 @@ mod tests {
         );
         dir.remove(c"f").unwrap();
         assert!(!root.path().join("f").exists());
+    }
+
+    /// A path is opened as a name in a held directory is: a link at its last name is not
+    /// followed, and a FIFO does not hold the open.
+    #[test]
+    fn a_path_opens_unfollowed_and_unblocked() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("f");
+        fs::write(&file, "x").unwrap();
+        assert!(
+            open_unfollowed(&file)
+                .unwrap()
+                .metadata()
+                .unwrap()
+                .is_file()
+        );
+        symlink(&file, root.path().join("l")).unwrap();
+        let error = open_unfollowed(&root.path().join("l")).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
+        let fifo = root.path().join("p");
+        let name = c_name(&fifo).unwrap();
+        // SAFETY: mkfifo(3) of a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let opened = open_unfollowed(&fifo).unwrap();
+        assert!(opened.metadata().unwrap().file_type().is_fifo());
     }
 
     /// This process's descriptors, by any name the kernel gives them or a link to one, are
