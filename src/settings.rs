@@ -1,5 +1,9 @@
 //! Resolved settings: the parsed command line with every default applied and every cross-flag
-//! rule checked. Pure: no environment, no files, no clock.
+//! rule checked. No clock, and two looks past the command line, each so that a bad value is
+//! misuse before the run (in `--dry-run` too) rather than a failure in it: `state_location`
+//! reads `$RETRY_STATE` (and `$HOME`, for its `~`) when no `--state` is given, and
+//! `in_a_directory` asks the file system whether the directories of `--metrics-file` and
+//! `--report` exist. Nothing else of the environment or the file system is read here.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -211,84 +215,24 @@ impl Settings {
     pub fn resolve(mut cli: Cli) -> Result<Settings> {
         let debian = debian::defaults(given(&cli));
         let backoff = cli.backoff.unwrap_or(Backoff::Exponential);
-        let max_attempts = match (cli.retries, cli.attempts, cli.forever) {
-            _ if debian.forever => None,
-            (_, _, true) => None,
-            (Some(retries), _, _) => Some(retries.saturating_add(1)),
-            (None, Some(attempts), _) => Some(attempts),
-            (None, None, false) if cli.times == Some(Times::Unlimited) => None,
-            (None, None, false) if let Some(Times::Attempts(n)) = cli.times => Some(n),
-            (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
-            (None, None, false) => Some(DEFAULT_RETRIES + 1),
-        };
-        // --http implies --honor-retry-after; both read either stream.
-        let http = HttpLines {
-            statuses: cli.http,
-            retry_after: cli.http || cli.honor_retry_after,
-        };
+        let max_attempts = max_attempts(&cli, &debian, backoff);
         let fleet = fleet_settings(&cli);
         let state_action = state_action(&cli, &fleet)?;
-        let state = match cli.state.clone() {
-            Some(state) => Some(state),
-            // Read as --state is, so that a bad one is misuse in --dry-run too.
-            None => match crate::dirs::non_empty_env("RETRY_STATE") {
-                Some(value) => {
-                    // No shell expands a `~` that reaches the environment this way (a CI
-                    // file's `env:`, a unit's `Environment=`): it is read as one would.
-                    let value =
-                        crate::dirs::home_expanded_text(&value, crate::dirs::home().as_deref())
-                            .map_err(|why| anyhow::anyhow!("$RETRY_STATE: {why}"))?
-                            .into_string()
-                            .map_err(|_| anyhow::anyhow!("$RETRY_STATE is not valid UTF-8"))?;
-                    Some(
-                        crate::fleet::parse_state(&value)
-                            .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))?,
-                    )
-                }
-                None => None,
-            },
-        };
+        let state = state_location(&cli)?;
         let metrics = metrics_target(&cli)?;
         let report = report_target(&cli)?;
-        let failed_output = cli.failed_output.unwrap_or_default();
-        if failed_output != FailedOutput::Pass && cli.hold_stdout {
-            bail!(
-                "--failed-output {} cannot be used with --hold-stdout: both decide where an \
-                 attempt's output goes",
-                match failed_output {
-                    FailedOutput::Drop => "drop",
-                    _ => "on-give-up",
-                }
-            );
-        }
+        let failed_output = failed_output(&cli)?;
         // Debian's -d is --delays; without either (nor a curve), its 10s waits.
         cli.delays = cli
             .delays
             .take()
             .or(cli.delay.take())
             .or(debian.delays.map(DelayList));
-        let criteria = match (cli.until, cli.while_) {
-            (Some(until), _) => Some(Criteria {
-                until: true,
-                ..until
-            }),
-            (None, Some(during)) => Some(Criteria {
-                until: false,
-                ..during
-            }),
-            (None, None) => None,
-        };
-        if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
-            bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
-        }
-        // `retry "$CMD"` with CMD unset or empty: no program has an empty name.
-        if cli
-            .command
-            .first()
-            .is_some_and(|program| program.is_empty())
-        {
-            bail!("the command is an empty word (''); name the program to run");
-        }
+        let criteria = criteria(cli.until.take(), cli.while_.take());
+        command_given(&cli, state_action.is_some())?;
+        let schedule = schedule(&cli, backoff)?;
+        let judge = judge(&cli, criteria);
+        let (stdout_rules, stderr_rules) = output_rules(&mut cli);
         Ok(Settings {
             max_attempts,
             // 0 disables a limit, as in timeout(1).
@@ -296,31 +240,12 @@ impl Settings {
             timeouts: Timeouts::of_cli(&cli),
             kill_after: cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER),
             kill_signal: cli.kill_signal.unwrap_or(libc::SIGTERM),
-            schedule: schedule(&cli, backoff)?,
+            schedule,
             seed: cli.seed,
             splay: cli.splay.unwrap_or(Duration::ZERO),
-            judge: Judge {
-                retry_on_exit: cli.retry_on_exit.as_ref().map(|list| list.codes),
-                stop_on_exit: cli.stop_on_exit,
-                invert: cli.invert,
-                has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
-                http: cli.http,
-                criteria,
-            },
-            stdout_rules: OutputRules {
-                until: cli.until_stdout,
-                retry_if: cli.retry_if_stdout,
-                stop_if: cli.stop_if_stdout,
-                hint: cli.retry_after_stdout,
-                http,
-            },
-            stderr_rules: OutputRules {
-                until: cli.until_stderr,
-                retry_if: cli.retry_if_stderr,
-                stop_if: cli.stop_if_stderr,
-                hint: cli.retry_after_stderr,
-                http,
-            },
+            judge,
+            stdout_rules,
+            stderr_rules,
             retry_after_max: cli.retry_after_max.unwrap_or(DEFAULT_RETRY_AFTER_MAX),
             fleet,
             state,
@@ -380,6 +305,125 @@ impl Settings {
             _ => ending.exit_status(last, fail_exit),
         }
     }
+}
+
+/// How many attempts in all (`None`: no limit): `--retries`, `--attempts` and `--forever`,
+/// Debian's `-t`, and the default of the curve.
+fn max_attempts(cli: &Cli, debian: &debian::Defaults, backoff: Backoff) -> Option<u64> {
+    match (cli.retries, cli.attempts, cli.forever) {
+        _ if debian.forever => None,
+        (_, _, true) => None,
+        (Some(retries), _, _) => Some(retries.saturating_add(1)),
+        (None, Some(attempts), _) => Some(attempts),
+        (None, None, false) if cli.times == Some(Times::Unlimited) => None,
+        (None, None, false) if let Some(Times::Attempts(n)) = cli.times => Some(n),
+        (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
+        (None, None, false) => Some(DEFAULT_RETRIES + 1),
+    }
+}
+
+/// Where the state lives: `--state` (or the config file's), else `$RETRY_STATE`, read here
+/// (with `$HOME` for its `~`) as `--state` is, so that a bad one is misuse in `--dry-run` too.
+fn state_location(cli: &Cli) -> Result<Option<StateLocation>> {
+    if let Some(state) = &cli.state {
+        return Ok(Some(state.clone()));
+    }
+    let Some(value) = crate::dirs::non_empty_env("RETRY_STATE") else {
+        return Ok(None);
+    };
+    // No shell expands a `~` that reaches the environment this way (a CI file's `env:`, a
+    // unit's `Environment=`): it is read as one would.
+    let value = crate::dirs::home_expanded_text(&value, crate::dirs::home().as_deref())
+        .map_err(|why| anyhow::anyhow!("$RETRY_STATE: {why}"))?
+        .into_string()
+        .map_err(|_| anyhow::anyhow!("$RETRY_STATE is not valid UTF-8"))?;
+    crate::fleet::parse_state(&value)
+        .map(Some)
+        .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))
+}
+
+/// `--failed-output`, which `--hold-stdout` leaves no room for.
+fn failed_output(cli: &Cli) -> Result<FailedOutput> {
+    let failed_output = cli.failed_output.unwrap_or_default();
+    if failed_output != FailedOutput::Pass && cli.hold_stdout {
+        bail!(
+            "--failed-output {} cannot be used with --hold-stdout: both decide where an \
+             attempt's output goes",
+            match failed_output {
+                FailedOutput::Drop => "drop",
+                _ => "on-give-up",
+            }
+        );
+    }
+    Ok(failed_output)
+}
+
+/// Debian's `-u` or `-w` criteria, said which.
+fn criteria(until: Option<Criteria>, during: Option<Criteria>) -> Option<Criteria> {
+    match (until, during) {
+        (Some(until), _) => Some(Criteria {
+            until: true,
+            ..until
+        }),
+        (None, Some(during)) => Some(Criteria {
+            until: false,
+            ..during
+        }),
+        (None, None) => None,
+    }
+}
+
+/// Refuses a command line without a command to run, unless it asks for none (`--dry-run`,
+/// or an action on the state).
+fn command_given(cli: &Cli, acts_on_state: bool) -> Result<()> {
+    if cli.command.is_empty() && !cli.dry_run && !acts_on_state {
+        bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
+    }
+    // `retry "$CMD"` with CMD unset or empty: no program has an empty name.
+    if cli
+        .command
+        .first()
+        .is_some_and(|program| program.is_empty())
+    {
+        bail!("the command is an empty word (''); name the program to run");
+    }
+    Ok(())
+}
+
+/// What makes an attempt's end a success, a retry or a stop.
+fn judge(cli: &Cli, criteria: Option<Criteria>) -> Judge {
+    Judge {
+        retry_on_exit: cli.retry_on_exit.as_ref().map(|list| list.codes),
+        stop_on_exit: cli.stop_on_exit,
+        invert: cli.invert,
+        has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
+        http: cli.http,
+        criteria,
+    }
+}
+
+/// What reads stdout, and stderr: their patterns, taken out of `cli`, and the HTTP lines.
+fn output_rules(cli: &mut Cli) -> (OutputRules, OutputRules) {
+    // --http implies --honor-retry-after; both read either stream.
+    let http = HttpLines {
+        statuses: cli.http,
+        retry_after: cli.http || cli.honor_retry_after,
+    };
+    let stdout = OutputRules {
+        until: cli.until_stdout.take(),
+        retry_if: cli.retry_if_stdout.take(),
+        stop_if: cli.stop_if_stdout.take(),
+        hint: cli.retry_after_stdout.take(),
+        http,
+    };
+    let stderr = OutputRules {
+        until: cli.until_stderr.take(),
+        retry_if: cli.retry_if_stderr.take(),
+        stop_if: cli.stop_if_stderr.take(),
+        hint: cli.retry_after_stderr.take(),
+        http,
+    };
+    (stdout, stderr)
 }
 
 /// What a command line gives (in any layer) among the settings Debian's defaults stand in for.
