@@ -263,12 +263,9 @@ fn ethernet_slots(n: u64) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::ms;
     use clap::ValueEnum;
     use proptest::prelude::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     fn schedule(backoff: Backoff, jitter: Jitter) -> Schedule {
         Schedule {

@@ -17,6 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::poll::{self, Wait};
 use crate::sweep;
 
 /// Set (to anything), `retry` never creates a cgroup: for the tests of the other way.
@@ -217,12 +218,10 @@ fn remove_when_empty(dir: &Path) {
             libc::syscall(libc::SYS_close_range, events + 1, all, 0);
             for _ in 0..60_000 {
                 // `cgroup.events` is modified, and so polls as such, when it empties.
-                let mut poll = libc::pollfd {
-                    fd: events,
-                    events: libc::POLLPRI,
-                    revents: 0,
-                };
-                libc::poll(&mut poll, 1, 1);
+                let _ = poll::poll(
+                    [(events, libc::POLLPRI)],
+                    Wait::For(Duration::from_millis(1)),
+                );
                 if libc::rmdir(path.as_ptr()) == 0 {
                     break;
                 }

@@ -13,6 +13,7 @@ use clap::{ArgAction, Parser, ValueHint};
 
 use crate::backoff::{Backoff, Jitter};
 use crate::debian;
+use crate::fleet::{self, StateLocation};
 use crate::lines::Pattern;
 use crate::parse::{self, CodeSet, RetryCodes};
 
@@ -553,7 +554,7 @@ pub struct Cli {
     /// redis+cluster://[[user]:password@]host:port[,host:port...] (rediss+cluster:// for TLS). A
     /// password is never printed; $RETRY_STATE keeps it out of ps. When the state cannot be used, the run goes on without budget and breaker,
     /// and says so once.
-    #[arg(long, value_name = "DIR|URL", value_hint = ValueHint::DirPath, value_parser = parse_state, help_heading = "Fleet limits")]
+    #[arg(long, value_name = "DIR|URL", value_hint = ValueHint::DirPath, value_parser = fleet::parse_state, help_heading = "Fleet limits")]
     pub state: Option<StateLocation>,
 
     /// Print the state of the budget and breaker named, and exit (COMMAND optional)
@@ -621,91 +622,6 @@ pub struct Cli {
     pub command: Vec<OsString>,
 }
 
-/// Where the fleet state lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StateLocation {
-    Directory(PathBuf),
-    /// A Redis server (`redis://`, `rediss://`, `unix://`), as written.
-    Redis(String),
-}
-
-/// The seed nodes of a `redis+cluster://` URL (what follows the scheme): `host:port` pairs
-/// separated by commas, after an optional `[user]:password@` that all of them share. A list
-/// with no host, or a host without a port, is misuse.
-pub fn cluster_nodes(rest: &str) -> Result<Vec<String>, String> {
-    // The credentials end at the last `@`: a password may hold `@`, `/` or `,`; no host does.
-    // Unless that `@` is in a query (`?password=a@b`): then at the last one before it, if any.
-    let query = rest.find('?').unwrap_or(rest.len());
-    let readings = [
-        rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts),
-        rest[..query].rfind('@').map_or(rest, |at| &rest[at + 1..]),
-    ];
-    let nodes = |after_credentials: &str| -> Result<Vec<String>, String> {
-        // The hosts end where a path or a query begins (`?password=` may follow them).
-        let hosts = after_credentials.split(['/', '?']).next().unwrap_or("");
-        if hosts.is_empty() {
-            return Err(
-                "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"
-                    .into(),
-            );
-        }
-        hosts
-            .split(',')
-            .map(|node| match node.rsplit_once(':') {
-                Some((host, port))
-                    if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) =>
-                {
-                    Ok(node.to_string())
-                }
-                _ if node.is_empty() => Err(
-                    "a Redis Cluster URL has an empty host in its list; expected host:port[,host:port...]"
-                        .to_string(),
-                ),
-                _ => Err(format!(
-                    "the Redis Cluster node '{node}' has no port; each node is host:port"
-                )),
-            })
-            .collect()
-    };
-    nodes(readings[0]).or_else(|error| nodes(readings[1]).map_err(|_| error))
-}
-
-/// What `--state` may be, for the messages that refuse it.
-const STATE_FORMS: &str = "the state is a directory, a Redis server (redis://, rediss://, unix://) or a Redis Cluster (redis+cluster://, rediss+cluster://)";
-
-/// `--state`: a directory, or the URL of a Redis server. Any other scheme is misuse, and so is
-/// a known scheme without its `//` (`redis:host:6379`), which would otherwise be a directory of
-/// that name, and each host its own budget. (`./redis:x` is that directory.)
-pub fn parse_state(text: &str) -> Result<StateLocation, String> {
-    if text.is_empty() {
-        return Err("empty state location; expected a directory".into());
-    }
-    if let Some((scheme, rest)) = text.split_once(':')
-        && matches!(
-            scheme.to_ascii_lowercase().as_str(),
-            "redis" | "rediss" | "unix" | "redis+cluster" | "rediss+cluster"
-        )
-        && !rest.starts_with("//")
-    {
-        // The rest is not shown: it may hold a password.
-        return Err(format!(
-            "a state that starts '{scheme}:' without '//' is not a URL; {STATE_FORMS} (write ./{scheme}:... for a directory)"
-        ));
-    }
-    match text.split_once("://") {
-        Some(("redis" | "rediss" | "unix", _)) => Ok(StateLocation::Redis(text.to_string())),
-        Some(("redis+cluster" | "rediss+cluster", rest)) => {
-            cluster_nodes(rest)?;
-            Ok(StateLocation::Redis(text.to_string()))
-        }
-        Some((scheme, _)) => Err(format!("unknown state scheme '{scheme}'; {STATE_FORMS}")),
-        None => match unexpanded_tilde(text.as_bytes()) {
-            Some(reason) => Err(reason),
-            None => Ok(StateLocation::Directory(PathBuf::from(text))),
-        },
-    }
-}
-
 /// `--metrics-file` and `--report`: any path but an empty one (an unset variable's) or one
 /// whose `~` no shell expanded.
 fn written_path() -> impl TypedValueParser<Value = PathBuf> {
@@ -714,23 +630,10 @@ fn written_path() -> impl TypedValueParser<Value = PathBuf> {
         if value.is_empty() {
             return Err("an empty path names no file".to_string());
         }
-        match unexpanded_tilde(value.as_bytes()) {
+        match parse::unexpanded_tilde(value.as_bytes()) {
             Some(reason) => Err(reason),
             None => Ok(PathBuf::from(value)),
         }
-    })
-}
-
-/// Why a path on the command line that begins with `~` or `~USER` is refused: no shell
-/// expanded it (`--state=~/x`, a quoted word), and taken as it is it would make a directory
-/// named `~` wherever the run starts. (The config file and `RETRY_STATE`, which no shell reads,
-/// expand `~` themselves.)
-fn unexpanded_tilde(path: &[u8]) -> Option<String> {
-    path.starts_with(b"~").then(|| {
-        "a path beginning with ~ was not expanded: a shell expands ~ only at the start of a \
-         word (--flag ~/x, not --flag=~/x) and not in quotes; write $HOME/..., or ./~ for a \
-         directory named ~"
-            .to_string()
     })
 }
 
@@ -891,44 +794,16 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
-    /// A `~` that reaches `retry` was not expanded by a shell: as a directory, file or state it
-    /// would be made in the current directory. Anything after the first byte is the path's own.
+    /// A `~` no shell expanded is refused in every path the command line gives.
     #[test]
     fn a_leading_tilde_is_refused() {
-        for text in ["~", "~/x", "~bob", "~bob/x", "~~"] {
-            assert!(parse_state(text).is_err(), "{text}");
-            assert!(unexpanded_tilde(text.as_bytes()).is_some(), "{text}");
-        }
-        for text in ["./~", "a~", "a/~/b", "/~"] {
-            assert!(
-                matches!(parse_state(text), Ok(StateLocation::Directory(_))),
-                "{text}"
-            );
-            assert_eq!(unexpanded_tilde(text.as_bytes()), None, "{text}");
-        }
         let parsed = |flag: &str| Cli::try_parse_from(["retry", flag, "~/r", "true"]).is_err();
-        assert!(parsed("--report") && parsed("--metrics-file"));
+        assert!(parsed("--report") && parsed("--metrics-file") && parsed("--state"));
     }
 
     #[test]
     fn definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn cluster_credentials_end_at_the_last_at_sign_outside_a_query() {
-        let nodes = |rest: &str| cluster_nodes(rest);
-        assert_eq!(
-            nodes("u:p@ss/x@a:1,b:2"),
-            Ok(vec!["a:1".into(), "b:2".into()])
-        );
-        assert_eq!(
-            nodes("a:1,b:2/?password=Tr0ub4dor@horse-battery"),
-            Ok(vec!["a:1".into(), "b:2".into()])
-        );
-        assert_eq!(nodes("u:pw@a:1?password=x@y"), Ok(vec!["a:1".into()]));
-        assert!(nodes("u:pw@a").is_err());
-        assert!(nodes("").is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::cli::Cli;
 use crate::debian;
-use crate::dirs::home_expanded;
+use crate::dirs::{home_expanded, home_expanded_text};
 use crate::parse::suggestion;
 use crate::settings::HookKind;
 
@@ -104,13 +104,12 @@ impl Entry {
             self.key,
             self.table
         );
-        let expanded =
-            home_expanded(value, home).map_err(|why| ConfigError(format!("{context}: {why}")))?;
-        if self.key == "state" && expanded.to_str().is_none() {
-            return Err(ConfigError(format!(
-                "{context}: $HOME is not valid UTF-8, which a state location must be"
-            )));
-        }
+        let expanded = if self.key == "state" {
+            home_expanded_text(value, home)
+        } else {
+            home_expanded(value, home)
+        };
+        let expanded = expanded.map_err(|why| ConfigError(format!("{context}: {why}")))?;
         Ok(vec![flag.clone(), expanded])
     }
 }

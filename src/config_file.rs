@@ -122,8 +122,8 @@ fn config_path(cli: &Cli) -> anyhow::Result<Option<PathBuf>> {
     Ok(default_config_path().filter(|path| path.is_file()))
 }
 
-/// `$XDG_CONFIG_HOME/retry/config.toml`, else `~/.config/retry/config.toml`. A relative value
-/// is ignored (the XDG rule, applied to `HOME` too): it would read from the current directory.
+/// `$XDG_CONFIG_HOME/retry/config.toml`, else `~/.config/retry/config.toml`, as `xdg_base`
+/// reads them.
 fn default_config_path() -> Option<PathBuf> {
     Some(
         xdg_base("XDG_CONFIG_HOME", ".config")?

@@ -69,15 +69,12 @@ pub(crate) fn fit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::ms;
     use proptest::prelude::*;
 
     const FAILURE: WaitKind = WaitKind::AfterFailure {
         not_before: Duration::ZERO,
     };
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     #[test]
     fn a_wait_that_ends_before_the_deadline_stands() {

@@ -29,6 +29,8 @@ pub(crate) enum Unexpanded {
     AnotherUser,
     /// There is no `home` to read it as.
     NoHome,
+    /// The value must be text (`home_expanded_text`), and was, but `home` is not.
+    HomeNotText,
 }
 
 impl std::fmt::Display for Unexpanded {
@@ -40,6 +42,7 @@ impl std::fmt::Display for Unexpanded {
             Unexpanded::NoHome => {
                 "it begins with ~, the home directory, but $HOME is unset, empty or relative"
             }
+            Unexpanded::HomeNotText => "$HOME is not valid UTF-8, which a state location must be",
         })
     }
 }
@@ -61,6 +64,20 @@ pub(crate) fn home_expanded(value: &OsStr, home: Option<&Path>) -> Result<OsStri
     }
     path.extend_from_slice(rest);
     Ok(OsString::from_vec(path))
+}
+
+/// `home_expanded`, for a value that must be text: a state location, which may be a URL. One
+/// that was text until its `~` became a `home` that is not is refused for that home; one that
+/// was not text to begin with comes back as it is, for the caller to refuse.
+pub(crate) fn home_expanded_text(
+    value: &OsStr,
+    home: Option<&Path>,
+) -> Result<OsString, Unexpanded> {
+    let expanded = home_expanded(value, home)?;
+    if value.to_str().is_some() && expanded.to_str().is_none() {
+        return Err(Unexpanded::HomeNotText);
+    }
+    Ok(expanded)
 }
 
 /// A variable's value, unless it is unset or empty (which the XDG rules read as unset).
@@ -100,5 +117,21 @@ mod tests {
             home_expanded(OsStr::new("~/x"), Some(Path::new(&odd))).unwrap(),
             OsString::from_vec(b"/h\xff/x".to_vec())
         );
+    }
+
+    #[test]
+    fn a_value_that_must_be_text_stays_text() {
+        let odd = OsString::from_vec(b"/h\xff".to_vec());
+        let odd = Some(Path::new(&odd));
+        let expanded = |value: &[u8], home| home_expanded_text(OsStr::from_bytes(value), home);
+        assert_eq!(expanded(b"~/x", odd), Err(Unexpanded::HomeNotText));
+        assert_eq!(expanded(b"/x", odd).unwrap(), "/x", "no ~, no home");
+        assert_eq!(expanded(b"~/x", Some(Path::new("/h"))).unwrap(), "/h/x");
+        // Not text to begin with: the home is not to blame.
+        assert_eq!(
+            expanded(b"~/\xff", odd).unwrap(),
+            OsString::from_vec(b"/h\xff/\xff".to_vec())
+        );
+        assert_eq!(expanded(b"~bob", odd), Err(Unexpanded::AnotherUser));
     }
 }

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::backoff::{Backoff, Delays, Jitter};
+use crate::backoff::{Backoff, Delays, Jitter, Schedule};
 use crate::deadline::{self, Fit, LAST_CHANCE_MARGIN, WaitKind};
 use crate::draws::Draws;
 use crate::settings::{Settings, Timeouts};
@@ -47,14 +47,36 @@ pub fn plan(settings: &Settings) -> String {
 /// What the plan is for: the command, the schedule, the limits, the streak, the fleet limits
 /// and the seed.
 fn preamble(settings: &Settings) -> String {
-    let schedule = &settings.schedule;
-    let mut out = String::new();
     let command = if settings.command.is_empty() {
         "(no command given)".to_string()
     } else {
         crate::text::shell_words(&settings.command)
     };
-    let _ = writeln!(out, "dry run: {command}");
+    let mut lines = vec![
+        format!("dry run: {command}"),
+        schedule_line(&settings.schedule),
+        limits_line(settings),
+    ];
+    lines.extend(code_limits_line(settings));
+    lines.extend(streak_lines(settings));
+    lines.extend(fleet_lines(settings));
+    lines.push(format!(
+        "seed: {}",
+        settings.seed.map_or(
+            "none (each run draws its own delays; --seed N shows them)".to_string(),
+            |s| s.to_string()
+        )
+    ));
+    lines.push("elapsed counts waits only: each attempt adds its own running time".into());
+    let mut out = String::new();
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// The curve or the list of delays, its cap and its jitter.
+fn schedule_line(schedule: &Schedule) -> String {
     let jitter = match (schedule.is_ethernet(), schedule.jitter) {
         (true, _) => "random slots".to_string(),
         (_, Jitter::None) => "no jitter".to_string(),
@@ -70,28 +92,28 @@ fn preamble(settings: &Settings) -> String {
             Backoff::Exponential => format!(", multiplier {}", schedule.multiplier),
             _ => String::new(),
         };
-        let _ = writeln!(
-            out,
+        return format!(
             "schedule: {} backoff, base {}, max {}{growth}, {jitter}",
             schedule.backoff.name(),
             human(schedule.base),
             human(schedule.max),
         );
-    } else {
-        let list: Vec<String> = schedule.list.iter().copied().map(human).collect();
-        let _ = writeln!(
-            out,
-            "schedule: delays {} (the last repeats), {}, {jitter}",
-            list.join(", "),
-            if schedule.max == Duration::MAX {
-                "no cap".to_string()
-            } else {
-                format!("max {}", human(schedule.max))
-            },
-        );
     }
-    let _ = writeln!(
-        out,
+    let list: Vec<String> = schedule.list.iter().copied().map(human).collect();
+    format!(
+        "schedule: delays {} (the last repeats), {}, {jitter}",
+        list.join(", "),
+        if schedule.max == Duration::MAX {
+            "no cap".to_string()
+        } else {
+            format!("max {}", human(schedule.max))
+        },
+    )
+}
+
+/// The attempts, `--max-time` and the attempts' time limits.
+fn limits_line(settings: &Settings) -> String {
+    format!(
         "limits: {}, max-time {}, {}",
         match settings.max_attempts {
             Some(1) => "1 attempt".to_string(),
@@ -100,83 +122,74 @@ fn preamble(settings: &Settings) -> String {
         },
         settings.max_time.map_or("none".into(), human),
         timeouts(&settings.timeouts),
-    );
-    if !settings.code_limits.is_empty() {
-        let rules: Vec<String> = settings
-            .code_limits
-            .iter()
-            .map(|limit| {
-                let codes = if limit.low == limit.high {
-                    format!("exit {}", limit.low)
-                } else {
-                    format!("exits {}-{} together", limit.low, limit.high)
-                };
-                match limit.retries {
-                    0 => format!("{codes}: never retried"),
-                    1 => format!("{codes}: at most 1 retry"),
-                    n => format!("{codes}: at most {n} retries"),
-                }
-            })
-            .collect();
-        let limits = &settings.code_limits;
-        let overlap = limits.iter().enumerate().any(|(i, a)| {
-            limits[i + 1..]
-                .iter()
-                .any(|b| a.low <= b.high && b.low <= a.high)
-        });
-        let _ = writeln!(
-            out,
-            "retry limits (over the whole run, then a permanent failure): {}{}",
-            rules.join("; "),
-            if overlap {
-                " (a code under two rules is retried while both allow it)"
-            } else {
-                ""
-            }
-        );
+    )
+}
+
+/// The retries each `CODE@N` of `--retry-on-exit` allows, if any.
+fn code_limits_line(settings: &Settings) -> Option<String> {
+    let limits = &settings.code_limits;
+    if limits.is_empty() {
+        return None;
     }
+    let rules: Vec<String> = limits
+        .iter()
+        .map(|limit| {
+            let codes = if limit.low == limit.high {
+                format!("exit {}", limit.low)
+            } else {
+                format!("exits {}-{} together", limit.low, limit.high)
+            };
+            match limit.retries {
+                0 => format!("{codes}: never retried"),
+                1 => format!("{codes}: at most 1 retry"),
+                n => format!("{codes}: at most {n} retries"),
+            }
+        })
+        .collect();
+    let overlap = limits.iter().enumerate().any(|(i, a)| {
+        limits[i + 1..]
+            .iter()
+            .any(|b| a.low <= b.high && b.low <= a.high)
+    });
+    Some(format!(
+        "retry limits (over the whole run, then a permanent failure): {}{}",
+        rules.join("; "),
+        if overlap {
+            " (a code under two rules is retried while both allow it)"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// What starts the schedule afresh or ends a run other than a failure: `--reset-after`,
+/// `--restart`, `--consecutive`.
+fn streak_lines(settings: &Settings) -> Vec<String> {
+    let mut lines = Vec::new();
     if let Some(long) = settings.reset_after {
-        let _ = writeln!(
-            out,
+        lines.push(format!(
             "reset: a failed attempt that runs {} or longer starts the schedule and the attempt limit afresh",
             human(long)
-        );
+        ));
     }
     if settings.restart {
-        let _ = writeln!(
-            out,
+        lines.push(
             "restart: a success starts the command again after retry 1's delay; the run ends by failures in a row past the limit, --max-time, a permanent failure, the budget or breaker, or a signal"
+                .into(),
         );
     }
     if settings.consecutive > 1 {
         let n = settings.consecutive;
-        let _ = writeln!(
-            out,
+        lines.push(format!(
             "success: {n} successful attempts in a row; a success short of that waits retry 1's delay, and the schedule starts over"
-        );
+        ));
         if let Some(max) = settings.max_attempts.filter(|&max| max < n) {
-            let _ = writeln!(
-                out,
+            lines.push(format!(
                 "warning: --consecutive {n} needs {n} attempts, but at most {max} run: this run cannot succeed"
-            );
+            ));
         }
     }
-    for line in fleet_lines(settings) {
-        let _ = writeln!(out, "{line}");
-    }
-    let _ = writeln!(
-        out,
-        "seed: {}",
-        settings.seed.map_or(
-            "none (each run draws its own delays; --seed N shows them)".to_string(),
-            |s| s.to_string()
-        )
-    );
-    let _ = writeln!(
-        out,
-        "elapsed counts waits only: each attempt adds its own running time"
-    );
-    out
+    lines
 }
 
 /// The attempts' time limits: one for all, or the list (the table shows which attempt gets
@@ -370,36 +383,31 @@ fn timeout_note(settings: &Settings) -> Option<String> {
     })
 }
 
+/// How far into the run the table has come, counting waits only: at the least, at the most,
+/// and as drawn (with `--seed`; `None` without).
+#[derive(Clone, Copy)]
+struct Elapsed {
+    least: Duration,
+    most: Duration,
+    drawn: Option<Duration>,
+}
+
 /// The rows of the table, and a line saying what was left out, if anything.
 fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
-    let schedule = &settings.schedule;
     let mut draws = settings
         .seed
-        .map(|seed| Delays::new(schedule.clone(), Draws::seeded(seed)));
-    let max_time = settings.max_time;
+        .map(|seed| Delays::new(settings.schedule.clone(), Draws::seeded(seed)));
     let mut rows = Vec::new();
-    let (mut elapsed_least, mut elapsed_most) = (Duration::ZERO, Duration::ZERO);
-    let mut drawn_elapsed = Some(Duration::ZERO);
-
+    let mut elapsed = Elapsed {
+        least: Duration::ZERO,
+        most: Duration::ZERO,
+        drawn: Some(Duration::ZERO),
+    };
     if !settings.splay.is_zero() {
-        let drawn = draws.as_mut().map(|d| d.up_to(settings.splay));
-        elapsed_most = settings.splay;
-        drawn_elapsed = drawn;
-        rows.push(Row {
-            label: "splay".into(),
-            nominal: None,
-            least: Duration::ZERO,
-            most: settings.splay,
-            elapsed_least,
-            elapsed_most,
-            limit: settings.timeouts.of(1),
-            drawn,
-            note: past(max_time, elapsed_least, elapsed_most, drawn_elapsed),
-        });
+        rows.push(splay_row(settings, draws.as_mut(), &mut elapsed));
     }
-
     let retries = settings.max_attempts.map(|max| max - 1);
-    if let (Some(limit), Some(drawn)) = (max_time, drawn_elapsed)
+    if let (Some(limit), Some(drawn)) = (settings.max_time, elapsed.drawn)
         && drawn >= limit
     {
         // Only a drawn splay can reach the limit before any attempt: the run then exits 124.
@@ -423,60 +431,14 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
                 rows,
                 Some(format!(
                     "... {rest}, each waiting at most {}",
-                    human(schedule.range(n.saturating_add(1)).1)
+                    human(settings.schedule.range(n.saturating_add(1)).1)
                 )),
             );
         }
         n += 1;
-        let (least, most) = schedule.range(n);
-        let drawn = draws.as_mut().map(|d| d.delay(n));
-        // Each wait as the deadline leaves it, from the elapsed time it starts at: with
-        // ranges, the corners of the elapsed times and the waits bound what may happen.
-        let fitted = |wait: Duration, from: Duration| match max_time {
-            Some(limit) => fit_to(limit, wait, from),
-            None => (wait, false),
-        };
-        let corners = [
-            (elapsed_least, least),
-            (elapsed_least, most),
-            (elapsed_most, least),
-            (elapsed_most, most),
-        ]
-        .map(|(from, wait)| {
-            let (wait, cut) = fitted(wait, from);
-            (wait, from.saturating_add(wait), cut)
-        });
-        let least_cut = corners[0].2;
-        let most_cut = corners.iter().any(|&(_, _, cut)| cut);
-        let least = corners.iter().map(|c| c.0).min().unwrap_or_default();
-        let most = corners.iter().map(|c| c.0).max().unwrap_or_default();
-        let drawn = drawn_elapsed.zip(drawn).map(|(from, d)| fitted(d, from));
-        elapsed_least = corners.iter().map(|c| c.1).min().unwrap_or_default();
-        elapsed_most = corners.iter().map(|c| c.1).max().unwrap_or_default();
-        drawn_elapsed = drawn_elapsed
-            .zip(drawn)
-            .map(|(e, (d, _))| e.saturating_add(d));
-        // The last chance is certain when the shortest wait (or the drawn one) is cut.
-        let last = drawn.map_or(least_cut, |(_, cut)| cut);
-        let note = if last {
-            "  <- the last chance: cut short so the last attempt starts before --max-time"
-        } else if most_cut && drawn.is_none() {
-            "  <- may be cut short into the last chance before --max-time"
-        } else {
-            ""
-        };
-        rows.push(Row {
-            label: n.to_string(),
-            nominal: Some(schedule.nominal(n)),
-            least,
-            most,
-            elapsed_least,
-            elapsed_most,
-            limit: settings.timeouts.of(n.saturating_add(1)),
-            drawn: drawn.map(|(d, _)| d),
-            note,
-        });
-        if last && let Some(limit) = max_time {
+        let (row, last) = retry_row(settings, n, draws.as_mut(), &mut elapsed);
+        rows.push(row);
+        if last && let Some(limit) = settings.max_time {
             let footer = format!(
                 "--max-time {} allows at most {} attempts: the last starts by {}, {} before \
                  it (or twice the longest attempt, when attempts take longer)",
@@ -488,6 +450,90 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
             return (rows, Some(footer));
         }
     }
+}
+
+/// The splay's row, before the first attempt; `elapsed` moves on past it.
+fn splay_row(settings: &Settings, draws: Option<&mut Delays>, elapsed: &mut Elapsed) -> Row {
+    let drawn = draws.map(|d| d.up_to(settings.splay));
+    elapsed.most = settings.splay;
+    elapsed.drawn = drawn;
+    Row {
+        label: "splay".into(),
+        nominal: None,
+        least: Duration::ZERO,
+        most: settings.splay,
+        elapsed_least: elapsed.least,
+        elapsed_most: elapsed.most,
+        limit: settings.timeouts.of(1),
+        drawn,
+        note: past(
+            settings.max_time,
+            elapsed.least,
+            elapsed.most,
+            elapsed.drawn,
+        ),
+    }
+}
+
+/// Retry `n`'s row, its wait starting at `elapsed` (which moves on past it), and whether that
+/// wait is the last chance before `--max-time`.
+fn retry_row(
+    settings: &Settings,
+    n: u64,
+    draws: Option<&mut Delays>,
+    elapsed: &mut Elapsed,
+) -> (Row, bool) {
+    let schedule = &settings.schedule;
+    let (least, most) = schedule.range(n);
+    let drawn = draws.map(|d| d.delay(n));
+    // Each wait as the deadline leaves it, from the elapsed time it starts at: with ranges,
+    // the corners of the elapsed times and the waits bound what may happen.
+    let fitted = |wait: Duration, from: Duration| match settings.max_time {
+        Some(limit) => fit_to(limit, wait, from),
+        None => (wait, false),
+    };
+    let corners = [
+        (elapsed.least, least),
+        (elapsed.least, most),
+        (elapsed.most, least),
+        (elapsed.most, most),
+    ]
+    .map(|(from, wait)| {
+        let (wait, cut) = fitted(wait, from);
+        (wait, from.saturating_add(wait), cut)
+    });
+    let least_cut = corners[0].2;
+    let most_cut = corners.iter().any(|&(_, _, cut)| cut);
+    let least = corners.iter().map(|c| c.0).min().unwrap_or_default();
+    let most = corners.iter().map(|c| c.0).max().unwrap_or_default();
+    let drawn = elapsed.drawn.zip(drawn).map(|(from, d)| fitted(d, from));
+    elapsed.least = corners.iter().map(|c| c.1).min().unwrap_or_default();
+    elapsed.most = corners.iter().map(|c| c.1).max().unwrap_or_default();
+    elapsed.drawn = elapsed
+        .drawn
+        .zip(drawn)
+        .map(|(e, (d, _))| e.saturating_add(d));
+    // The last chance is certain when the shortest wait (or the drawn one) is cut.
+    let last = drawn.map_or(least_cut, |(_, cut)| cut);
+    let note = if last {
+        "  <- the last chance: cut short so the last attempt starts before --max-time"
+    } else if most_cut && drawn.is_none() {
+        "  <- may be cut short into the last chance before --max-time"
+    } else {
+        ""
+    };
+    let row = Row {
+        label: n.to_string(),
+        nominal: Some(schedule.nominal(n)),
+        least,
+        most,
+        elapsed_least: elapsed.least,
+        elapsed_most: elapsed.most,
+        limit: settings.timeouts.of(n.saturating_add(1)),
+        drawn: drawn.map(|(d, _)| d),
+        note,
+    };
+    (row, last)
 }
 
 /// A wait of `wait` after a failure, starting `from` into the run, as `--max-time` at `limit`
@@ -553,12 +599,9 @@ fn bar(least: Duration, most: Duration, scale: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Cli;
-    use clap::Parser;
 
     fn plan_for(args: &[&str]) -> String {
-        let cli = Cli::try_parse_from(["retry", "--dry-run"].iter().chain(args)).unwrap();
-        plan(&Settings::resolve(cli).unwrap())
+        plan(&Settings::of_args(&[&["--dry-run"], args].concat()))
     }
 
     #[test]

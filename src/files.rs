@@ -8,12 +8,12 @@ use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::rc::Rc;
 
 use crate::located::{self, Located, Unreachable, Way};
-use crate::ownership::owned_by_another;
+use crate::ownership::{self, Refusal, owned_by_another};
 use crate::plumbing::OwnStream;
 
 /// How a file of `retry`'s is written.
@@ -280,9 +280,7 @@ fn append_to(
     {
         return Err(taken_since());
     }
-    if !opened.is_file() {
-        return Err(io::Error::other("it is not a regular file"));
-    }
+    ownership::regular(&opened).map_err(|_| not_regular())?;
     // Its owner again: an inode number is reused, by a neighbour's file too.
     may_take(&target.at, opened.uid(), target.how)?;
     // A second name is a way in for whoever made it: where hard links to others' files are
@@ -365,13 +363,15 @@ fn real_cause(error: io::Error) -> io::Error {
 /// What is open as `file`, if it is a regular file this user may take as theirs.
 fn regular_of_ours(file: &File) -> io::Result<fs::Metadata> {
     let found = file.metadata()?;
-    if !found.is_file() {
-        return Err(io::Error::other("it is not a regular file"));
-    }
-    if owned_by_another(found.uid()) {
-        return Err(of_another(found.uid()));
-    }
+    ownership::regular_of_ours(&found).map_err(|refusal| match refusal {
+        Refusal::OfAnother { uid } => of_another(uid),
+        _ => not_regular(),
+    })?;
     Ok(found)
+}
+
+fn not_regular() -> io::Error {
+    io::Error::other("it is not a regular file")
 }
 
 /// Whether a regular file owned by `uid`, in `at`'s directory, may be written `how`: one of
@@ -458,14 +458,16 @@ fn judge(at: &Located, found: Option<fs::Metadata>, how: Use) -> io::Result<Opti
     match found {
         None if at.via_link => Err(symlink_to_nothing()),
         None => Ok(None),
-        Some(found) if found.is_file() => {
-            may_take(at, found.uid(), how)?;
-            Ok(Some(found))
-        }
-        Some(found) => Err(io::Error::other(format!(
-            "it is {}, not a regular file",
-            file_kind(found.file_type())
-        ))),
+        Some(found) => match ownership::regular(&found) {
+            Ok(()) => {
+                may_take(at, found.uid(), how)?;
+                Ok(Some(found))
+            }
+            Err(_) => Err(io::Error::other(format!(
+                "it is {}, not a regular file",
+                file_kind(found.file_type())
+            ))),
+        },
     }
 }
 
@@ -489,14 +491,10 @@ fn file_kind(kind: fs::FileType) -> &'static str {
 }
 
 /// The bytes of the regular file of this user's (or root's) at `path`, up to `most`: opened
-/// without blocking (a FIFO put there would otherwise hold `retry` in `open`) and without
-/// following a symlink put there; what is open is then judged, not the name.
+/// without blocking and without following a symlink put there (`located::open_unfollowed`);
+/// what is open is then judged, not the name.
 pub(crate) fn read_bounded(path: &Path, most: u64) -> io::Result<Vec<u8>> {
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(not_a_link)?;
+    let file = located::open_unfollowed(path).map_err(not_a_link)?;
     regular_of_ours(&file)?;
     bounded(file, most)
 }
@@ -563,13 +561,7 @@ fn create_temporary_beside(target: &Located, nonce: u64, mode: u32) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Says why a test checks nothing here; under CI, where it must check, fails instead.
-    fn skipped(why: &str) {
-        let in_ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty());
-        assert!(!in_ci, "{why}, and CI must allow it");
-        eprintln!("skipped: {why}");
-    }
+    use crate::test_support::skipped;
 
     /// A file a neighbour puts at the name between the look and the rename (their mode, their
     /// ownership) gives the new file neither: it keeps only what the look found, here nothing.

@@ -21,6 +21,7 @@ use std::thread;
 
 use crate::cli::StdinMode;
 use crate::plumbing;
+use crate::poll::{self, Wait};
 use crate::spool::Spool;
 use crate::text::plain_error;
 
@@ -278,15 +279,8 @@ fn feed(mut writer: &io::PipeWriter, mut bytes: &[u8], stop: RawFd) -> bool {
             Ok(written) => bytes = &bytes[written..],
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                let mut ready = [(writer.as_raw_fd(), libc::POLLOUT), (stop, libc::POLLIN)].map(
-                    |(fd, events)| libc::pollfd {
-                        fd,
-                        events,
-                        revents: 0,
-                    },
-                );
-                // SAFETY: two valid pollfds, no timeout.
-                if unsafe { libc::poll(ready.as_mut_ptr(), 2, -1) } > 0 && ready[1].revents != 0 {
+                let ready = [(writer.as_raw_fd(), libc::POLLOUT), (stop, libc::POLLIN)];
+                if poll::poll(ready, Wait::Forever).is_ok_and(|[_, stopped]| stopped != 0) {
                     return false;
                 }
             }

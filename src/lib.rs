@@ -31,6 +31,7 @@ mod outcome;
 mod ownership;
 pub mod parse;
 mod plumbing;
+mod poll;
 mod predicate;
 mod process;
 mod reaper;
@@ -42,6 +43,8 @@ mod spool;
 mod start;
 mod stdio;
 mod sweep;
+#[cfg(test)]
+mod test_support;
 mod text;
 
 use std::ffi::OsString;

@@ -23,6 +23,12 @@ use crate::ownership::{acl_writer, acl_writer_of, owned_by_another};
 /// As many links as the kernel follows in one resolution (MAXSYMLINKS).
 const MOST_LINKS: u32 = 40;
 
+/// How a file that a neighbour may have put in place is opened: never through a link at its
+/// name (a link another user planted would choose the file), and never blocking (a FIFO put
+/// there would hold `retry` in `open`, beyond any signal). What was opened is then judged
+/// (`ownership`), not the name.
+const UNFOLLOWED: libc::c_int = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
 /// An open directory: names in it are opened, made, renamed and removed relative to it, never
 /// following a link at the name itself, and never blocking in `open` (a FIFO put at a name).
 pub(crate) struct Dir(OwnedFd);
@@ -128,71 +134,112 @@ pub(crate) fn c_name(name: impl AsRef<OsStr>) -> io::Result<CString> {
 /// holding its last name. A directory the path names on the way that is missing is made (mode
 /// 0700) on a `Way::Private`, else the path leads nowhere; the last name itself need not exist.
 pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
-    let mut dir = Dir::open_root(path.is_absolute())?;
-    // Where `dir` is, to name it in a message.
-    let mut at = if path.is_absolute() {
-        PathBuf::from("/")
-    } else {
-        std::env::current_dir().unwrap_or_default()
-    };
-    let note = |dir: &Dir, at: &Path| -> Result<(), Unreachable> {
-        if way == Way::AsIs {
-            return Ok(());
-        }
-        let mode = dir.own_metadata()?.mode();
-        let sticky = mode & 0o1000 != 0;
-        let why = if open_to_all(mode) {
-            format!(
-                "mode {:04o}, writable by others without the sticky bit",
-                mode & 0o7777
-            )
-        } else if !sticky && let Some(writer) = dir.acl_writer() {
-            format!("uid {writer} may write it, by its ACL")
-        } else {
-            return Ok(());
-        };
-        Err(Unreachable::Rearrangeable {
-            dir: at.to_path_buf(),
-            why,
-        })
-    };
-    note(&dir, &at)?;
-    if way == Way::Private && path.is_relative() {
-        // The directories above the current one count as much as those below it.
-        for_each_above(&dir, &at, &note)?;
-    }
-    let mut pending = steps(path, true)?;
-    if path.is_absolute() {
-        // (The root is open already.)
-        pending.pop_front();
-    }
-    let mut links = 0;
-    let mut via_link = false;
-    while let Some(step) = pending.pop_front() {
-        let (name, given) = match step {
+    let mut walk = Walk::start(path, way)?;
+    while let Some(step) = walk.pending.pop_front() {
+        match step {
             Step::Root => {
-                dir = Dir::open_root(true)?;
-                at = PathBuf::from("/");
-                note(&dir, &at)?;
-                continue;
+                walk.at = PathBuf::from("/");
+                walk.enter(Dir::open_root(true)?)?;
             }
             Step::Parent => {
-                dir = dir.open_dir(c"..")?;
-                at.pop();
-                note(&dir, &at)?;
-                continue;
+                let up = walk.dir.open_dir(c"..")?;
+                walk.at.pop();
+                walk.enter(up)?;
             }
-            Step::Name(name, given) => (name, given),
+            Step::Name(name, given) => {
+                if let Some(end) = walk.name(name, given)? {
+                    return Ok(walk.end_at(end));
+                }
+            }
+        }
+    }
+    let found = walk.dir.own_metadata()?;
+    Ok(walk.end_at(End {
+        name: c".".to_owned(),
+        via_link: false,
+        found: Some(found),
+    }))
+}
+
+/// A walk down a path, name by name, from the directory it holds.
+struct Walk {
+    way: Way,
+    /// The directory reached so far, held open.
+    dir: Dir,
+    /// Where `dir` is, to name it in a message.
+    at: PathBuf,
+    /// The steps left: a link's target's go in front.
+    pending: VecDeque<Step>,
+    /// How many links were followed.
+    links: u32,
+    /// Whether the last name came from a link.
+    via_link: bool,
+}
+
+/// Where a walk ended: the last name in the walk's directory (see `Located`).
+struct End {
+    name: CString,
+    /// Whether this name, apart from the links followed before it, is a link's target.
+    via_link: bool,
+    found: Option<Metadata>,
+}
+
+impl Walk {
+    /// At the start of `path`: the root or the current directory, and every directory above
+    /// the current one noted too (on a `Way::Private`).
+    fn start(path: &Path, way: Way) -> Result<Walk, Unreachable> {
+        let dir = Dir::open_root(path.is_absolute())?;
+        let at = if path.is_absolute() {
+            PathBuf::from("/")
+        } else {
+            std::env::current_dir().unwrap_or_default()
         };
-        let last = pending.is_empty();
+        note(way, &dir, &at)?;
+        if way == Way::Private && path.is_relative() {
+            // The directories above the current one count as much as those below it.
+            for_each_above(&dir, &at, &|dir: &Dir, at: &Path| note(way, dir, at))?;
+        }
+        let mut pending = steps(path, true)?;
+        if path.is_absolute() {
+            // (The root is open already.)
+            pending.pop_front();
+        }
+        Ok(Walk {
+            way,
+            dir,
+            at,
+            pending,
+            links: 0,
+            via_link: false,
+        })
+    }
+
+    /// Goes on from `dir`, reached at `at`, once it passes `note`.
+    fn enter(&mut self, dir: Dir) -> Result<(), Unreachable> {
+        self.dir = dir;
+        note(self.way, &self.dir, &self.at)
+    }
+
+    fn end_at(self, end: End) -> Located {
+        Located {
+            dir: self.dir,
+            name: end.name,
+            via_link: self.via_link || end.via_link,
+            found: end.found,
+        }
+    }
+
+    /// Takes the step to `name` (which the path itself holds if `given`, else a link's
+    /// target): the end of the walk when it is the last name, else `None` and the walk goes on.
+    fn name(&mut self, name: CString, given: bool) -> Result<Option<End>, Unreachable> {
+        let last = self.pending.is_empty();
         if !last {
             // Mostly a directory: held in one call; anything else is looked at below.
-            match dir.open_dir(&name) {
+            match self.dir.open_dir(&name) {
                 Ok(next) => {
-                    at.push(OsStr::from_bytes(name.as_bytes()));
-                    dir = next;
-                    note(&dir, &at)?;
-                    continue;
+                    self.at.push(OsStr::from_bytes(name.as_bytes()));
+                    self.enter(next)?;
+                    return Ok(None);
                 }
                 Err(error)
                     if matches!(
@@ -205,75 +252,112 @@ pub(crate) fn locate(path: &Path, way: Way) -> Result<Located, Unreachable> {
         // Named there, an open descriptor is a "link" whose text (`pipe:[81]`, or the path a
         // file had when it was opened) is no path to resolve; a closed one is no name at all.
         if last
-            && way == Way::AsIs
-            && let Some(fd) = own_descriptor(&dir, &at, &name)
+            && self.way == Way::AsIs
+            && let Some(fd) = own_descriptor(&self.dir, &self.at, &name)
         {
             return Err(Unreachable::Descriptor(fd));
         }
-        let Some((found, entry)) = dir.entry(&name)? else {
-            if last {
-                return Ok(Located {
-                    dir,
-                    name,
-                    via_link: via_link || !given,
-                    found: None,
-                });
-            }
-            if !given {
-                return Err(Unreachable::Dangling);
-            }
-            if way == Way::AsIs {
-                return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
-            }
-            dir.make_dir(&name).map_err(Unreachable::Unmade)?;
-            pending.push_front(Step::Name(name, given));
-            continue;
+        let Some((found, entry)) = self.dir.entry(&name)? else {
+            return self.missing(name, given, last);
         };
-        let kind = entry.file_type();
-        if kind.is_symlink() {
-            if owned_by_another(entry.uid()) {
-                return Err(Unreachable::Foreign {
-                    link: at.join(OsStr::from_bytes(name.as_bytes())),
-                    owner: entry.uid(),
-                });
-            }
-            links += 1;
-            if links > MOST_LINKS {
-                return Err(io::Error::from_raw_os_error(libc::ELOOP).into());
-            }
-            // The target of the very link whose owner was read (held open), not of whatever
-            // took its name since.
-            let target = read_link(&found)?;
-            for step in steps(OsStr::from_bytes(&target).as_ref(), false)?
-                .into_iter()
-                .rev()
-            {
-                pending.push_front(step);
-            }
-            via_link |= last;
-            continue;
+        if entry.file_type().is_symlink() {
+            self.follow(&name, &found, &entry)?;
+            self.via_link |= last;
+            return Ok(None);
         }
         if last {
-            return Ok(Located {
-                dir,
+            return Ok(Some(End {
                 name,
-                via_link,
+                via_link: false,
                 found: Some(entry),
-            });
+            }));
         }
-        if !kind.is_dir() {
+        if !entry.file_type().is_dir() {
             return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into());
         }
-        at.push(OsStr::from_bytes(name.as_bytes()));
-        dir = Dir(found);
-        note(&dir, &at)?;
+        self.at.push(OsStr::from_bytes(name.as_bytes()));
+        self.enter(Dir(found))?;
+        Ok(None)
     }
-    let found = dir.own_metadata()?;
-    Ok(Located {
-        dir,
-        name: c".".to_owned(),
-        via_link,
-        found: Some(found),
+
+    /// Nothing is at `name`: the end, if it is the last name; else the directory the path
+    /// names is made, on a `Way::Private`, and entered next.
+    fn missing(
+        &mut self,
+        name: CString,
+        given: bool,
+        last: bool,
+    ) -> Result<Option<End>, Unreachable> {
+        if last {
+            return Ok(Some(End {
+                name,
+                via_link: !given,
+                found: None,
+            }));
+        }
+        if !given {
+            return Err(Unreachable::Dangling);
+        }
+        if self.way == Way::AsIs {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
+        }
+        self.dir.make_dir(&name).map_err(Unreachable::Unmade)?;
+        self.pending.push_front(Step::Name(name, given));
+        Ok(None)
+    }
+
+    /// Follows the link at `name` (open as `found`, described by `entry`): its target's steps
+    /// come next. Another user's link is never followed.
+    fn follow(
+        &mut self,
+        name: &CStr,
+        found: &OwnedFd,
+        entry: &Metadata,
+    ) -> Result<(), Unreachable> {
+        if owned_by_another(entry.uid()) {
+            return Err(Unreachable::Foreign {
+                link: self.at.join(OsStr::from_bytes(name.to_bytes())),
+                owner: entry.uid(),
+            });
+        }
+        self.links += 1;
+        if self.links > MOST_LINKS {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP).into());
+        }
+        // The target of the very link whose owner was read (held open), not of whatever took
+        // its name since.
+        let target = read_link(found)?;
+        for step in steps(OsStr::from_bytes(&target).as_ref(), false)?
+            .into_iter()
+            .rev()
+        {
+            self.pending.push_front(step);
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a directory on the way (`dir`, at `at`) that others may rearrange, on a
+/// `Way::Private`.
+fn note(way: Way, dir: &Dir, at: &Path) -> Result<(), Unreachable> {
+    if way == Way::AsIs {
+        return Ok(());
+    }
+    let mode = dir.own_metadata()?.mode();
+    let sticky = mode & 0o1000 != 0;
+    let why = if open_to_all(mode) {
+        format!(
+            "mode {:04o}, writable by others without the sticky bit",
+            mode & 0o7777
+        )
+    } else if !sticky && let Some(writer) = dir.acl_writer() {
+        format!("uid {writer} may write it, by its ACL")
+    } else {
+        return Ok(());
+    };
+    Err(Unreachable::Rearrangeable {
+        dir: at.to_path_buf(),
+        why,
     })
 }
 
@@ -408,15 +492,9 @@ impl Dir {
     }
 
     /// Opens `name` with `flags` (`O_CREAT` makes it with `mode`), never through a link at the
-    /// name and never blocking on a FIFO.
+    /// name and never blocking on a FIFO (`UNFOLLOWED`).
     pub(crate) fn open(&self, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
-        open_at(
-            self.0.as_raw_fd(),
-            name,
-            flags | libc::O_NOFOLLOW | libc::O_NONBLOCK,
-            mode,
-        )
-        .map(File::from)
+        open_at(self.0.as_raw_fd(), name, flags | UNFOLLOWED, mode).map(File::from)
     }
 
     /// The directory `name` in this one, not through a link.
@@ -454,6 +532,18 @@ impl Dir {
     }
 }
 
+/// Opens `path` to read, as `Dir::open` opens a name (`UNFOLLOWED`); the directories on the
+/// way are the kernel's to follow.
+pub(crate) fn open_unfollowed(path: &Path) -> io::Result<File> {
+    open_at(
+        libc::AT_FDCWD,
+        &c_name(path)?,
+        libc::O_RDONLY | UNFOLLOWED,
+        0,
+    )
+    .map(File::from)
+}
+
 fn open_at(dir: libc::c_int, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
     loop {
         // SAFETY: openat(2) of a NUL-terminated name; the descriptor it returns is ours alone.
@@ -473,7 +563,7 @@ fn open_at(dir: libc::c_int, name: &CStr, flags: libc::c_int, mode: u32) -> io::
 mod tests {
     use super::*;
     use std::fs;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{FileTypeExt, symlink};
 
     fn name_of(located: &Located) -> &str {
         located.name.to_str().unwrap()
@@ -565,6 +655,31 @@ mod tests {
         );
         dir.remove(c"f").unwrap();
         assert!(!root.path().join("f").exists());
+    }
+
+    /// A path is opened as a name in a held directory is: a link at its last name is not
+    /// followed, and a FIFO does not hold the open.
+    #[test]
+    fn a_path_opens_unfollowed_and_unblocked() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("f");
+        fs::write(&file, "x").unwrap();
+        assert!(
+            open_unfollowed(&file)
+                .unwrap()
+                .metadata()
+                .unwrap()
+                .is_file()
+        );
+        symlink(&file, root.path().join("l")).unwrap();
+        let error = open_unfollowed(&root.path().join("l")).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
+        let fifo = root.path().join("p");
+        let name = c_name(&fifo).unwrap();
+        // SAFETY: mkfifo(3) of a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let opened = open_unfollowed(&fifo).unwrap();
+        assert!(opened.metadata().unwrap().file_type().is_fifo());
     }
 
     /// This process's descriptors, by any name the kernel gives them or a link to one, are

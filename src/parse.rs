@@ -615,9 +615,35 @@ fn edit_distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
+/// Why a path on the command line that begins with `~` or `~USER` is refused: no shell
+/// expanded it (`--state=~/x`, a quoted word), and taken as it is it would make a directory
+/// named `~` wherever the run starts. (The config file and `RETRY_STATE`, which no shell reads,
+/// expand `~` themselves.)
+pub(crate) fn unexpanded_tilde(path: &[u8]) -> Option<String> {
+    path.starts_with(b"~").then(|| {
+        "a path beginning with ~ was not expanded: a shell expands ~ only at the start of a \
+         word (--flag ~/x, not --flag=~/x) and not in quotes; write $HOME/..., or ./~ for a \
+         directory named ~"
+            .to_string()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::ms;
+
+    /// A `~` that reaches `retry` was not expanded by a shell. Anything after the first byte is
+    /// the path's own.
+    #[test]
+    fn a_leading_tilde_was_not_expanded() {
+        for text in ["~", "~/x", "~bob", "~bob/x", "~~"] {
+            assert!(unexpanded_tilde(text.as_bytes()).is_some(), "{text}");
+        }
+        for text in ["./~", "a~", "a/~/b", "/~"] {
+            assert_eq!(unexpanded_tilde(text.as_bytes()), None, "{text}");
+        }
+    }
 
     #[test]
     fn sizes_are_bytes_or_powers_of_1024() {
@@ -655,10 +681,6 @@ mod tests {
             Err("0 is too few; the least is 1".into())
         );
         assert!(positive_count("-1").is_err());
-    }
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::http::{Heard, HttpLines};
 use crate::lines::{LineMatcher, Pattern};
 use crate::outcome::AttemptEnd;
+use crate::poll::{self, Wait};
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
 use crate::signals::Events;
@@ -35,6 +36,9 @@ use crate::text::plain_error;
 /// took twice as long as 128 KiB ones; see BENCHMARKS.md).
 const CHUNK: usize = 128 * 1024;
 const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
+
+/// Bytes read from a spool at a time, as it is written out or kept.
+const SPOOL_READ: usize = 128 * 1024;
 
 /// After an attempt ends, how long its output may stay silent before `retry` stops waiting for
 /// the end of it (a background process may hold the pipe open), and the most time it spends
@@ -75,15 +79,7 @@ impl Write for OwnStream {
 /// for a descriptor that a parent left non-blocking. An error or EINTR returns at once, and the
 /// caller tries again.
 pub(crate) fn wait_until_ready(fd: BorrowedFd<'_>, events: i16) {
-    let mut ready = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no timeout.
-    unsafe {
-        libc::poll(&mut ready, 1, -1);
-    }
+    let _ = poll::poll([(fd.as_raw_fd(), events)], Wait::Forever);
 }
 
 /// The streams (`Stream::bit`) whose held or replayed bytes could take no more, and those of
@@ -117,13 +113,8 @@ pub(crate) fn new_stalls() -> Vec<Stream> {
 /// Waits until the copy is told to stop (its `link` shut: see `Watch::link`), through any
 /// signal.
 fn wait_for_stop(stop: RawFd) {
-    let mut ready = libc::pollfd {
-        fd: stop,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no timeout; the copy holds its link open until it returns.
-    while unsafe { libc::poll(&mut ready, 1, -1) } <= 0 {}
+    // (The copy holds its link open until this returns.)
+    while poll::poll([(stop, libc::POLLIN)], Wait::Forever).is_err() {}
 }
 
 /// Where a watched stream's bytes go.
@@ -217,7 +208,7 @@ impl Held {
     ) -> io::Result<()> {
         let held = std::mem::take(self);
         self.written_out = true;
-        let mut buffer = vec![0u8; 128 * 1024];
+        let mut buffer = vec![0u8; SPOOL_READ];
         let mut offset = 0u64;
         let mut record = [0u8; STRETCH];
         let mut at = 0u64;
@@ -229,15 +220,13 @@ impl Held {
         });
         for (stream, len) in earlier.chain(last) {
             let end = offset + len;
-            while offset < end {
-                let wanted = buffer.len().min((end - offset) as usize);
-                let read = held.spool.read_at(offset, &mut buffer[..wanted])?;
-                if read == 0 {
-                    return Ok(());
-                }
-                out(stream, &buffer[..read])?;
-                offset += read as u64;
+            let whole = copy_range(&held.spool, offset..end, &mut buffer, |bytes| {
+                out(stream, bytes)
+            })?;
+            if !whole {
+                return Ok(());
             }
+            offset = end;
         }
         Ok(())
     }
@@ -341,8 +330,12 @@ impl Kept {
             let head = most / 2;
             let tail = most - head;
             let mut out = SpoolWriter(&mut self.spool);
-            copy_range(&held.spool, 0..head, &mut out)?;
-            copy_range(&held.spool, whole - tail..whole, &mut out)?;
+            let mut buffer = vec![0u8; SPOOL_READ];
+            for range in [0..head, whole - tail..whole] {
+                copy_range(&held.spool, range, &mut buffer, |bytes| {
+                    out.write_all(bytes)
+                })?;
+            }
             held.discard();
             (most, Some((head, whole - most)))
         };
@@ -408,10 +401,18 @@ impl KeptOutput {
     /// header, the final attempt's output) starts one of its own.
     pub(crate) fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
         let end = self.from + self.len;
+        let mut buffer = vec![0u8; SPOOL_READ];
+        let mut copy = |range, out: &mut dyn Write| {
+            copy_range(&self.spool, range, &mut buffer, |bytes| {
+                out.write_all(bytes)
+            })
+        };
         match self.cut {
-            None => copy_range(&self.spool, self.from..end, out)?,
+            None => {
+                copy(self.from..end, out)?;
+            }
             Some((head, left_out)) => {
-                copy_range(&self.spool, self.from..self.from + head, out)?;
+                copy(self.from..self.from + head, out)?;
                 // The line stands on its own, whatever the head ended with.
                 let apart = if head > 0 && !self.ends_a_line_at(self.from + head) {
                     "\n"
@@ -423,7 +424,7 @@ impl KeptOutput {
                     "{apart}retry: [{left_out} bytes of attempt {} left out]",
                     self.attempt
                 )?;
-                copy_range(&self.spool, self.from + head..end, out)?;
+                copy(self.from + head..end, out)?;
             }
         }
         if self.len > 0 && !self.ends_a_line_at(end) {
@@ -441,37 +442,38 @@ impl KeptOutput {
     }
 }
 
-/// Copies `range` of `spool` to `out`.
-fn copy_range(spool: &Spool, range: std::ops::Range<u64>, out: &mut impl Write) -> io::Result<()> {
-    let mut buffer = vec![0u8; 128 * 1024];
+/// Hands `range` of `spool` to `out`, a `buffer` at a time: `false` when the spool ended
+/// before the range did.
+fn copy_range(
+    spool: &Spool,
+    range: std::ops::Range<u64>,
+    buffer: &mut [u8],
+    mut out: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<bool> {
     let mut offset = range.start;
     while offset < range.end {
         let wanted = buffer.len().min((range.end - offset) as usize);
         let read = spool.read_at(offset, &mut buffer[..wanted])?;
         if read == 0 {
-            break;
+            return Ok(false);
         }
-        out.write_all(&buffer[..read])?;
+        out(&buffer[..read])?;
         offset += read as u64;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Waits until `source` has input, or has ended or failed (for the read to tell); `false` once
 /// the copy is to stop (its link shut: see `Watch::link`), whatever is waiting in `source`.
 fn await_input(source: RawFd, stop: RawFd) -> bool {
-    let mut ready = [source, stop].map(|fd| libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    });
     loop {
-        // SAFETY: two valid pollfds, no timeout.
-        if unsafe { libc::poll(ready.as_mut_ptr(), 2, -1) } > 0 {
-            return ready[1].revents == 0;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return true;
+        match poll::poll(
+            [(source, libc::POLLIN), (stop, libc::POLLIN)],
+            Wait::Forever,
+        ) {
+            Ok([_, stopped]) => return stopped == 0,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return true,
         }
     }
 }
@@ -951,16 +953,8 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
 /// Whether the copy of `watch` has bytes waiting to be read, or an end to reach (no writer
 /// left). Asked only while the copy runs (its link not ended), so its source is still open.
 fn more_to_come(watch: &Watch) -> bool {
-    if hung_up(watch.link.as_fd()) {
-        return true;
-    }
-    let mut poll = libc::pollfd {
-        fd: watch.source,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait; the descriptor is the copy's, open while it runs.
-    unsafe { libc::poll(&mut poll, 1, 0) == 1 }
+    // (The source is the copy's, open while it runs.)
+    hung_up(watch.link.as_fd()) || poll::ready_now(watch.source, libc::POLLIN)
 }
 
 /// Waits for a copy to end (`done` hangs up: `true`) as long as it moves: returns `false` once
@@ -1005,13 +999,7 @@ pub(crate) fn hand_over(mut leftovers: Vec<Leftover>, events: &Events) -> Result
 
 /// Whether the other end of `fd`, a pipe or a socket, has closed (or shut).
 fn hung_up(fd: BorrowedFd<'_>) -> bool {
-    let mut poll = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    unsafe { libc::poll(&mut poll, 1, 0) == 1 }
+    poll::ready_now(fd.as_raw_fd(), libc::POLLIN)
 }
 
 /// Gives `source` to a process of its own, which passes what comes on to `target` (or

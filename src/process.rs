@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use crate::outcome::MISUSE;
+use crate::poll::{self, Wait};
 use crate::text;
 
 /// What `retry` needs of the Rust runtime's start-up, which main.rs skips: SIGPIPE ignored (see
@@ -32,21 +33,18 @@ pub(crate) fn prepare() {
         );
         std::process::exit(i32::from(MISUSE));
     }));
-    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    });
-    // SAFETY: called before any thread exists; three valid pollfds and no timeout; open(2) with
-    // a valid C string. Descriptors are taken lowest first, so each open fills the lowest closed
-    // one.
+    // SAFETY: signal(2) with a disposition, before any thread exists.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        if libc::poll(fds.as_mut_ptr(), 3, 0) < 0 {
-            return;
-        }
-        for fd in fds {
-            if fd.revents & libc::POLLNVAL != 0 {
+    }
+    let Ok(streams) = poll::poll([0, 1, 2].map(|fd| (fd, 0)), Wait::Not) else {
+        return;
+    };
+    for revents in streams {
+        if revents & libc::POLLNVAL != 0 {
+            // SAFETY: open(2) with a valid C string. Descriptors are taken lowest first, so
+            // each open fills the lowest closed one.
+            unsafe {
                 libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             }
         }

@@ -1,5 +1,9 @@
 //! Resolved settings: the parsed command line with every default applied and every cross-flag
-//! rule checked. Pure: no environment, no files, no clock.
+//! rule checked. No clock, and two looks past the command line, each so that a bad value is
+//! misuse before the run (in `--dry-run` too) rather than a failure in it: `state_location`
+//! reads `$RETRY_STATE` (and `$HOME`, for its `~`) when no `--state` is given, and
+//! `in_a_directory` asks the file system whether the directories of `--metrics-file` and
+//! `--report` exist. Nothing else of the environment or the file system is read here.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -8,10 +12,10 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use crate::backoff::{Backoff, ETHERNET_ATTEMPTS, Jitter, Schedule};
-use crate::cli::{Cli, FailedOutput, LogFormat, ReportFormat, StateLocation, StdinMode};
+use crate::cli::{Cli, FailedOutput, LogFormat, ReportFormat, StdinMode};
 use crate::debian::{self, Criteria, Times};
 use crate::ending::Ending;
-use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings};
+use crate::fleet::{BreakerPolicy, BudgetPolicy, FleetSettings, StateLocation};
 use crate::http::HttpLines;
 use crate::lines::Pattern;
 use crate::outcome::AttemptEnd;
@@ -211,88 +215,24 @@ impl Settings {
     pub fn resolve(mut cli: Cli) -> Result<Settings> {
         let debian = debian::defaults(given(&cli));
         let backoff = cli.backoff.unwrap_or(Backoff::Exponential);
-        let max_attempts = match (cli.retries, cli.attempts, cli.forever) {
-            _ if debian.forever => None,
-            (_, _, true) => None,
-            (Some(retries), _, _) => Some(retries.saturating_add(1)),
-            (None, Some(attempts), _) => Some(attempts),
-            (None, None, false) if cli.times == Some(Times::Unlimited) => None,
-            (None, None, false) if let Some(Times::Attempts(n)) = cli.times => Some(n),
-            (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
-            (None, None, false) => Some(DEFAULT_RETRIES + 1),
-        };
-        // --http implies --honor-retry-after; both read either stream.
-        let http = HttpLines {
-            statuses: cli.http,
-            retry_after: cli.http || cli.honor_retry_after,
-        };
+        let max_attempts = max_attempts(&cli, &debian, backoff);
         let fleet = fleet_settings(&cli);
         let state_action = state_action(&cli, &fleet)?;
-        let state = match cli.state.clone() {
-            Some(state) => Some(state),
-            // Read as --state is, so that a bad one is misuse in --dry-run too.
-            None => match crate::dirs::non_empty_env("RETRY_STATE") {
-                Some(value) => {
-                    // No shell expands a `~` that reaches the environment this way (a CI
-                    // file's `env:`, a unit's `Environment=`): it is read as one would.
-                    let not_utf8 = if value.to_str().is_some() {
-                        "$RETRY_STATE: $HOME is not valid UTF-8, which a state location must be"
-                    } else {
-                        "$RETRY_STATE is not valid UTF-8"
-                    };
-                    let value = crate::dirs::home_expanded(&value, crate::dirs::home().as_deref())
-                        .map_err(|why| anyhow::anyhow!("$RETRY_STATE: {why}"))?
-                        .into_string()
-                        .map_err(|_| anyhow::anyhow!(not_utf8))?;
-                    Some(
-                        crate::cli::parse_state(&value)
-                            .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))?,
-                    )
-                }
-                None => None,
-            },
-        };
+        let state = state_location(&cli)?;
         let metrics = metrics_target(&cli)?;
         let report = report_target(&cli)?;
-        let failed_output = cli.failed_output.unwrap_or_default();
-        if failed_output != FailedOutput::Pass && cli.hold_stdout {
-            bail!(
-                "--failed-output {} cannot be used with --hold-stdout: both decide where an \
-                 attempt's output goes",
-                match failed_output {
-                    FailedOutput::Drop => "drop",
-                    _ => "on-give-up",
-                }
-            );
-        }
+        let failed_output = failed_output(&cli)?;
         // Debian's -d is --delays; without either (nor a curve), its 10s waits.
         cli.delays = cli
             .delays
             .take()
             .or(cli.delay.take())
             .or(debian.delays.map(DelayList));
-        let criteria = match (cli.until, cli.while_) {
-            (Some(until), _) => Some(Criteria {
-                until: true,
-                ..until
-            }),
-            (None, Some(during)) => Some(Criteria {
-                until: false,
-                ..during
-            }),
-            (None, None) => None,
-        };
-        if cli.command.is_empty() && !cli.dry_run && state_action.is_none() {
-            bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
-        }
-        // `retry "$CMD"` with CMD unset or empty: no program has an empty name.
-        if cli
-            .command
-            .first()
-            .is_some_and(|program| program.is_empty())
-        {
-            bail!("the command is an empty word (''); name the program to run");
-        }
+        let criteria = criteria(cli.until.take(), cli.while_.take());
+        command_given(&cli, state_action.is_some())?;
+        let schedule = schedule(&cli, backoff)?;
+        let judge = judge(&cli, criteria);
+        let (stdout_rules, stderr_rules) = output_rules(&mut cli);
         Ok(Settings {
             max_attempts,
             // 0 disables a limit, as in timeout(1).
@@ -300,31 +240,12 @@ impl Settings {
             timeouts: Timeouts::of_cli(&cli),
             kill_after: cli.kill_after.unwrap_or(DEFAULT_KILL_AFTER),
             kill_signal: cli.kill_signal.unwrap_or(libc::SIGTERM),
-            schedule: schedule(&cli, backoff)?,
+            schedule,
             seed: cli.seed,
             splay: cli.splay.unwrap_or(Duration::ZERO),
-            judge: Judge {
-                retry_on_exit: cli.retry_on_exit.as_ref().map(|list| list.codes),
-                stop_on_exit: cli.stop_on_exit,
-                invert: cli.invert,
-                has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
-                http: cli.http,
-                criteria,
-            },
-            stdout_rules: OutputRules {
-                until: cli.until_stdout,
-                retry_if: cli.retry_if_stdout,
-                stop_if: cli.stop_if_stdout,
-                hint: cli.retry_after_stdout,
-                http,
-            },
-            stderr_rules: OutputRules {
-                until: cli.until_stderr,
-                retry_if: cli.retry_if_stderr,
-                stop_if: cli.stop_if_stderr,
-                hint: cli.retry_after_stderr,
-                http,
-            },
+            judge,
+            stdout_rules,
+            stderr_rules,
             retry_after_max: cli.retry_after_max.unwrap_or(DEFAULT_RETRY_AFTER_MAX),
             fleet,
             state,
@@ -384,6 +305,125 @@ impl Settings {
             _ => ending.exit_status(last, fail_exit),
         }
     }
+}
+
+/// How many attempts in all (`None`: no limit): `--retries`, `--attempts` and `--forever`,
+/// Debian's `-t`, and the default of the curve.
+fn max_attempts(cli: &Cli, debian: &debian::Defaults, backoff: Backoff) -> Option<u64> {
+    match (cli.retries, cli.attempts, cli.forever) {
+        _ if debian.forever => None,
+        (_, _, true) => None,
+        (Some(retries), _, _) => Some(retries.saturating_add(1)),
+        (None, Some(attempts), _) => Some(attempts),
+        (None, None, false) if cli.times == Some(Times::Unlimited) => None,
+        (None, None, false) if let Some(Times::Attempts(n)) = cli.times => Some(n),
+        (None, None, false) if backoff == Backoff::Ethernet => Some(ETHERNET_ATTEMPTS),
+        (None, None, false) => Some(DEFAULT_RETRIES + 1),
+    }
+}
+
+/// Where the state lives: `--state` (or the config file's), else `$RETRY_STATE`, read here
+/// (with `$HOME` for its `~`) as `--state` is, so that a bad one is misuse in `--dry-run` too.
+fn state_location(cli: &Cli) -> Result<Option<StateLocation>> {
+    if let Some(state) = &cli.state {
+        return Ok(Some(state.clone()));
+    }
+    let Some(value) = crate::dirs::non_empty_env("RETRY_STATE") else {
+        return Ok(None);
+    };
+    // No shell expands a `~` that reaches the environment this way (a CI file's `env:`, a
+    // unit's `Environment=`): it is read as one would.
+    let value = crate::dirs::home_expanded_text(&value, crate::dirs::home().as_deref())
+        .map_err(|why| anyhow::anyhow!("$RETRY_STATE: {why}"))?
+        .into_string()
+        .map_err(|_| anyhow::anyhow!("$RETRY_STATE is not valid UTF-8"))?;
+    crate::fleet::parse_state(&value)
+        .map(Some)
+        .map_err(|reason| anyhow::anyhow!("$RETRY_STATE: {reason}"))
+}
+
+/// `--failed-output`, which `--hold-stdout` leaves no room for.
+fn failed_output(cli: &Cli) -> Result<FailedOutput> {
+    let failed_output = cli.failed_output.unwrap_or_default();
+    if failed_output != FailedOutput::Pass && cli.hold_stdout {
+        bail!(
+            "--failed-output {} cannot be used with --hold-stdout: both decide where an \
+             attempt's output goes",
+            match failed_output {
+                FailedOutput::Drop => "drop",
+                _ => "on-give-up",
+            }
+        );
+    }
+    Ok(failed_output)
+}
+
+/// Debian's `-u` or `-w` criteria, said which.
+fn criteria(until: Option<Criteria>, during: Option<Criteria>) -> Option<Criteria> {
+    match (until, during) {
+        (Some(until), _) => Some(Criteria {
+            until: true,
+            ..until
+        }),
+        (None, Some(during)) => Some(Criteria {
+            until: false,
+            ..during
+        }),
+        (None, None) => None,
+    }
+}
+
+/// Refuses a command line without a command to run, unless it asks for none (`--dry-run`,
+/// or an action on the state).
+fn command_given(cli: &Cli, acts_on_state: bool) -> Result<()> {
+    if cli.command.is_empty() && !cli.dry_run && !acts_on_state {
+        bail!("no command given; usage: retry [OPTIONS] [--] COMMAND [ARG]...");
+    }
+    // `retry "$CMD"` with CMD unset or empty: no program has an empty name.
+    if cli
+        .command
+        .first()
+        .is_some_and(|program| program.is_empty())
+    {
+        bail!("the command is an empty word (''); name the program to run");
+    }
+    Ok(())
+}
+
+/// What makes an attempt's end a success, a retry or a stop.
+fn judge(cli: &Cli, criteria: Option<Criteria>) -> Judge {
+    Judge {
+        retry_on_exit: cli.retry_on_exit.as_ref().map(|list| list.codes),
+        stop_on_exit: cli.stop_on_exit,
+        invert: cli.invert,
+        has_until: cli.until_stdout.is_some() || cli.until_stderr.is_some(),
+        http: cli.http,
+        criteria,
+    }
+}
+
+/// What reads stdout, and stderr: their patterns, taken out of `cli`, and the HTTP lines.
+fn output_rules(cli: &mut Cli) -> (OutputRules, OutputRules) {
+    // --http implies --honor-retry-after; both read either stream.
+    let http = HttpLines {
+        statuses: cli.http,
+        retry_after: cli.http || cli.honor_retry_after,
+    };
+    let stdout = OutputRules {
+        until: cli.until_stdout.take(),
+        retry_if: cli.retry_if_stdout.take(),
+        stop_if: cli.stop_if_stdout.take(),
+        hint: cli.retry_after_stdout.take(),
+        http,
+    };
+    let stderr = OutputRules {
+        until: cli.until_stderr.take(),
+        retry_if: cli.retry_if_stderr.take(),
+        stop_if: cli.stop_if_stderr.take(),
+        hint: cli.retry_after_stderr.take(),
+        http,
+    };
+    (stdout, stderr)
 }
 
 /// What a command line gives (in any layer) among the settings Debian's defaults stand in for.
@@ -545,18 +585,23 @@ fn fleet_settings(cli: &Cli) -> FleetSettings {
 }
 
 #[cfg(test)]
+impl Settings {
+    /// The settings of the command line `retry ARGS...`, for tests: no config file is read.
+    pub(crate) fn of_args(args: &[&str]) -> Settings {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(["retry"].iter().chain(args)).unwrap();
+        Settings::resolve(cli).unwrap()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
 
-    fn settings(args: &[&str]) -> Settings {
-        let cli = Cli::try_parse_from(["retry"].iter().chain(args)).unwrap();
-        Settings::resolve(cli).unwrap()
-    }
-
     #[test]
     fn defaults() {
-        let s = settings(&["true"]);
+        let s = Settings::of_args(&["true"]);
         assert_eq!(s.max_attempts, Some(6));
         assert_eq!(s.max_time, None);
         assert_eq!(s.timeouts.of(1), None);
@@ -568,16 +613,16 @@ mod tests {
         assert_eq!(s.schedule.max, Duration::from_secs(30));
         // A base above the default cap is the cap.
         assert_eq!(
-            settings(&["--base", "1m", "true"]).schedule.max,
+            Settings::of_args(&["--base", "1m", "true"]).schedule.max,
             Duration::from_secs(60)
         );
         // The default cap never shortens a list; a given one does.
         assert_eq!(
-            settings(&["--delays", "5m", "true"]).schedule.max,
+            Settings::of_args(&["--delays", "5m", "true"]).schedule.max,
             Duration::MAX
         );
         assert_eq!(
-            settings(&["--delays", "5m", "--max", "1m", "true"])
+            Settings::of_args(&["--delays", "5m", "--max", "1m", "true"])
                 .schedule
                 .max,
             Duration::from_secs(60)
@@ -589,11 +634,17 @@ mod tests {
 
     #[test]
     fn attempt_limits() {
-        assert_eq!(settings(&["-r", "0", "true"]).max_attempts, Some(1));
-        assert_eq!(settings(&["--attempts", "3", "true"]).max_attempts, Some(3));
-        assert_eq!(settings(&["--forever", "true"]).max_attempts, None);
         assert_eq!(
-            settings(&["--retries", "18446744073709551615", "true"]).max_attempts,
+            Settings::of_args(&["-r", "0", "true"]).max_attempts,
+            Some(1)
+        );
+        assert_eq!(
+            Settings::of_args(&["--attempts", "3", "true"]).max_attempts,
+            Some(3)
+        );
+        assert_eq!(Settings::of_args(&["--forever", "true"]).max_attempts, None);
+        assert_eq!(
+            Settings::of_args(&["--retries", "18446744073709551615", "true"]).max_attempts,
             Some(u64::MAX)
         );
     }
@@ -601,15 +652,15 @@ mod tests {
     #[test]
     fn ethernet_gives_up_after_16_attempts_without_a_limit() {
         assert_eq!(
-            settings(&["--backoff", "ethernet", "true"]).max_attempts,
+            Settings::of_args(&["--backoff", "ethernet", "true"]).max_attempts,
             Some(16)
         );
         assert_eq!(
-            settings(&["--backoff", "ethernet", "-r", "2", "true"]).max_attempts,
+            Settings::of_args(&["--backoff", "ethernet", "-r", "2", "true"]).max_attempts,
             Some(3)
         );
         assert_eq!(
-            settings(&["--backoff", "ethernet", "--forever", "true"]).max_attempts,
+            Settings::of_args(&["--backoff", "ethernet", "--forever", "true"]).max_attempts,
             None
         );
     }
@@ -617,7 +668,7 @@ mod tests {
     #[test]
     fn each_attempt_gets_its_entry_of_the_list_and_the_last_repeats() {
         let ms = Duration::from_millis;
-        let s = settings(&["--timeouts", "1s,0,5s", "true"]);
+        let s = Settings::of_args(&["--timeouts", "1s,0,5s", "true"]);
         let limits: Vec<_> = [1, 2, 3, 4, u64::MAX].map(|n| s.timeouts.of(n)).to_vec();
         assert_eq!(
             limits,
@@ -630,19 +681,19 @@ mod tests {
             ]
         );
         assert_eq!((s.timeouts.longest(), s.timeouts.vary()), (None, true));
-        let s = settings(&["--timeouts", "1s,3s", "true"]);
+        let s = Settings::of_args(&["--timeouts", "1s,3s", "true"]);
         assert_eq!(s.timeouts.longest(), Some(ms(3000)));
-        let one = settings(&["--timeout", "2s", "true"]);
+        let one = Settings::of_args(&["--timeout", "2s", "true"]);
         assert_eq!(
             (one.timeouts.of(9), one.timeouts.vary()),
             (Some(ms(2000)), false)
         );
-        assert_eq!(settings(&["true"]).timeouts.longest(), None);
+        assert_eq!(Settings::of_args(&["true"]).timeouts.longest(), None);
     }
 
     #[test]
     fn zero_disables_time_limits() {
-        let s = settings(&["--timeout", "0", "--max-time", "0", "true"]);
+        let s = Settings::of_args(&["--timeout", "0", "--max-time", "0", "true"]);
         assert_eq!((s.timeouts.of(1), s.max_time), (None, None));
     }
 
@@ -661,7 +712,7 @@ mod tests {
                 true,
             ),
         ] {
-            let s = settings(&[args, &["true"]].concat());
+            let s = Settings::of_args(&[args, &["true"]].concat());
             assert_eq!(
                 (
                     s.stdout_rules.any(),
@@ -677,13 +728,13 @@ mod tests {
     /// Debian's defaults stand in only where a Debian command line leaves a setting unsaid.
     #[test]
     fn debians_command_line_has_debians_defaults() {
-        let s = settings(&["-u", "s", "true"]);
+        let s = Settings::of_args(&["-u", "s", "true"]);
         assert_eq!(s.max_attempts, None);
         assert_eq!(s.schedule.list, [Duration::from_secs(10)]);
         assert_eq!(s.schedule.jitter, Jitter::None);
         assert!(s.hold_stdout && s.stdout_once);
         assert_eq!(s.stdin, StdinMode::Replay);
-        let s = settings(&[
+        let s = Settings::of_args(&[
             "-t",
             "3",
             "--base",
@@ -697,20 +748,20 @@ mod tests {
         assert!(s.schedule.list.is_empty() && s.schedule.jitter == Jitter::Equal);
         assert!(s.hold_stdout && !s.stdout_once);
         assert_eq!(s.stdin, StdinMode::Null);
-        assert_eq!(settings(&["-t", "-1", "true"]).max_attempts, None);
-        let s = settings(&["-d", "0,2", "-m", "x", "true"]);
+        assert_eq!(Settings::of_args(&["-t", "-1", "true"]).max_attempts, None);
+        let s = Settings::of_args(&["-d", "0,2", "-m", "x", "true"]);
         assert_eq!(s.schedule.list, [Duration::ZERO, Duration::from_secs(2)]);
         assert_eq!(s.label.as_deref(), Some("x"));
-        let own = settings(&["--label", "x", "true"]);
+        let own = Settings::of_args(&["--label", "x", "true"]);
         assert_eq!((own.max_attempts, own.stdout_once), (Some(6), false));
-        assert_eq!(settings(&["-m", "", "true"]).label, None);
+        assert_eq!(Settings::of_args(&["-m", "", "true"]).label, None);
     }
 
     /// Under -u/-w the last attempt's status is the exit status however the run ends.
     #[test]
     fn under_criteria_the_last_attempts_status_is_retrys() {
-        let debian = settings(&["-w", "s", "true"]);
-        let own = settings(&["true"]);
+        let debian = Settings::of_args(&["-w", "s", "true"]);
+        let own = Settings::of_args(&["true"]);
         let zero = Some(AttemptEnd::Exited(0));
         assert_eq!(
             debian.exit_status(Ending::Success, Some(AttemptEnd::Exited(1)), None),
@@ -735,6 +786,6 @@ mod tests {
     fn a_command_is_required_except_for_a_dry_run() {
         let cli = Cli::try_parse_from(["retry"]).unwrap();
         assert!(Settings::resolve(cli).is_err());
-        assert!(settings(&["--dry-run"]).dry_run);
+        assert!(Settings::of_args(&["--dry-run"]).dry_run);
     }
 }

@@ -398,6 +398,9 @@ impl State {
         let timeout_ptr = timeout
             .as_ref()
             .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // ppoll(2) here, not `poll::poll`: every deadline of a run (a --timeout, the end of a
+        // wait, --max-time) is waited for here, to the nanosecond; poll(2) counts whole
+        // milliseconds, and would wake each of them up to a millisecond late.
         let mut polls = [self.delivery.get_read().as_raw_fd(), -1].map(|fd| libc::pollfd {
             fd,
             events: libc::POLLIN,

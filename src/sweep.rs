@@ -27,6 +27,8 @@ use std::collections::BTreeSet;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
+use crate::poll::{self, Wait};
+
 /// One process, as /proc/PID/stat gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -283,14 +285,8 @@ impl Followed {
     /// `None` once it was.
     pub(crate) fn ended(&self) -> Option<bool> {
         if let Some(pidfd) = &self.pidfd {
-            let mut poll = libc::pollfd {
-                fd: pidfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: poll(2) on one valid pollfd, without waiting. A pidfd reads ready once
-            // its process has ended.
-            if unsafe { libc::poll(&mut poll, 1, 0) } == 0 {
+            // A pidfd reads ready once its process has ended.
+            if let Ok([0]) = poll::poll([(pidfd.as_raw_fd(), libc::POLLIN)], Wait::Not) {
                 return Some(false);
             }
         }

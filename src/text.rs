@@ -348,10 +348,7 @@ pub(crate) fn without_secrets(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
+    use crate::test_support::ms;
 
     /// Splits `line` back into words as bash does for the three forms `shell_words` writes:
     /// bare, `'...'` and `$'...'`, with `\'` between them. `\xHH` is a byte, `\uHHHH` a

@@ -11,16 +11,15 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::rules::{Op, Record};
+use super::rules::{Op, Record, millis};
 use super::store::{Applied, Store, StoreError};
-use crate::located::{self, Dir, Unreachable, Way, c_name};
-use crate::ownership::{acl_writer, owned_by_another};
+use crate::located::{self, Dir, Located, Unreachable, Way, c_name};
+use crate::ownership::{self, Refusal, acl_writer};
 use crate::text::{self, plain_error};
 
 /// The longest a run waits, in all, for other runs to let go of the locks it asks for, before
@@ -56,32 +55,59 @@ pub(crate) struct FileStore {
     locks: BTreeMap<String, File>,
 }
 
-/// Whether others (not the group) may write a file of this mode.
-fn others_can_write(mode: u32) -> bool {
-    mode & 0o002 != 0
-}
-
 /// `file`, opened from `path`, if it is a regular file; a FIFO, a device or a socket where a
 /// state or lock file should be is a broken state.
 fn regular(file: File, path: &Path) -> Result<File, StoreError> {
-    let kind = file
-        .metadata()
-        .map_err(|error| {
-            StoreError(format!(
-                "cannot read {}: {}",
-                text::path(path),
-                plain_error(&error)
-            ))
-        })?
-        .file_type();
-    if kind.is_file() {
-        Ok(file)
-    } else {
-        Err(StoreError(format!(
+    let found = file.metadata().map_err(|error| {
+        StoreError(format!(
+            "cannot read {}: {}",
+            text::path(path),
+            plain_error(&error)
+        ))
+    })?;
+    match ownership::regular(&found) {
+        Ok(()) => Ok(file),
+        Err(_) => Err(StoreError(format!(
             "{} is not a regular file",
             text::path(path)
-        )))
+        ))),
     }
+}
+
+/// What of the state a refusal names, for its line.
+#[derive(Clone, Copy)]
+enum Part {
+    Directory,
+    File,
+}
+
+/// The line that refuses the state directory or file `shown` (misuse) for `refusal`, with what
+/// to do about it.
+fn refused(part: Part, shown: &str, refusal: Refusal) -> OpenError {
+    let (what, mode, own) = match part {
+        Part::Directory => (
+            "state directory",
+            "chmod 700",
+            "use a directory of your own",
+        ),
+        Part::File => (
+            "state file",
+            "chmod 600",
+            "remove it, or use a state directory of your own",
+        ),
+    };
+    OpenError::Misuse(match refusal {
+        Refusal::OthersMayWrite { mode: bits } => format!(
+            "{what} {shown} is writable by others (mode {bits:04o}); make it yours alone ({mode})"
+        ),
+        Refusal::OfAnother { uid } => {
+            format!("{what} {shown} belongs to another user (uid {uid}); {own}")
+        }
+        Refusal::AclWriter { uid } => format!(
+            "{what} {shown} is writable by another user (uid {uid}, by its ACL); make it yours alone (setfacl -b)"
+        ),
+        Refusal::NotRegular(_) => format!("{what} {shown} is not a regular file"),
+    })
 }
 
 impl FileStore {
@@ -89,118 +115,21 @@ impl FileStore {
     /// not there.
     pub(crate) fn open(path: &Path, names: &[&str]) -> Result<FileStore, OpenError> {
         let shown = text::path(path);
-        let unavailable = |what: &str, error: &io::Error| {
-            OpenError::Unavailable(format!("{what} {shown}: {}", plain_error(error)))
-        };
         // Resolved name by name and held open: the directory checked below is the one used,
         // whatever is put on its path later (a neighbour's link in place of a directory).
-        let located = match located::locate(path, Way::Private) {
-            Ok(located) => located,
-            Err(Unreachable::Foreign { link, owner }) => {
-                return Err(OpenError::Misuse(format!(
-                    "state directory {shown} is reached through {}, a symlink of another user (uid {owner}); use a directory of your own",
-                    text::path(&link)
-                )));
-            }
-            Err(Unreachable::Unmade(error)) => return Err(unavailable("cannot make", &error)),
-            Err(Unreachable::Rearrangeable { dir, why }) => {
-                return Err(OpenError::Misuse(format!(
-                    "state directory {shown} is reached through {}, which others may rearrange ({why}); use a directory of your own",
-                    text::path(&dir)
-                )));
-            }
-            Err(Unreachable::Dangling) => {
-                return Err(OpenError::Unavailable(format!(
-                    "cannot make {shown}: a symlink on the way leads to nothing"
-                )));
-            }
-            // (Only a `Way::AsIs` looks for one.)
-            Err(Unreachable::Descriptor(fd)) => {
-                return Err(OpenError::Unavailable(format!(
-                    "{shown} names descriptor {fd}, not a directory"
-                )));
-            }
-            Err(Unreachable::Failed(error)) => return Err(unavailable("cannot read", &error)),
-        };
-        let not_a_directory = || OpenError::Unavailable(format!("{shown} is not a directory"));
-        let dir = match located.dir.open_dir(&located.name) {
-            Ok(dir) => dir,
-            // A link to nothing: made where it leads, the state could land on the wrong file
-            // system (a disk not mounted yet).
-            Err(error) if error.kind() == io::ErrorKind::NotFound && located.via_link => {
-                return Err(OpenError::Unavailable(format!(
-                    "cannot make {shown}: it is a symlink to nothing"
-                )));
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                located
-                    .dir
-                    .make_dir(&located.name)
-                    .map_err(|error| unavailable("cannot make", &error))?;
-                located
-                    .dir
-                    .open_dir(&located.name)
-                    .map_err(|error| unavailable("cannot read", &error))?
-            }
-            Err(error) if matches!(error.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
-                return Err(not_a_directory());
-            }
-            Err(error) => return Err(unavailable("cannot read", &error)),
-        };
+        let located = locate_private(path, &shown)?;
+        let dir = open_or_make(&located, &shown)?;
         let meta = dir
             .own_metadata()
-            .map_err(|error| unavailable("cannot read", &error))?;
+            .map_err(|error| unavailable("cannot read", &shown, &error))?;
         if !meta.is_dir() {
-            return Err(not_a_directory());
+            return Err(not_a_directory(&shown));
         }
-        if others_can_write(meta.mode()) {
-            return Err(OpenError::Misuse(format!(
-                "state directory {shown} is writable by others (mode {:04o}); make it yours alone (chmod 700)",
-                meta.mode() & 0o7777
-            )));
-        }
-        if owned_by_another(meta.uid()) {
-            return Err(OpenError::Misuse(format!(
-                "state directory {shown} belongs to another user (uid {}); use a directory of your own",
-                meta.uid()
-            )));
-        }
-        if let Some(writer) = dir.acl_writer() {
-            return Err(OpenError::Misuse(format!(
-                "state directory {shown} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)"
-            )));
-        }
+        ownership::private(&meta, || dir.acl_writer())
+            .map_err(|refusal| refused(Part::Directory, &shown, refusal))?;
         for name in names {
             for file in [state_name(name), lock_name(name)] {
-                let file = c_name(&file).map_err(|error| unavailable("cannot read", &error))?;
-                let path = path.join(file.to_string_lossy().as_ref());
-                // A link's own mode means nothing; it is never followed (see `load`, `lock`).
-                let Ok(Some(meta)) = dir.metadata(&file) else {
-                    continue;
-                };
-                if meta.file_type().is_symlink() {
-                    continue;
-                }
-                if others_can_write(meta.mode()) {
-                    return Err(OpenError::Misuse(format!(
-                        "state file {} is writable by others (mode {:04o}); make it yours alone (chmod 600)",
-                        text::path(&path),
-                        meta.mode() & 0o7777
-                    )));
-                }
-                if let Some(writer) = acl_writer(&path) {
-                    return Err(OpenError::Misuse(format!(
-                        "state file {} is writable by another user (uid {writer}, by its ACL); make it yours alone (setfacl -b)",
-                        text::path(&path),
-                    )));
-                }
-                if owned_by_another(meta.uid()) {
-                    return Err(OpenError::Misuse(format!(
-                        "state file {} belongs to another user (uid {}); remove it, or use a state directory of your own",
-                        text::path(&path),
-                        meta.uid()
-                    )));
-                }
+                check_file(&dir, path, &file)?;
             }
         }
         Ok(FileStore {
@@ -342,6 +271,82 @@ impl FileStore {
     }
 }
 
+fn unavailable(what: &str, shown: &str, error: &io::Error) -> OpenError {
+    OpenError::Unavailable(format!("{what} {shown}: {}", plain_error(error)))
+}
+
+fn not_a_directory(shown: &str) -> OpenError {
+    OpenError::Unavailable(format!("{shown} is not a directory"))
+}
+
+/// Where the state directory `path` (`shown`) is, through directories no one else may
+/// rearrange, the missing ones made (see `located::Way::Private`).
+fn locate_private(path: &Path, shown: &str) -> Result<Located, OpenError> {
+    match located::locate(path, Way::Private) {
+        Ok(located) => Ok(located),
+        Err(Unreachable::Foreign { link, owner }) => Err(OpenError::Misuse(format!(
+            "state directory {shown} is reached through {}, a symlink of another user (uid {owner}); use a directory of your own",
+            text::path(&link)
+        ))),
+        Err(Unreachable::Unmade(error)) => Err(unavailable("cannot make", shown, &error)),
+        Err(Unreachable::Rearrangeable { dir, why }) => Err(OpenError::Misuse(format!(
+            "state directory {shown} is reached through {}, which others may rearrange ({why}); use a directory of your own",
+            text::path(&dir)
+        ))),
+        Err(Unreachable::Dangling) => Err(OpenError::Unavailable(format!(
+            "cannot make {shown}: a symlink on the way leads to nothing"
+        ))),
+        // (Only a `Way::AsIs` looks for one.)
+        Err(Unreachable::Descriptor(fd)) => Err(OpenError::Unavailable(format!(
+            "{shown} names descriptor {fd}, not a directory"
+        ))),
+        Err(Unreachable::Failed(error)) => Err(unavailable("cannot read", shown, &error)),
+    }
+}
+
+/// The state directory at `located`, held open; made (0700) if nothing is there.
+fn open_or_make(located: &Located, shown: &str) -> Result<Dir, OpenError> {
+    match located.dir.open_dir(&located.name) {
+        Ok(dir) => Ok(dir),
+        // A link to nothing: made where it leads, the state could land on the wrong file
+        // system (a disk not mounted yet).
+        Err(error) if error.kind() == io::ErrorKind::NotFound && located.via_link => Err(
+            OpenError::Unavailable(format!("cannot make {shown}: it is a symlink to nothing")),
+        ),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            located
+                .dir
+                .make_dir(&located.name)
+                .map_err(|error| unavailable("cannot make", shown, &error))?;
+            located
+                .dir
+                .open_dir(&located.name)
+                .map_err(|error| unavailable("cannot read", shown, &error))
+        }
+        Err(error) if matches!(error.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+            Err(not_a_directory(shown))
+        }
+        Err(error) => Err(unavailable("cannot read", shown, &error)),
+    }
+}
+
+/// Refuses the state file `name` in `dir` (at `path`), if it is there, when someone else may
+/// change it.
+fn check_file(dir: &Dir, path: &Path, name: &str) -> Result<(), OpenError> {
+    let file =
+        c_name(name).map_err(|error| unavailable("cannot read", &text::path(path), &error))?;
+    let path = path.join(file.to_string_lossy().as_ref());
+    // A link's own mode means nothing; it is never followed (see `load`, `lock`).
+    let Ok(Some(meta)) = dir.metadata(&file) else {
+        return Ok(());
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    ownership::private(&meta, || acl_writer(&path))
+        .map_err(|refusal| refused(Part::File, &text::path(&path), refusal))
+}
+
 /// Waits up to `wait` for the exclusive lock on `file`, which another process holds: `true` once
 /// it is this process's. The kernel queues a blocked flock(2) and hands the lock over as it is
 /// let go, where polling would let a busy name starve a run; flock(2) has no time-out, so the
@@ -390,7 +395,7 @@ fn lock_name(name: &str) -> String {
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, millis)
 }
 
 impl FileStore {
@@ -457,6 +462,7 @@ impl Store for FileStore {
 mod tests {
     use super::*;
     use std::fs;
+    use std::os::unix::fs::MetadataExt;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

@@ -8,6 +8,7 @@
 //! hands to the reporter.
 
 pub(crate) mod file;
+mod location;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
 pub(crate) mod rules;
@@ -16,12 +17,13 @@ mod store;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::StateLocation;
 use crate::dirs::xdg_base;
 use file::{FileStore, OpenError};
+pub(crate) use location::StateLocation;
+pub(crate) use location::parse as parse_state;
 #[cfg(feature = "redis")]
 use redis::RedisStore;
-use rules::{Admission, BreakerRecord, BreakerState};
+use rules::{Admission, BreakerRecord, BreakerState, millis};
 pub(crate) use rules::{BreakerPolicy, BudgetPolicy};
 pub(crate) use rules::{Op, Reply};
 pub(crate) use rules::{Outcome, Transition};
@@ -159,10 +161,6 @@ pub(crate) struct Fleet<S> {
     said_corrupt: Vec<String>,
 }
 
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 impl<S: Store> Fleet<S> {
     pub(crate) fn new(settings: FleetSettings, store: S, id: u64) -> Fleet<S> {
         Fleet {
@@ -212,7 +210,7 @@ fn until(at: u64, now: u64) -> Duration {
 impl<S: Store> Gate for Fleet<S> {
     fn admit(&mut self, attempt: u64) -> Admit {
         let id = self.id;
-        let lease = ms(self.settings.probe_lease);
+        let lease = millis(self.settings.probe_lease);
         let breaker = self.settings.breaker.clone().map(|(name, _)| name);
         let mut budget = self.settings.budget.clone().filter(|_| attempt == 1);
         // The breaker first. Closed, as it mostly is, it is read without its lock; open, the
@@ -439,8 +437,7 @@ fn open_redis(_: &str) -> Result<StateStore, OpenError> {
     ))
 }
 
-/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`. A relative value is ignored, as for
-/// the config file.
+/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`, as `xdg_base` reads them.
 fn default_state_dir() -> Option<PathBuf> {
     Some(xdg_base("XDG_STATE_HOME", ".local/state")?.join("retry"))
 }

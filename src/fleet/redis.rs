@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 use redis::cluster::ClusterConnection;
 use redis::{Connection, ConnectionLike, Script, Value};
 
+use super::location::cluster_nodes;
 use super::rules::{
     Admission, BreakerRecord, BudgetPolicy, BudgetView, Op, Outcome, Probe, Reply, Transition,
+    millis,
 };
 use super::store::{Applied, Store, StoreError};
 use crate::text::{percent_decoded, redact_urls};
@@ -112,54 +114,7 @@ impl RedisStore {
             .map(|(_, inode)| inode)
             .collect();
         let shown = shown_url(url);
-        let unreachable =
-            |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
-        let connection = match cluster_seeds(url) {
-            Some(seeds) => {
-                let seeds = seeds?;
-                // The client tries the seeds one after another, each with a connect and two
-                // replies, each wait at least 50 ms: many silent seeds would add up past any
-                // bound: `cluster_open` bounds them all, whatever the number of seeds.
-                let wait = (waits.cluster_open / (3 * seeds.len().max(1) as u32))
-                    .max(Duration::from_millis(50));
-                let client = redis::cluster::ClusterClient::builder(seeds)
-                    .connection_timeout(wait)
-                    .response_timeout(wait)
-                    // No request is sent again: a redirection that the slots read at connect
-                    // did not foresee (a failover under way) fails open, and the next run
-                    // reads the slots afresh.
-                    .retries(0)
-                    .build()
-                    .map_err(unreachable)?;
-                let connection = within(
-                    waits.cluster_open,
-                    waits.flood_most,
-                    &shown,
-                    &others_sockets,
-                    move || client.get_connection(),
-                )?
-                .map_err(unreachable)?;
-                Link::Cluster(Box::new(connection))
-            }
-            None => {
-                let client = redis::Client::open(url).map_err(unreachable)?;
-                // Connecting is a connect and then a reply for each step of the handshake
-                // (HELLO, AUTH, SELECT), each with its own wait: `open` bounds them all.
-                let connection = within(
-                    waits.open,
-                    waits.flood_most,
-                    &shown,
-                    &others_sockets,
-                    move || client.get_connection_with_timeout(waits.connect),
-                )?
-                .map_err(unreachable)?;
-                connection
-                    .set_read_timeout(Some(waits.reply))
-                    .and_then(|()| connection.set_write_timeout(Some(waits.reply)))
-                    .map_err(unreachable)?;
-                Link::Server(connection)
-            }
-        };
+        let connection = connect(url, waits, &shown, &others_sockets)?;
         let (decisions, to_take) = mpsc::channel::<(String, Op)>();
         let (answer, answers) = mpsc::channel();
         let decider = Decider {
@@ -187,6 +142,49 @@ impl RedisStore {
             shown,
         })
     }
+}
+
+/// The connection to the server or cluster at `url` (shown as `shown`), within `waits`; the
+/// sockets of `others` were there before it.
+fn connect(url: &str, waits: Waits, shown: &str, others: &[u64]) -> Result<Link, String> {
+    let unreachable = |error: redis::RedisError| format!("Redis at {shown}: {}", said(&error, url));
+    let Some(seeds) = cluster_seeds(url) else {
+        let client = redis::Client::open(url).map_err(unreachable)?;
+        // Connecting is a connect and then a reply for each step of the handshake (HELLO,
+        // AUTH, SELECT), each with its own wait: `open` bounds them all.
+        let connection = within(waits.open, waits.flood_most, shown, others, move || {
+            client.get_connection_with_timeout(waits.connect)
+        })?
+        .map_err(unreachable)?;
+        connection
+            .set_read_timeout(Some(waits.reply))
+            .and_then(|()| connection.set_write_timeout(Some(waits.reply)))
+            .map_err(unreachable)?;
+        return Ok(Link::Server(connection));
+    };
+    let seeds = seeds?;
+    // The client tries the seeds one after another, each with a connect and two replies, each
+    // wait at least 50 ms: many silent seeds would add up past any bound: `cluster_open`
+    // bounds them all, whatever the number of seeds.
+    let wait =
+        (waits.cluster_open / (3 * seeds.len().max(1) as u32)).max(Duration::from_millis(50));
+    let client = redis::cluster::ClusterClient::builder(seeds)
+        .connection_timeout(wait)
+        .response_timeout(wait)
+        // No request is sent again: a redirection that the slots read at connect did not
+        // foresee (a failover under way) fails open, and the next run reads the slots afresh.
+        .retries(0)
+        .build()
+        .map_err(unreachable)?;
+    let connection = within(
+        waits.cluster_open,
+        waits.flood_most,
+        shown,
+        others,
+        move || client.get_connection(),
+    )?
+    .map_err(unreachable)?;
+    Ok(Link::Cluster(Box::new(connection)))
 }
 
 /// Shuts the sockets that talk to a server but those of `others` (by inode): the store's, so
@@ -312,7 +310,7 @@ fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
     let credentials = rest
         .rsplit_once('@')
         .map_or(String::new(), |(credentials, _)| format!("{credentials}@"));
-    Some(crate::cli::cluster_nodes(rest).map(|nodes| {
+    Some(cluster_nodes(rest).map(|nodes| {
         nodes
             .iter()
             .map(|node| format!("{node_scheme}://{credentials}{node}"))
@@ -325,54 +323,45 @@ fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
 /// whatever its bytes and wherever it was given (in the authority, `?pass=`, `?password=`). A
 /// URL the client cannot read shows only its scheme: no piece of it is said.
 pub(crate) fn shown_url(url: &str) -> String {
-    use redis::{ConnectionAddr, IntoConnectionInfo};
+    use redis::IntoConnectionInfo;
     let Some((scheme, _)) = url.split_once("://") else {
         return "a Redis URL".into();
     };
-    let unreadable = || format!("{scheme}://(a URL the Redis client cannot read)");
-    let credentials = |info: &redis::ConnectionInfo| {
-        let settings = info.redis_settings();
-        match (settings.username(), settings.password()) {
-            (Some(user), Some(_)) => format!("{user}:***@"),
-            (None, Some(_)) => ":***@".into(),
-            (Some(user), None) => format!("{user}@"),
-            (None, None) => String::new(),
-        }
+    let shown = match cluster_seeds(url) {
+        Some(seeds) => seeds.ok().and_then(|seeds| shown_cluster(scheme, &seeds)),
+        None => url
+            .into_connection_info()
+            .ok()
+            .and_then(|info| shown_server(scheme, &info)),
     };
-    let host = |host: &str, port: u16| {
-        if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        }
-    };
-    if let Some(seeds) = cluster_seeds(url) {
-        let Ok(seeds) = seeds else {
-            return unreadable();
-        };
-        let infos: Result<Vec<_>, _> = seeds
-            .iter()
-            .map(|seed| seed.as_str().into_connection_info())
-            .collect();
-        let Ok(infos) = infos else {
-            return unreadable();
-        };
-        let hosts: Vec<String> = infos
-            .iter()
-            .filter_map(|info| match info.addr() {
-                ConnectionAddr::Tcp(name, port)
-                | ConnectionAddr::TcpTls {
-                    host: name, port, ..
-                } => Some(host(name, *port)),
-                _ => None,
-            })
-            .collect();
-        let credentials = infos.first().map(credentials).unwrap_or_default();
-        return format!("{scheme}://{credentials}{}", hosts.join(","));
-    }
-    let Ok(info) = url.into_connection_info() else {
-        return unreadable();
-    };
+    shown.unwrap_or_else(|| format!("{scheme}://(a URL the Redis client cannot read)"))
+}
+
+/// A cluster's URL as it may be shown, from its `seeds`: the credentials, then the hosts.
+fn shown_cluster(scheme: &str, seeds: &[String]) -> Option<String> {
+    use redis::{ConnectionAddr, IntoConnectionInfo};
+    let infos: Vec<redis::ConnectionInfo> = seeds
+        .iter()
+        .map(|seed| seed.as_str().into_connection_info())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let hosts: Vec<String> = infos
+        .iter()
+        .filter_map(|info| match info.addr() {
+            ConnectionAddr::Tcp(name, port)
+            | ConnectionAddr::TcpTls {
+                host: name, port, ..
+            } => Some(host_and_port(name, *port)),
+            _ => None,
+        })
+        .collect();
+    let credentials = infos.first().map(shown_credentials).unwrap_or_default();
+    Some(format!("{scheme}://{credentials}{}", hosts.join(",")))
+}
+
+/// One server's URL as it may be shown, from what the client read of it (`info`).
+fn shown_server(scheme: &str, info: &redis::ConnectionInfo) -> Option<String> {
+    use redis::ConnectionAddr;
     let db = info.redis_settings().db();
     match info.addr() {
         ConnectionAddr::Tcp(name, port)
@@ -384,11 +373,11 @@ pub(crate) fn shown_url(url: &str) -> String {
             } else {
                 format!("/{db}")
             };
-            format!(
+            Some(format!(
                 "{scheme}://{}{}{path}",
-                credentials(&info),
-                host(name, *port)
-            )
+                shown_credentials(info),
+                host_and_port(name, *port)
+            ))
         }
         ConnectionAddr::Unix(path) => {
             let user = info
@@ -401,9 +390,29 @@ pub(crate) fn shown_url(url: &str) -> String {
                 ""
             };
             let query = format!("db={db}{user}{password}");
-            format!("unix://{}?{query}", path.display())
+            Some(format!("unix://{}?{query}", path.display()))
         }
-        _ => unreadable(),
+        _ => None,
+    }
+}
+
+/// The user, and `***` for a password, as a URL's authority gives them (`user:***@`).
+fn shown_credentials(info: &redis::ConnectionInfo) -> String {
+    let settings = info.redis_settings();
+    match (settings.username(), settings.password()) {
+        (Some(user), Some(_)) => format!("{user}:***@"),
+        (None, Some(_)) => ":***@".into(),
+        (Some(user), None) => format!("{user}@"),
+        (None, None) => String::new(),
+    }
+}
+
+/// `host:port`, an IPv6 address in brackets.
+fn host_and_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 
@@ -523,10 +532,6 @@ fn password(url: &str) -> Option<&str> {
             .split_once(':')
             .map_or(user_info, |(_, password)| password),
     )
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The arguments of `decide.lua` for `op`.
@@ -935,9 +940,7 @@ mod tests {
             .stdout(std::process::Stdio::null())
             .spawn();
         let Ok(child) = spawned else {
-            let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
-            assert!(!in_ci, "redis-server is needed in CI");
-            eprintln!("skipped: redis-server is not here");
+            crate::test_support::skipped("redis-server is not here");
             return None;
         };
         let server = Server { child, dir };

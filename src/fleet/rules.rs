@@ -30,7 +30,9 @@ pub struct BreakerPolicy {
     pub cooldown: Duration,
 }
 
-fn millis(d: Duration) -> u64 {
+/// `d` in whole milliseconds, the unit of every time in a record; a duration past `u64::MAX`
+/// of them (centuries) is that many.
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -502,6 +504,13 @@ mod tests {
     /// How many of `asked` retries at `now` the budget pays for.
     fn paid(record: &mut BudgetRecord, now: u64, policy: &BudgetPolicy, asked: u64) -> u64 {
         (0..asked).filter(|_| record.try_retry(now, policy)).count() as u64
+    }
+
+    #[test]
+    fn millis_are_whole_and_saturate() {
+        assert_eq!(millis(Duration::from_micros(1999)), 1);
+        assert_eq!(millis(Duration::from_secs(60)), 60_000);
+        assert_eq!(millis(Duration::MAX), u64::MAX);
     }
 
     #[test]
