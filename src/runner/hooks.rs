@@ -18,7 +18,7 @@ use crate::files;
 use crate::hook_values::{self, HookValues};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::reaper::reap_orphans;
-use crate::report::{Event as Report, Reporter};
+use crate::report::{Event, Reporter};
 use crate::settings::HookKind;
 use crate::start;
 
@@ -111,7 +111,7 @@ impl Hooks {
                 );
                 warnings.say_once(
                     reporter,
-                    Report::HookValuesSkipped {
+                    Event::HookValuesSkipped {
                         line: None,
                         error: &error,
                         count: 0,
@@ -132,7 +132,7 @@ impl Hooks {
             Err(error) if error.kind() == io::ErrorKind::NotFound => return,
             Err(error) => {
                 let error = crate::text::plain_error(&error);
-                reporter.emit(&Report::HookValuesSkipped {
+                reporter.emit(&Event::HookValuesSkipped {
                     line: None,
                     error: &error,
                     count: 0,
@@ -143,7 +143,7 @@ impl Hooks {
         let cut = text.len() as u64 > hook_values::MOST_READ;
         text.truncate(hook_values::MOST_READ as usize);
         if let Some(skipped) = self.values.take(&text, cut) {
-            reporter.emit(&Report::HookValuesSkipped {
+            reporter.emit(&Event::HookValuesSkipped {
                 line: Some(skipped.line),
                 error: skipped.why,
                 count: skipped.count,

@@ -41,7 +41,7 @@ use crate::outcome::AttemptEnd;
 use crate::plumbing::{self, Drained, Leftover, ReaderWait, Watch};
 use crate::predicate::Matches;
 use crate::reaper::reap_orphans;
-use crate::report::{Event as Report, Reporter};
+use crate::report::{Event, Reporter};
 use crate::settings::Settings;
 use crate::signals::Events;
 use crate::start;
@@ -269,7 +269,7 @@ impl Runner<'_> {
             for (stream, error) in &drained.write_errors {
                 self.warnings.say_once(
                     reporter,
-                    Report::WriteFailed {
+                    Event::WriteFailed {
                         stream: *stream,
                         error,
                     },
@@ -278,7 +278,7 @@ impl Runner<'_> {
         }
         // A stall said while the attempt ran is not said again.
         for stream in plumbing::new_stalls() {
-            reporter.emit(&Report::HoldFull { stream });
+            reporter.emit(&Event::HoldFull { stream });
         }
         drained
     }
@@ -288,7 +288,7 @@ impl Runner<'_> {
     fn say_stream_failures(&mut self, reporter: &mut Reporter) {
         if let Some(error) = self.spawner.input.read_error() {
             self.warnings
-                .say_once(reporter, Report::ReadFailed { error: &error });
+                .say_once(reporter, Event::ReadFailed { error: &error });
         }
         let failures = spill_failures(&self.output, &self.spawner.input);
         self.warnings.say_spill_failures(reporter, failures);

@@ -15,7 +15,7 @@ use crate::cli::FailedOutput;
 use crate::driver::{Halt, OutputOf, Settle};
 use crate::outcome::AttemptEnd;
 use crate::plumbing::{self, Held, Kept, OwnStream, ReaderWait};
-use crate::report::{Event as Report, Reporter};
+use crate::report::{Event, Reporter};
 use crate::settings::Settings;
 use crate::signals::Events;
 use crate::stdio::Stream;
@@ -132,7 +132,7 @@ impl HeldOutput {
                 if let Some(error) = failed {
                     warnings.say_once(
                         reporter,
-                        Report::SpillFailed {
+                        Event::SpillFailed {
                             stream: Stream::Stdout,
                             error: &error,
                         },
@@ -161,7 +161,7 @@ impl HeldOutput {
             return Ok(());
         };
         for (kept, output) in self.kept.take() {
-            reporter.emit(&Report::FailedOutput {
+            reporter.emit(&Event::FailedOutput {
                 attempt: kept.attempt,
                 end: kept.end,
             });
@@ -238,7 +238,7 @@ fn said_copy(
     let error = crate::text::plain_error(&error);
     warnings.say_once(
         reporter,
-        Report::WriteFailed {
+        Event::WriteFailed {
             stream,
             error: &error,
         },

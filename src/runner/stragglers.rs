@@ -13,9 +13,9 @@ use super::target::Target;
 use crate::cgroup::{self, Cgroups};
 use crate::plumbing;
 use crate::reaper::reap_orphans;
-use crate::report::{Event as Report, Reporter};
+use crate::report::{Event, Reporter};
 use crate::settings::Settings;
-use crate::signals::{Event, Events};
+use crate::signals::{Events, Signal};
 use crate::sweep;
 
 /// What a supervised child is, which says whether signals meant for the command reach it, and
@@ -85,7 +85,7 @@ impl Sweeper {
                 .cgroup
                 .as_ref()
                 .and_then(|cgroup| cgroup.dir().parent());
-            reporter.emit(&Report::Sweep { cgroup: parent });
+            reporter.emit(&Event::Sweep { cgroup: parent });
         }
         // Before the first attempt, nothing below `retry` is an attempt's: what it holds then
         // started before it did (children of the process it was exec'd from).
@@ -382,14 +382,14 @@ pub(super) fn clear_group(
             return None;
         }
         match events.next(Some((now + pause).min(kill_at))) {
-            Some(Event::Shutdown { signal, .. }) => {
+            Some(Signal::Shutdown { signal, .. }) => {
                 kill(&mut stragglers);
                 return Some(signal);
             }
-            Some(Event::Suspend) => target.suspend_with_retry(),
-            Some(Event::Resize) => target.pass_resize(),
+            Some(Signal::Suspend) => target.suspend_with_retry(),
+            Some(Signal::Resize) => target.pass_resize(),
             // The attempt has ended: there is no one left to tell.
-            Some(Event::Child | Event::Relay(_)) | None => {}
+            Some(Signal::Child | Signal::Relay(_)) | None => {}
         }
         pause = (pause * 2).min(Duration::from_millis(50));
     }

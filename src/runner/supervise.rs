@@ -14,8 +14,8 @@ use crate::driver::AttemptSpec;
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing;
 use crate::reaper::{reap, reap_orphans};
-use crate::report::{Event as Report, Reporter};
-use crate::signals::{Event, Events};
+use crate::report::{Event, Reporter};
+use crate::signals::{Events, Signal};
 use crate::stdio::Stream;
 
 /// How the run's children are waited for and ended: where the signals to `retry` come from,
@@ -125,21 +125,21 @@ impl Supervisor<'_> {
         };
         let status = loop {
             match self.events.next(supervision.phase.wake_at(deadline)) {
-                Some(Event::Child) => {
+                Some(Signal::Child) => {
                     if let Some(status) = supervision.on_child(notify) {
                         break status;
                     }
                 }
-                Some(Event::Suspend) => target.suspend_with_retry(),
-                Some(Event::Resize) => target.pass_resize(),
-                Some(Event::Relay(signal))
+                Some(Signal::Suspend) => target.suspend_with_retry(),
+                Some(Signal::Resize) => target.pass_resize(),
+                Some(Signal::Relay(signal))
                     if matches!(lookout.supervisee, Supervisee::Attempt(_)) =>
                 {
                     target.relay(signal);
                     notify(Notice::Relayed(signal));
                 }
-                Some(Event::Relay(_)) => {}
-                Some(Event::Shutdown {
+                Some(Signal::Relay(_)) => {}
+                Some(Signal::Shutdown {
                     signal,
                     from_terminal,
                 }) => supervision.on_shutdown(signal, from_terminal),
@@ -166,20 +166,20 @@ impl Supervisor<'_> {
         let mut notify = |notice| match notice {
             Notice::TerminalStop(signal) => {
                 if !std::mem::replace(&mut stopped_said, true) {
-                    reporter.emit(&Report::TerminalStop {
+                    reporter.emit(&Event::TerminalStop {
                         attempt: spec.number,
                         signal,
                     });
                 }
             }
-            Notice::Relayed(signal) => reporter.emit(&Report::Relayed {
+            Notice::Relayed(signal) => reporter.emit(&Event::Relayed {
                 attempt: spec.number,
                 signal,
             }),
             Notice::HoldFull(stream) => {
                 // A stream is read no more because no file could take it: that comes first.
                 say_spill_failures(reporter);
-                reporter.emit(&Report::HoldFull { stream });
+                reporter.emit(&Event::HoldFull { stream });
             }
         };
         self.supervise(child, target, spec.deadline, started, &mut notify, lookout)
