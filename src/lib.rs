@@ -26,6 +26,7 @@ mod input;
 pub mod interpreter;
 mod lines;
 mod located;
+mod log;
 mod metrics;
 mod outcome;
 mod ownership;
@@ -61,10 +62,10 @@ use crate::driver::Ran;
 use crate::ending::Ending;
 use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
+use crate::log::{Logger, OwnFile, Terminal};
 use crate::outcome::{AttemptEnd, MISUSE};
 use crate::plumbing::OwnStream;
-use crate::report::summary::{self, Summary};
-use crate::report::{OwnFile, Reporter, Terminal};
+use crate::report::Summary;
 use crate::runner::Runner;
 use crate::settings::StateAction;
 use crate::settings::{MetricsTarget, Settings};
@@ -151,7 +152,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     });
     let seed = settings.seed.unwrap_or_else(process::seed);
     let mut delays = Delays::new(settings.schedule.clone(), Draws::seeded(seed));
-    let mut reporter = Reporter::new(
+    let mut logger = Logger::new(
         settings.verbosity,
         settings.log_format,
         Terminal::detect(),
@@ -178,7 +179,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         &mut clock,
         &mut delays,
         gate.as_mut(),
-        &mut reporter,
+        &mut logger,
     );
     let exit = match ran.ending {
         Ending::Signal(signal) => Exit::Signal(signal),
@@ -195,7 +196,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     if let Some(target) = &settings.metrics {
-        write_metrics(target, &ran, exit, started, &inherited, &mut reporter);
+        write_metrics(target, &ran, exit, started, &inherited, &mut logger);
     }
     if let Some((path, format)) = &settings.report {
         let summary = Summary {
@@ -210,14 +211,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         let written = match format {
             ReportFormat::Json => {
                 files::writable(path, files::Use::Replace, &inherited).and_then(|target| {
-                    files::replace(&target, &summary::json(&summary), process::entropy())
+                    files::replace(&target, &report::json(&summary), process::entropy())
                 })
             }
             ReportFormat::Github => files::writable(path, files::Use::Append, &inherited)
-                .and_then(|target| files::append(&target, &summary::github(&summary))),
+                .and_then(|target| files::append(&target, &report::github(&summary))),
         };
         if let Err(error) = written {
-            unwritten(OwnFile::Report, path, &error, &mut reporter);
+            unwritten(OwnFile::Report, path, &error, &mut logger);
         }
     }
     // A signal that came while the files were written ends `retry` by it, as at any other time.
@@ -230,11 +231,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
 /// Says that `file` at `path` could not be written; the run's status stands. A reader gone
 /// from the pipe a descriptor named (`--report /dev/stdout | head -c 0`) is not said, as no
 /// write of `retry`'s to a pipe whose reader has gone is.
-fn unwritten(file: OwnFile, path: &std::path::Path, error: &io::Error, reporter: &mut Reporter) {
+fn unwritten(file: OwnFile, path: &std::path::Path, error: &io::Error, logger: &mut Logger) {
     if error.kind() == io::ErrorKind::BrokenPipe {
         return;
     }
-    reporter.emit(&report::Event::Unwritten {
+    logger.emit(&log::Event::Unwritten {
         file,
         path,
         error: &text::plain_error(error),
@@ -258,7 +259,7 @@ fn write_metrics(
     exit: Exit,
     (start, started): (SystemTime, Instant),
     inherited: &files::Inherited,
-    reporter: &mut Reporter,
+    logger: &mut Logger,
 ) {
     if ran.attempts == 0 && ran.ending != Ending::Breaker {
         return;
@@ -273,7 +274,7 @@ fn write_metrics(
     };
     let nonce = process::entropy();
     if let Err(error) = metrics::write(&target.path, &target.job, &figures, nonce, inherited) {
-        unwritten(OwnFile::Metrics, &target.path, &error, reporter);
+        unwritten(OwnFile::Metrics, &target.path, &error, logger);
     }
 }
 
@@ -314,10 +315,10 @@ fn act_on_state(settings: &Settings, store: Option<StateStore>, action: StateAct
     };
     let result = match action {
         StateAction::Show => fleet::show(&settings.fleet, &mut store).map(|(budget, breaker)| {
-            report::fleet_state(settings.log_format, budget.as_ref(), breaker.as_ref())
+            log::fleet_state(settings.log_format, budget.as_ref(), breaker.as_ref())
         }),
         StateAction::Reset => fleet::reset(&settings.fleet, &mut store)
-            .map(|()| report::fleet_reset(settings.log_format, &settings.fleet)),
+            .map(|()| log::fleet_reset(settings.log_format, &settings.fleet)),
     };
     match result {
         Ok(text) => print_stdout(&text::without_secrets(&text)),

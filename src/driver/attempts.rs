@@ -6,10 +6,10 @@
 
 use crate::ending::Ending;
 use crate::fleet::{Admit, Gate, Outcome};
+use crate::log::{Event, GiveUp, Telling};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::predicate::{Permanent, Verdict};
-use crate::report::summary::AttemptRecord;
-use crate::report::{Event, GiveUp, Telling};
+use crate::report::AttemptRecord;
 
 use super::between::{Next, count_down};
 use super::run::Run;
@@ -24,7 +24,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         if let Some(deadline) = self.max_time.deadline() {
             self.executor.end_by(deadline);
         }
-        self.reporter.emit(&Event::Start {
+        self.logger.emit(&Event::Start {
             command: &self.settings.command,
             max_attempts: self.settings.max_attempts,
             seed,
@@ -34,7 +34,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             Err(Halt::BrokenPipe) => Ending::BrokenPipe,
             Err(Halt::Interrupted(signal)) => {
                 self.custody().interrupted();
-                self.reporter.emit(&Event::Interrupted { signal });
+                self.logger.emit(&Event::Interrupted { signal });
                 Ending::Signal(signal)
             }
         }
@@ -68,7 +68,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             match next {
                 Next::Wait { wait, hinted } => {
                     self.wait_after_latest = Some((wait, hinted));
-                    count_down(self.clock, self.reporter, wait)?;
+                    count_down(self.clock, self.logger, wait)?;
                 }
                 Next::End(end) => return Ok(end),
             }
@@ -104,7 +104,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             let reason = GiveUp::MaxTimeAhead { wait };
             return self.give_up(reason, 0, Telling::Always).map(Some);
         }
-        self.reporter.emit(&Event::Splay { wait });
+        self.logger.emit(&Event::Splay { wait });
         self.clock.sleep(wait)?;
         Ok(None)
     }
@@ -120,7 +120,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 .max_time
                 .attempt_deadline(self.clock.now(), settings.timeouts.of(attempt)),
         };
-        self.reporter.emit(&Event::AttemptStart {
+        self.logger.emit(&Event::AttemptStart {
             count: self.tally.count(attempt),
         });
         self.tally.started(attempt);
@@ -136,7 +136,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             wait: None,
             hinted: false,
         };
-        let report = match self.executor.run(&spec, self.reporter) {
+        let report = match self.executor.run(&spec, self.logger) {
             Ok(report) => report,
             Err(cut) => {
                 self.history.push(record(cut.end, cut.ran));
@@ -154,7 +154,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             && !self.said_cannot_start
         {
             self.said_cannot_start = true;
-            self.reporter.emit(&Event::CannotStart {
+            self.logger.emit(&Event::CannotStart {
                 command: &settings.command[0],
                 end: report.end,
                 error,
@@ -198,7 +198,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             Telling::Always
         };
         let event = self.failure(count, report, None, None, false, false);
-        self.reporter.tell(&event, telling);
+        self.logger.tell(&event, telling);
         let reason = GiveUp::Permanent(rule);
         self.give_up(reason, count.attempt, telling)
     }

@@ -11,7 +11,7 @@ use crate::deadline::{Fit, WaitKind};
 use crate::ending::Ending;
 use crate::fleet::Gate;
 use crate::http;
-use crate::report::{Count, Event, GiveUp, HintUse, Reporter, Telling};
+use crate::log::{Count, Event, GiveUp, HintUse, Logger, Telling};
 use crate::settings::HookKind;
 
 use super::run::Run;
@@ -93,7 +93,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             return Ok(next);
         }
         self.custody().succeeded()?;
-        self.reporter.emit(&Event::Success {
+        self.logger.emit(&Event::Success {
             count,
             end: report.end,
             ran: report.ran,
@@ -119,7 +119,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             .reset_after
             .is_some_and(|long| report.ran >= long);
         if reset {
-            self.reporter.emit(&Event::Reset {
+            self.logger.emit(&Event::Reset {
                 attempt,
                 ran: report.ran,
             });
@@ -128,7 +128,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         let retry_number = self.tally.failed(attempt, reset);
         let delay = self.delays.delay(retry_number);
         if let Some(value) = &report.ignored_hint {
-            self.reporter.emit(&Event::HintIgnored { attempt, value });
+            self.logger.emit(&Event::HintIgnored { attempt, value });
         }
         let (wait, hint) = self.hinted(delay, report.hint);
         let mut between = Between::Failure {
@@ -182,7 +182,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         if let Some(reason) = refusal {
             return self.refused(count, report, between, reason);
         }
-        self.reporter
+        self.logger
             .emit(&self.between_event(count, report, between, Some(wait)));
         self.say_notices();
         if let Between::Failure { .. } = between
@@ -220,7 +220,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         reason: GiveUp<'_>,
     ) -> Result<Next, Halt> {
         if let Between::Restart = between {
-            self.reporter.emit(&Event::Success {
+            self.logger.emit(&Event::Success {
                 count,
                 end: report.end,
                 ran: report.ran,
@@ -230,7 +230,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             self.say_notices();
             return Ok(Next::End(Ending::Success));
         }
-        self.reporter
+        self.logger
             .emit(&self.between_event(count, report, between, None));
         self.give_up(reason, count.attempt, Telling::Always)
             .map(Next::End)
@@ -248,7 +248,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     ) -> Result<Option<Next>, Halt> {
         if !self.warned_stdin && self.executor.stdin_shared() {
             self.warned_stdin = true;
-            self.reporter.emit(&Event::StdinShared);
+            self.logger.emit(&Event::StdinShared);
         }
         self.hook(HookKind::Retry, attempt, report.end.status(), Some(wait))?;
         // The hook may have used up the time the wait had; a last chance is fitted again
@@ -264,7 +264,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             Fit::LastChance(shorter) => {
                 if planned != Duration::MAX {
                     // The wait was told as any other: say what it became.
-                    self.reporter.emit(&Event::CutByHook {
+                    self.logger.emit(&Event::CutByHook {
                         attempt: attempt + 1,
                         next: shorter,
                     });
@@ -340,10 +340,10 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
 /// Waits `wait` before the next attempt; on a terminal, a long wait counts down once a second.
 pub(super) fn count_down(
     clock: &mut impl Sleep,
-    reporter: &mut Reporter,
+    logger: &mut Logger,
     wait: Duration,
 ) -> Result<(), Halt> {
-    if !reporter.wants_countdown(wait) {
+    if !logger.wants_countdown(wait) {
         return Ok(clock.sleep(wait)?);
     }
     let Some(until) = clock.now().checked_add(wait) else {
@@ -355,7 +355,7 @@ pub(super) fn count_down(
         if left.is_zero() {
             break;
         }
-        reporter.countdown(left);
+        logger.countdown(left);
         // Sleep until the whole seconds left (the number shown) change.
         let whole = Duration::from_secs(left.as_secs());
         let step = if whole == left {
@@ -364,10 +364,10 @@ pub(super) fn count_down(
             left - whole
         };
         if let Err(interrupted) = clock.sleep(step) {
-            reporter.clear_countdown();
+            logger.clear_countdown();
             return Err(interrupted.into());
         }
     }
-    reporter.clear_countdown();
+    logger.clear_countdown();
     Ok(())
 }

@@ -26,9 +26,9 @@ pub use self::traits::{
 use crate::backoff::Delays;
 use crate::ending::Ending;
 use crate::fleet::Gate;
+use crate::log::Logger;
 use crate::outcome::AttemptEnd;
-use crate::report::Reporter;
-use crate::report::summary::History;
+use crate::report::History;
 use crate::settings::Settings;
 
 use self::run::Run;
@@ -52,9 +52,9 @@ pub(crate) fn drive<E: Execute, S: Sleep, G: Gate + ?Sized>(
     clock: &mut S,
     delays: &mut Delays,
     gate: &mut G,
-    reporter: &mut Reporter,
+    logger: &mut Logger,
 ) -> Ran {
-    let mut run = Run::new(settings, executor, clock, delays, gate, reporter);
+    let mut run = Run::new(settings, executor, clock, delays, gate, logger);
     let ending = run.drive(seed);
     let (attempts, mut history) = run.into_record();
     Ran {

@@ -8,9 +8,9 @@ use crate::draws::Draws;
 use crate::fleet::NoLimits;
 use crate::fleet::{Admit, GoOn};
 use crate::http::HintSource;
+use crate::log::Terminal;
 use crate::outcome::Limit;
 use crate::predicate::Matches;
-use crate::report::Terminal;
 use clap::Parser;
 use std::cell::Cell;
 use std::io::{self, Write};
@@ -89,7 +89,7 @@ struct Script {
     stdin_shared: bool,
     /// What `end_by` was told, as a time left from when it was told.
     ends_in: Option<Duration>,
-    /// What the reporter had written, and how much of it when `end_by` was told.
+    /// What the logger had written, and how much of it when `end_by` was told.
     said: Lines,
     said_before_end_by: Option<usize>,
     /// The hint each attempt gives, by attempt (none past the end).
@@ -97,7 +97,7 @@ struct Script {
 }
 
 impl Execute for Script {
-    fn run(&mut self, spec: &AttemptSpec, _: &mut Reporter) -> Result<AttemptReport, Cut> {
+    fn run(&mut self, spec: &AttemptSpec, _: &mut Logger) -> Result<AttemptReport, Cut> {
         self.specs.push(*spec);
         let index = (self.specs.len() - 1).min(self.ends.len() - 1);
         let (mut end, mut ran) = self.ends[index];
@@ -123,17 +123,17 @@ impl Execute for Script {
         })
     }
 
-    fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
+    fn release_output(&mut self, output_of: OutputOf, _: &mut Logger) -> Result<(), Halt> {
         self.released
             .push(!matches!(output_of, OutputOf::EarlierAttempt { .. }));
         Ok(())
     }
 
-    fn release_final_output_interrupted(&mut self, _: &mut Reporter) {
+    fn release_final_output_interrupted(&mut self, _: &mut Logger) {
         self.released.push(true);
     }
 
-    fn settle_failed_output(&mut self, settle: Settle, _: &mut Reporter) -> Result<(), Halt> {
+    fn settle_failed_output(&mut self, settle: Settle, _: &mut Logger) -> Result<(), Halt> {
         self.settled.push(settle);
         Ok(())
     }
@@ -147,11 +147,7 @@ impl Execute for Script {
         self.stdin_shared
     }
 
-    fn run_hook(
-        &mut self,
-        hook: &HookSpec<'_>,
-        _: &mut Reporter,
-    ) -> Result<AttemptEnd, Interrupted> {
+    fn run_hook(&mut self, hook: &HookSpec<'_>, _: &mut Logger) -> Result<AttemptEnd, Interrupted> {
         self.hooks.push(format!(
             "{:?} attempt={} last={} next={:?} at={:?}",
             hook.kind,
@@ -280,7 +276,7 @@ fn run_through(
             Duration::ZERO
         },
     };
-    let mut reporter = Reporter::new(
+    let mut logger = Logger::new(
         settings.verbosity,
         LogFormat::Text,
         Terminal::default(),
@@ -297,7 +293,7 @@ fn run_through(
         &mut clock,
         &mut delays,
         gate,
-        &mut reporter,
+        &mut logger,
     );
     let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
     Outcome {

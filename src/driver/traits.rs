@@ -8,9 +8,9 @@
 use std::time::{Duration, Instant};
 
 use crate::http::HintSource;
+use crate::log::Logger;
 use crate::outcome::{AttemptEnd, Limit};
 use crate::predicate::Matches;
-use crate::report::Reporter;
 use crate::settings::HookKind;
 
 /// What the executor needs to know to run one attempt.
@@ -116,31 +116,30 @@ pub enum Settle {
 }
 
 pub trait Execute {
-    /// Runs one attempt to its end. `reporter` is for what must be said while it runs.
-    fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut>;
+    /// Runs one attempt to its end. `logger` is for what must be said while it runs.
+    fn run(&mut self, spec: &AttemptSpec, logger: &mut Logger) -> Result<AttemptReport, Cut>;
     /// Passes on the last attempt's held output (`--hold-stdout`, `--failed-output`), as
     /// `output_of` says.
-    fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt>;
+    fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt>;
     /// A signal to `retry` ended the run during the wait after an attempt whose held output
     /// was held back (`--failed-output`): passes it on as the final attempt's, while the
     /// reader downstream takes it.
-    fn release_final_output_interrupted(&mut self, reporter: &mut Reporter);
+    fn release_final_output_interrupted(&mut self, logger: &mut Logger);
     /// The run has ended, or a success under `--restart` closes a streak: under
     /// `--failed-output on-give-up`, writes the output kept of earlier attempts to stderr, or
     /// forgets it, as `settle` says.
-    fn settle_failed_output(&mut self, settle: Settle, reporter: &mut Reporter)
-    -> Result<(), Halt>;
+    fn settle_failed_output(&mut self, settle: Settle, logger: &mut Logger) -> Result<(), Halt>;
     /// The run ends at `deadline` (`--max-time`): past it, and past the grace an attempt
     /// gets, no wait on a reader downstream may hold `retry` up. Told once, before anything runs.
     fn end_by(&mut self, deadline: Instant);
     /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
     fn stdin_shared(&self) -> bool;
-    /// Runs a hook to its end; how it ended is only reported, never judged. `reporter` is for
+    /// Runs a hook to its end; how it ended is only reported, never judged. `logger` is for
     /// what must be said of the values an `--on-retry` hook hands on.
     fn run_hook(
         &mut self,
         hook: &HookSpec<'_>,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<AttemptEnd, Interrupted>;
 }
 

@@ -37,11 +37,11 @@ use crate::driver::{
 };
 use crate::http::Heard;
 use crate::input::Feeder;
+use crate::log::{Event, Logger};
 use crate::outcome::AttemptEnd;
 use crate::plumbing::{self, Drained, Leftover, ReaderWait, Watch};
 use crate::predicate::Matches;
 use crate::reaper::reap_orphans;
-use crate::report::{Event, Reporter};
 use crate::settings::Settings;
 use crate::signals::Events;
 use crate::start;
@@ -93,8 +93,8 @@ impl<'a> Runner<'a> {
 }
 
 impl Execute for Runner<'_> {
-    fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut> {
-        self.sweeper.before_attempt(spec.number, reporter);
+    fn run(&mut self, spec: &AttemptSpec, logger: &mut Logger) -> Result<AttemptReport, Cut> {
+        self.sweeper.before_attempt(spec.number, logger);
         let started = Instant::now();
         // The copies handed over since the last attempt ended hold nothing the attempt needs.
         self.leftovers.retain(|leftover| !leftover.finished());
@@ -126,19 +126,19 @@ impl Execute for Runner<'_> {
             spec,
             started,
             self.sweeper.lookout(Supervisee::Attempt(spec.number)),
-            reporter,
-            &mut |reporter| warnings.say_spill_failures(reporter, spill_failures(output, input)),
+            logger,
+            &mut |logger| warnings.say_spill_failures(logger, spill_failures(output, input)),
         );
         self.sweeper.finished();
         let reader_wait = match supervised.interrupted {
             Some(_) => ReaderWait::WhileFlowing,
             None => ReaderWait::Whole,
         };
-        let drained = self.drain(watches, feeder, reader_wait, reporter);
+        let drained = self.drain(watches, feeder, reader_wait, logger);
         let drained = match (supervised.interrupted, drained) {
             (None, Ok(drained)) => drained,
             (Some(signal), _) | (None, Err(signal)) => {
-                return Err(self.cut_short(signal, spec, &supervised, reporter));
+                return Err(self.cut_short(signal, spec, &supervised, logger));
             }
         };
         // A supervisor runs for ever: the copies that earlier attempts left go to processes of
@@ -158,22 +158,18 @@ impl Execute for Runner<'_> {
         Ok(report_of(&supervised, matches, heard))
     }
 
-    fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt> {
-        self.release_held(output_of, ReaderWait::Whole, reporter)
+    fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt> {
+        self.release_held(output_of, ReaderWait::Whole, logger)
     }
 
-    fn release_final_output_interrupted(&mut self, reporter: &mut Reporter) {
+    fn release_final_output_interrupted(&mut self, logger: &mut Logger) {
         // An interrupted run has no answer.
-        let _ = self.release_held(OutputOf::GaveUp, ReaderWait::WhileFlowing, reporter);
+        let _ = self.release_held(OutputOf::GaveUp, ReaderWait::WhileFlowing, logger);
     }
 
-    fn settle_failed_output(
-        &mut self,
-        settle: Settle,
-        reporter: &mut Reporter,
-    ) -> Result<(), Halt> {
+    fn settle_failed_output(&mut self, settle: Settle, logger: &mut Logger) -> Result<(), Halt> {
         self.output
-            .settle(settle, self.events, &mut self.warnings, reporter)
+            .settle(settle, self.events, &mut self.warnings, logger)
     }
 
     fn end_by(&mut self, deadline: Instant) {
@@ -189,14 +185,14 @@ impl Execute for Runner<'_> {
     fn run_hook(
         &mut self,
         hook: &HookSpec<'_>,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<AttemptEnd, Interrupted> {
         self.hooks.run(
             hook,
             &self.supervisor,
             self.sweeper.lookout(Supervisee::Hook),
             &mut self.warnings,
-            reporter,
+            logger,
         )
     }
 }
@@ -208,14 +204,14 @@ impl Runner<'_> {
         &mut self,
         output_of: OutputOf,
         reader_wait: ReaderWait,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<(), Halt> {
         self.output.release_held(
             output_of,
             reader_wait,
             self.events,
             &mut self.warnings,
-            reporter,
+            logger,
         )
     }
 
@@ -226,12 +222,12 @@ impl Runner<'_> {
         signal: i32,
         spec: &AttemptSpec,
         supervised: &Supervised,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Cut {
         let output_of = self.output.of_interrupted(spec.number, supervised.end());
         // What was kept of earlier attempts comes first, in attempt order.
-        let _ = self.settle_failed_output(Settle::Interrupted, reporter);
-        let _ = self.release_held(output_of, ReaderWait::WhileFlowing, reporter);
+        let _ = self.settle_failed_output(Settle::Interrupted, logger);
+        let _ = self.release_held(output_of, ReaderWait::WhileFlowing, logger);
         Cut {
             signal,
             end: supervised.end(),
@@ -246,7 +242,7 @@ impl Runner<'_> {
         watches: Vec<Watch>,
         feeder: Option<Feeder>,
         reader_wait: ReaderWait,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<Drained, i32> {
         // The run's time limit, with the grace, bounds the wait for the attempt's output: a
         // reader that has stalled must not hold the run past it. An attempt's own `--timeout`
@@ -264,11 +260,11 @@ impl Runner<'_> {
         if let Some(feeder) = feeder {
             feeder.stop();
         }
-        self.say_stream_failures(reporter);
+        self.say_stream_failures(logger);
         if let Ok(drained) = &drained {
             for (stream, error) in &drained.write_errors {
                 self.warnings.say_once(
-                    reporter,
+                    logger,
                     Event::WriteFailed {
                         stream: *stream,
                         error,
@@ -278,20 +274,20 @@ impl Runner<'_> {
         }
         // A stall said while the attempt ran is not said again.
         for stream in plumbing::new_stalls() {
-            reporter.emit(&Event::HoldFull { stream });
+            logger.emit(&Event::HoldFull { stream });
         }
         drained
     }
 
     /// Says that stdin could not be read for the replay, or that held or replayed data
     /// outgrew memory and stays there for want of a temporary file.
-    fn say_stream_failures(&mut self, reporter: &mut Reporter) {
+    fn say_stream_failures(&mut self, logger: &mut Logger) {
         if let Some(error) = self.spawner.input.read_error() {
             self.warnings
-                .say_once(reporter, Event::ReadFailed { error: &error });
+                .say_once(logger, Event::ReadFailed { error: &error });
         }
         let failures = spill_failures(&self.output, &self.spawner.input);
-        self.warnings.say_spill_failures(reporter, failures);
+        self.warnings.say_spill_failures(logger, failures);
     }
 }
 

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use super::target::Target;
 use crate::cgroup::{self, Cgroups};
+use crate::log::{Event, Logger};
 use crate::plumbing;
 use crate::reaper::reap_orphans;
-use crate::report::{Event, Reporter};
 use crate::settings::Settings;
 use crate::signals::{Events, Signal};
 use crate::sweep;
@@ -73,7 +73,7 @@ impl Sweeper {
 
     /// Before attempt `number` starts: its cgroup, if it gets one, and otherwise what `retry`
     /// holds below it now, which is not the attempt's.
-    pub(super) fn before_attempt(&mut self, number: u64, reporter: &mut Reporter) {
+    pub(super) fn before_attempt(&mut self, number: u64, logger: &mut Logger) {
         self.cgroup = self
             .cgroups
             .as_mut()
@@ -85,7 +85,7 @@ impl Sweeper {
                 .cgroup
                 .as_ref()
                 .and_then(|cgroup| cgroup.dir().parent());
-            reporter.emit(&Event::Sweep { cgroup: parent });
+            logger.emit(&Event::Sweep { cgroup: parent });
         }
         // Before the first attempt, nothing below `retry` is an attempt's: what it holds then
         // started before it did (children of the process it was exec'd from).

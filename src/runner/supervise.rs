@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use super::stragglers::{self, KILL_ROUNDS, Lookout, Stragglers, Supervisee};
 use super::target::Target;
 use crate::driver::AttemptSpec;
+use crate::log::{Event, Logger};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing;
 use crate::reaper::{reap, reap_orphans};
-use crate::report::{Event, Reporter};
 use crate::signals::{Events, Signal};
 use crate::stdio::Stream;
 
@@ -158,28 +158,28 @@ impl Supervisor<'_> {
         spec: &AttemptSpec,
         started: Instant,
         lookout: Lookout<'_>,
-        reporter: &mut Reporter,
-        say_spill_failures: &mut dyn FnMut(&mut Reporter),
+        logger: &mut Logger,
+        say_spill_failures: &mut dyn FnMut(&mut Logger),
     ) -> Supervised {
         let target = Target::of(child, self.foreground);
         let mut stopped_said = false;
         let mut notify = |notice| match notice {
             Notice::TerminalStop(signal) => {
                 if !std::mem::replace(&mut stopped_said, true) {
-                    reporter.emit(&Event::TerminalStop {
+                    logger.emit(&Event::TerminalStop {
                         attempt: spec.number,
                         signal,
                     });
                 }
             }
-            Notice::Relayed(signal) => reporter.emit(&Event::Relayed {
+            Notice::Relayed(signal) => logger.emit(&Event::Relayed {
                 attempt: spec.number,
                 signal,
             }),
             Notice::HoldFull(stream) => {
                 // A stream is read no more because no file could take it: that comes first.
-                say_spill_failures(reporter);
-                reporter.emit(&Event::HoldFull { stream });
+                say_spill_failures(logger);
+                logger.emit(&Event::HoldFull { stream });
             }
         };
         self.supervise(child, target, spec.deadline, started, &mut notify, lookout)

@@ -4,7 +4,7 @@
 //! were said, not why they came: the runner's parts find the failures and come here to say
 //! them.
 
-use crate::report::{Event, Reporter};
+use crate::log::{Event, Logger};
 use crate::stdio::Stream;
 
 /// The warnings said already (see `say_once`): what failed, and for which stream.
@@ -13,17 +13,17 @@ pub(super) struct Warnings(Vec<(&'static str, Stream)>);
 
 impl Warnings {
     /// Emits a warning about a stream the first time only: it holds for the rest of the run.
-    pub(super) fn say_once(&mut self, reporter: &mut Reporter, warning: Event<'_>) {
+    pub(super) fn say_once(&mut self, logger: &mut Logger, warning: Event<'_>) {
         let key = match warning {
             Event::SpillFailed { stream, .. } => ("spill", stream),
             Event::WriteFailed { stream, .. } => ("write", stream),
             Event::ReadFailed { .. } => ("read", Stream::Stdin),
             Event::HookValuesSkipped { line: None, .. } => ("hook values", Stream::Stdin),
-            _ => return reporter.emit(&warning),
+            _ => return logger.emit(&warning),
         };
         if !self.0.contains(&key) {
             self.0.push(key);
-            reporter.emit(&warning);
+            logger.emit(&warning);
         }
     }
 
@@ -31,12 +31,12 @@ impl Warnings {
     /// a temporary file: `failures` are the spools that could not spill, and why.
     pub(super) fn say_spill_failures(
         &mut self,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
         failures: Vec<(Stream, String)>,
     ) {
         for (stream, error) in failures {
             self.say_once(
-                reporter,
+                logger,
                 Event::SpillFailed {
                     stream,
                     error: &error,
@@ -53,13 +53,13 @@ mod tests {
     use std::io::{Read, Seek};
 
     use crate::cli::LogFormat;
-    use crate::report::Terminal;
+    use crate::log::Terminal;
     use crate::settings::Verbosity;
 
     /// The lines said for `warnings`, each offered in turn to one `Warnings`.
     fn said(warnings: Vec<Event<'_>>) -> Vec<String> {
         let mut out = tempfile::tempfile().unwrap();
-        let mut reporter = Reporter::new(
+        let mut logger = Logger::new(
             Verbosity::Normal,
             LogFormat::Text,
             Terminal::default(),
@@ -67,9 +67,9 @@ mod tests {
         );
         let mut warned = Warnings::default();
         for warning in warnings {
-            warned.say_once(&mut reporter, warning);
+            warned.say_once(&mut logger, warning);
         }
-        drop(reporter);
+        drop(logger);
         let mut text = String::new();
         out.rewind().unwrap();
         out.read_to_string(&mut text).unwrap();

@@ -1,5 +1,5 @@
 //! Events as lines for people (`--log-format text`), without the `retry: ` prefix that the
-//! reporter adds.
+//! logger adds.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::json::{signal_text, timed_out};
 use crate::ending::Ending;
+use crate::log::{signal_text, timed_out};
 use crate::outcome::AttemptEnd;
 
 /// One attempt, as the report tells it.
@@ -249,7 +249,7 @@ mod tests {
     /// attempt's (an attempt has `exit` or `signal`, and `wait_ms` only when a wait followed).
     #[test]
     fn the_report_holds_to_the_documented_schema() {
-        let documented = super::super::json::tests::table_of_fields("| report object | fields |");
+        let documented = crate::log::table_of_fields("| report object | fields |");
         let mut history = History::default();
         for (attempt, end, wait) in [
             (1, AttemptEnd::Exited(1), Some(Duration::from_millis(1500))),

@@ -278,11 +278,11 @@ impl Serialize for Decimal {
 }
 
 /// A signal: its name (`"SIGTERM"`), or its number as text where it has none.
-pub(super) fn signal_text(signal: i32) -> String {
+pub(crate) fn signal_text(signal: i32) -> String {
     signal_name(signal).unwrap_or_else(|| signal.to_string())
 }
 
-pub(super) fn timed_out(end: AttemptEnd) -> bool {
+pub(crate) fn timed_out(end: AttemptEnd) -> bool {
     matches!(end, AttemptEnd::TimedOut(_))
 }
 
@@ -686,8 +686,8 @@ pub(super) fn reset(budget: Option<&str>, breaker: Option<&str>) -> String {
 pub(super) mod tests {
     use super::*;
     use crate::fleet::Notice;
+    use crate::log::event::{GiveUp, Why};
     use crate::outcome::Limit;
-    use crate::report::event::{GiveUp, Why};
     use crate::stdio::Stream;
     use std::collections::{BTreeMap, BTreeSet};
     use std::ffi::OsStr;

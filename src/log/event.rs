@@ -1,4 +1,4 @@
-//! What the driver tells the reporter: each event of a run, and the small values events carry
+//! What the driver tells the logger: each event of a run, and the small values events carry
 //! (an attempt's count, why it failed, a hint heeded, why the run gave up and so which
 //! `Ending` it had). Data only: how an event reads is `plain`'s and `json`'s.
 
