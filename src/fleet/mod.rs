@@ -5,7 +5,7 @@
 //! driver asks, through `Gate`, before an attempt, after it, and before a retry. A store that
 //! fails is never a reason to stop: the run goes on as if it named no budget and no breaker, and
 //! says so once (fail open). What is to be said comes back as `Notice`s, which the driver
-//! hands to the reporter.
+//! hands to the logger.
 
 pub(crate) mod file;
 #[cfg(feature = "redis")]
