@@ -58,7 +58,7 @@ use crate::backoff::Delays;
 use crate::cli::{Cli, ReportFormat};
 use crate::clock::RealClock;
 use crate::draws::Draws;
-use crate::driver::Ran;
+use crate::driver::FinishedRun;
 use crate::ending::Ending;
 use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
@@ -255,7 +255,7 @@ fn exit_status(exit: Exit) -> u8 {
 /// status stands.
 fn write_metrics(
     target: &MetricsTarget,
-    ran: &Ran,
+    ran: &FinishedRun,
     exit: Exit,
     (start, started): (SystemTime, Instant),
     inherited: &files::Inherited,

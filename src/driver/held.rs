@@ -128,7 +128,9 @@ impl<E: Execute> Custody<'_, E> {
 mod tests {
     use super::*;
     use crate::cli::LogFormat;
-    use crate::driver::traits::{AttemptReport, AttemptSpec, Cut, HookSpec, Interrupted};
+    use crate::driver::traits::{
+        AttemptResult, AttemptSpec, HookSpec, Interrupted, InterruptedAttempt,
+    };
     use crate::log::Terminal;
     use crate::settings::Verbosity;
     use std::time::Instant;
@@ -160,7 +162,11 @@ mod tests {
     }
 
     impl Execute for Outlet {
-        fn run(&mut self, _: &AttemptSpec, _: &mut Logger) -> Result<AttemptReport, Cut> {
+        fn run(
+            &mut self,
+            _: &AttemptSpec,
+            _: &mut Logger,
+        ) -> Result<AttemptResult, InterruptedAttempt> {
             unreachable!("no attempt runs here")
         }
         fn release_output(&mut self, output_of: OutputOf, _: &mut Logger) -> Result<(), Halt> {

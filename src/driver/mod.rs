@@ -19,8 +19,8 @@ mod tests;
 mod traits;
 
 pub use self::traits::{
-    AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
-    Settle, Sleep,
+    AskedWait, AttemptResult, AttemptSpec, Execute, Halt, HookSpec, Interrupted,
+    InterruptedAttempt, OutputOf, Settle, Sleep,
 };
 
 use crate::backoff::Delays;
@@ -35,7 +35,7 @@ use self::run::Run;
 
 /// How a run ended, and the attempts it made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Ran {
+pub(crate) struct FinishedRun {
     pub(crate) ending: Ending,
     pub(crate) attempts: u64,
     /// How the last attempt ended, if one ran.
@@ -53,11 +53,11 @@ pub(crate) fn drive<E: Execute, S: Sleep, G: Gate + ?Sized>(
     delays: &mut Delays,
     gate: &mut G,
     logger: &mut Logger,
-) -> Ran {
+) -> FinishedRun {
     let mut run = Run::new(settings, executor, clock, delays, gate, logger);
     let ending = run.drive(seed);
     let (attempts, mut history) = run.into_record();
-    Ran {
+    FinishedRun {
         ending,
         attempts,
         last: history.latest().map(|latest| latest.end),

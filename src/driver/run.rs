@@ -21,7 +21,7 @@ use crate::settings::{HookKind, Settings};
 
 use super::held::{Custody, HeldBack};
 use super::limits::{MaxTime, Tally};
-use super::traits::{AttemptReport, Execute, Halt, HookSpec, Sleep};
+use super::traits::{AttemptResult, Execute, Halt, HookSpec, Sleep};
 
 /// One run of the loop: what it works with, and where it stands.
 pub(super) struct Run<'a, E, S, G: ?Sized> {
@@ -213,16 +213,16 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     pub(super) fn failure<'r>(
         &self,
         count: Count,
-        report: &'r AttemptReport,
+        result: &'r AttemptResult,
         next: Option<Duration>,
         hint: Option<HintUse>,
         reset: bool,
         last_chance: bool,
     ) -> Event<'r> {
         let judge = &self.settings.judge;
-        let matches = &report.matches;
+        let matches = &result.matches;
         let status = matches.status.filter(|_| judge.http);
-        let why = if let Some(error) = &report.start_error {
+        let why = if let Some(error) = &result.start_error {
             Some(Why::CannotStart(error))
         } else if matches.stop_if {
             Some(Why::StopIf)
@@ -238,9 +238,9 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         };
         Event::AttemptFailed {
             count,
-            end: report.end,
+            end: result.end,
             why,
-            ran: report.ran,
+            ran: result.ran,
             next,
             hint,
             reset,

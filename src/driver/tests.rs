@@ -97,7 +97,11 @@ struct Script {
 }
 
 impl Execute for Script {
-    fn run(&mut self, spec: &AttemptSpec, _: &mut Logger) -> Result<AttemptReport, Cut> {
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        _: &mut Logger,
+    ) -> Result<AttemptResult, InterruptedAttempt> {
         self.specs.push(*spec);
         let index = (self.specs.len() - 1).min(self.ends.len() - 1);
         let (mut end, mut ran) = self.ends[index];
@@ -110,7 +114,7 @@ impl Execute for Script {
         }
         self.time.advance(ran);
         self.ran.push((end, ran));
-        Ok(AttemptReport {
+        Ok(AttemptResult {
             end,
             ran,
             matches: Matches::default(),
@@ -180,9 +184,10 @@ impl Write for Lines {
     }
 }
 
-struct Outcome {
+/// What the fakes saw of one run of the driver, and what it returned.
+struct Observed {
     /// All the run told of itself.
-    ran: Ran,
+    ran: FinishedRun,
     slept: Vec<Duration>,
     specs: Vec<AttemptSpec>,
     /// How each attempt ended, and how long it ran.
@@ -207,7 +212,7 @@ fn run_with(
     args: &[&str],
     ends: &[(AttemptEnd, Duration)],
     interrupt_at: Option<usize>,
-) -> Outcome {
+) -> Observed {
     run_with_hints(args, ends, &[], interrupt_at)
 }
 
@@ -217,12 +222,12 @@ fn run_with_hints(
     ends: &[(AttemptEnd, Duration)],
     hints: &[Option<AskedWait>],
     interrupt_at: Option<usize>,
-) -> Outcome {
+) -> Observed {
     run_through(args, ends, hints, interrupt_at, &mut NoLimits)
 }
 
 /// `run`, asking `gate` as the fleet limits.
-fn run_gated(args: &[&str], ends: &[(AttemptEnd, Duration)], gate: &mut ScriptedGate) -> Outcome {
+fn run_gated(args: &[&str], ends: &[(AttemptEnd, Duration)], gate: &mut ScriptedGate) -> Observed {
     run_through(args, ends, &[], None, gate)
 }
 
@@ -232,7 +237,7 @@ fn run_through(
     hints: &[Option<AskedWait>],
     interrupt_at: Option<usize>,
     gate: &mut dyn Gate,
-) -> Outcome {
+) -> Observed {
     let pretend = [
         "--stdin-is-a-pipe",
         "--oversleep-20ms",
@@ -296,7 +301,7 @@ fn run_through(
         &mut logger,
     );
     let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-    Outcome {
+    Observed {
         ran,
         slept: clock.slept,
         specs: script.specs,
@@ -310,7 +315,7 @@ fn run_through(
     }
 }
 
-fn run(args: &[&str], ends: &[(AttemptEnd, Duration)]) -> Outcome {
+fn run(args: &[&str], ends: &[(AttemptEnd, Duration)]) -> Observed {
     run_with(args, ends, None)
 }
 
@@ -723,7 +728,7 @@ fn the_budget_is_asked_only_for_an_attempt_that_would_come() {
     );
 }
 
-impl Outcome {
+impl Observed {
     /// The final attempt's end, when the run gave up (by whatever limit or verdict).
     fn gave_up_after(&self) -> Option<AttemptEnd> {
         self.ran.ending.gave_up().then_some(self.ran.last).flatten()
@@ -880,7 +885,7 @@ fn timeout_is_given_to_each_attempt() {
 
 #[test]
 fn each_attempt_gets_its_own_limit_from_the_list_and_the_deadline_cuts_it() {
-    let ends = |out: &Outcome| -> Vec<(AttemptEnd, u128)> {
+    let ends = |out: &Observed| -> Vec<(AttemptEnd, u128)> {
         out.ends
             .iter()
             .map(|(end, ran)| (*end, ran.as_millis()))
@@ -927,7 +932,7 @@ fn each_attempt_gets_its_own_limit_from_the_list_and_the_deadline_cuts_it() {
 /// retries (attempts after a failure) and why the run ended.
 #[test]
 fn the_run_records_its_attempts_and_its_ending_for_the_report() {
-    let waits = |ran: &Ran| -> Vec<(u64, Option<Duration>, bool)> {
+    let waits = |ran: &FinishedRun| -> Vec<(u64, Option<Duration>, bool)> {
         ran.history
             .records()
             .map(|r| (r.attempt, r.wait, r.hinted))

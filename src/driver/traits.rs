@@ -1,6 +1,6 @@
 //! What the loop asks of the world, and the words it asks in: `Execute` (how an attempt and a
 //! hook run, and how held output is passed on) and `Sleep` (how time passes), an attempt's spec
-//! and report, a hook's spec, and the ways a run is cut short.
+//! and result, a hook's spec, and the ways a run is cut short.
 //!
 //! A leaf of the driver: types and traits only, no logic of the loop, so that every file of
 //! the driver and the runner can name them.
@@ -25,8 +25,9 @@ pub struct AttemptSpec {
     pub deadline: Option<(Instant, Limit)>,
 }
 
+/// What the executor hands back of one attempt that ran to its end (or could not start).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AttemptReport {
+pub struct AttemptResult {
     pub end: AttemptEnd,
     pub ran: Duration,
     pub matches: Matches,
@@ -68,7 +69,7 @@ pub struct Interrupted(pub i32);
 /// `retry` itself received this signal while an attempt ran; the attempt has been dealt with,
 /// and ended as `end` after running for `ran`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cut {
+pub struct InterruptedAttempt {
     pub signal: i32,
     pub end: AttemptEnd,
     pub ran: Duration,
@@ -117,7 +118,11 @@ pub enum Settle {
 
 pub trait Execute {
     /// Runs one attempt to its end. `logger` is for what must be said while it runs.
-    fn run(&mut self, spec: &AttemptSpec, logger: &mut Logger) -> Result<AttemptReport, Cut>;
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        logger: &mut Logger,
+    ) -> Result<AttemptResult, InterruptedAttempt>;
     /// Passes on the last attempt's held output (`--hold-stdout`, `--failed-output`), as
     /// `output_of` says.
     fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt>;

@@ -11,7 +11,7 @@ use std::time::Instant;
 use super::spawn::{self, RunVars};
 use super::stragglers::Lookout;
 use super::supervise::Supervisor;
-use super::target::Target;
+use super::target::SignalTarget;
 use super::warnings::Warnings;
 use crate::driver::{HookSpec, Interrupted};
 use crate::files;
@@ -55,7 +55,7 @@ impl Hooks {
             Ok(child) => child,
             Err(error) => return Ok(start::failure(&error, OsStr::new("sh")).0),
         };
-        let target = Target::Group(child.id() as libc::pid_t);
+        let target = SignalTarget::Group(child.id() as libc::pid_t);
         let deadline = hook.deadline.map(|at| (at, Limit::Run));
         // A hook's stdin is /dev/null: only one that opens the terminal itself can be stopped
         // for it, and its deadline (if any) still applies.

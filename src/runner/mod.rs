@@ -32,8 +32,8 @@ use self::stragglers::{Supervisee, Sweeper};
 use self::supervise::{Supervised, Supervisor};
 use self::warnings::Warnings;
 use crate::driver::{
-    AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
-    Settle,
+    AskedWait, AttemptResult, AttemptSpec, Execute, Halt, HookSpec, Interrupted,
+    InterruptedAttempt, OutputOf, Settle,
 };
 use crate::http::Heard;
 use crate::input::Feeder;
@@ -93,7 +93,11 @@ impl<'a> Runner<'a> {
 }
 
 impl Execute for Runner<'_> {
-    fn run(&mut self, spec: &AttemptSpec, logger: &mut Logger) -> Result<AttemptReport, Cut> {
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        logger: &mut Logger,
+    ) -> Result<AttemptResult, InterruptedAttempt> {
         self.sweeper.before_attempt(spec.number, logger);
         let started = Instant::now();
         // The copies handed over since the last attempt ended hold nothing the attempt needs.
@@ -155,7 +159,7 @@ impl Execute for Runner<'_> {
             ..
         } = drained;
         self.leftovers.extend(leftovers);
-        Ok(report_of(&supervised, matches, heard))
+        Ok(result_of(&supervised, matches, heard))
     }
 
     fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt> {
@@ -223,12 +227,12 @@ impl Runner<'_> {
         spec: &AttemptSpec,
         supervised: &Supervised,
         logger: &mut Logger,
-    ) -> Cut {
+    ) -> InterruptedAttempt {
         let output_of = self.output.of_interrupted(spec.number, supervised.end());
         // What was kept of earlier attempts comes first, in attempt order.
         let _ = self.settle_failed_output(Settle::Interrupted, logger);
         let _ = self.release_held(output_of, ReaderWait::WhileFlowing, logger);
-        Cut {
+        InterruptedAttempt {
             signal,
             end: supervised.end(),
             ran: supervised.ran,
@@ -305,9 +309,9 @@ fn spill_failures(output: &HeldOutput, input: &crate::input::Input) -> Vec<(Stre
 
 /// What the driver hears of an attempt that ran to its end: how it ended, what its output
 /// matched, and what it said in HTTP terms.
-fn report_of(supervised: &Supervised, matches: Matches, heard: Heard) -> AttemptReport {
+fn result_of(supervised: &Supervised, matches: Matches, heard: Heard) -> AttemptResult {
     let now = SystemTime::now();
-    AttemptReport {
+    AttemptResult {
         end: supervised.end(),
         ran: supervised.ran,
         matches: Matches {
@@ -325,9 +329,9 @@ fn report_of(supervised: &Supervised, matches: Matches, heard: Heard) -> Attempt
 
 /// What the driver hears of an attempt whose `program` could not be started, for `error`,
 /// after trying for `ran`.
-fn not_started(error: &io::Error, program: &OsStr, ran: Duration) -> AttemptReport {
+fn not_started(error: &io::Error, program: &OsStr, ran: Duration) -> AttemptResult {
     let (end, why) = start::failure(error, program);
-    AttemptReport {
+    AttemptResult {
         end,
         ran,
         matches: Matches::default(),

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use super::target::Target;
+use super::target::SignalTarget;
 use crate::cgroup::{self, Cgroups};
 use crate::log::{Event, Logger};
 use crate::plumbing;
@@ -186,7 +186,7 @@ impl<'a> Stragglers<'a> {
     /// `kill_at` being when the grace ends, if it does).
     pub(super) fn of(
         child: &Child,
-        target: Target,
+        target: SignalTarget,
         lookout: Lookout<'a>,
         signal: i32,
         kill_at: Option<Instant>,
@@ -200,8 +200,8 @@ impl<'a> Stragglers<'a> {
             root,
             cgroup: lookout.cgroup,
             since: match target {
-                Target::Group(_) => sweep::entry_of(root).map(|entry| entry.start),
-                Target::Process(_) => None,
+                SignalTarget::Group(_) => sweep::entry_of(root).map(|entry| entry.start),
+                SignalTarget::Process(_) => None,
             },
             attempt,
             earlier: lookout.earlier.clone(),
@@ -355,7 +355,7 @@ impl<'a> Stragglers<'a> {
 /// instead of waiting for an event.
 pub(super) fn clear_group(
     events: &Events,
-    target: Target,
+    target: SignalTarget,
     kill_at: Instant,
     mut stragglers: Option<&mut Stragglers<'_>>,
 ) -> Option<i32> {
