@@ -550,7 +550,7 @@ impl Leftover {
     /// Whether the copy has ended (its background writers have all gone, or it has handed its
     /// pipe over): dropping it then closes the last descriptor it held.
     pub(crate) fn finished(&self) -> bool {
-        hung_up(self.link.as_fd())
+        link_ended(self.link.as_fd())
     }
 }
 
@@ -582,8 +582,8 @@ pub(crate) fn watch(
     thread::Builder::new()
         .name("output".into())
         .spawn(move || {
-            let told = copy(&mut source, sink, scan, &thread_flow, copy_link.as_raw_fd());
-            if told == Told::HandOver {
+            let end = copy(&mut source, sink, scan, &thread_flow, copy_link.as_raw_fd());
+            if end == CopyEnd::HandOver {
                 pass_on_in_a_process_of_its_own(source.as_raw_fd(), after_end);
             }
             // In this order, so that a link not yet ended means `source` is still open (see
@@ -625,11 +625,11 @@ fn bytes_waiting(fd: RawFd) -> usize {
     usize::try_from(waiting).unwrap_or(0)
 }
 
-/// What a copy was told when it stopped.
+/// How a copy ended: for good, or to hand its source over.
 #[derive(PartialEq)]
-enum Told {
-    /// Nothing: its source ended or broke, or it was told to stop.
-    Nothing,
+enum CopyEnd {
+    /// Its source ended or broke, or it was told to stop.
+    Done,
     /// To give its source to a process of its own (see `Leftover::hand_over`).
     HandOver,
 }
@@ -645,13 +645,13 @@ fn copy(
     mut scan: Scan,
     flow: &Flow,
     stop: RawFd,
-) -> Told {
+) -> CopyEnd {
     let source_fd = source.as_raw_fd();
     let mut buffer = vec![0u8; CHUNK];
-    let mut told = Told::Nothing;
+    let mut end = CopyEnd::Done;
     loop {
         if !await_input(source_fd, stop) {
-            told = told_on(stop);
+            end = end_asked_on(stop);
             break;
         }
         // Only held output can be full, and only by bytes that wait: at the source's end the
@@ -696,20 +696,20 @@ fn copy(
         }
     }
     scan.finish();
-    told
+    end
 }
 
-/// What the link `stop`, readable, tells the copy: to hand its source over, or (at its end)
+/// What the link `stop`, readable, asks of the copy: to hand its source over, or (at its end)
 /// only to stop.
-fn told_on(stop: RawFd) -> Told {
+fn end_asked_on(stop: RawFd) -> CopyEnd {
     let mut byte = 0u8;
     // SAFETY: read(2) of one byte into a valid buffer; the link is readable, so it returns at
     // once.
     let read = unsafe { libc::read(stop, (&raw mut byte).cast(), 1) };
     if read == 1 && byte == HAND_OVER {
-        Told::HandOver
+        CopyEnd::HandOver
     } else {
-        Told::Nothing
+        CopyEnd::Done
     }
 }
 
@@ -951,7 +951,7 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
 /// Whether the copy of `watch` has bytes waiting to be read, or an end to reach (no writer
 /// left). Asked only while the copy runs (its link not ended), so its source is still open.
 fn more_to_come(watch: &Watch) -> bool {
-    if hung_up(watch.link.as_fd()) {
+    if link_ended(watch.link.as_fd()) {
         return true;
     }
     let mut poll = libc::pollfd {
@@ -1003,8 +1003,9 @@ pub(crate) fn hand_over(mut leftovers: Vec<Leftover>, events: &Events) -> Result
     Ok(())
 }
 
-/// Whether the other end of `fd`, a pipe or a socket, has closed (or shut).
-fn hung_up(fd: BorrowedFd<'_>) -> bool {
+/// Whether the copy at the other end of the link `fd` has ended. The copy never writes on its
+/// link, so the link is readable only once the copy has closed its end: readable now is ended.
+fn link_ended(fd: BorrowedFd<'_>) -> bool {
     let mut poll = libc::pollfd {
         fd: fd.as_raw_fd(),
         events: libc::POLLIN,
