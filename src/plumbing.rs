@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::http::{Heard, HttpLines};
+use crate::http::{HttpLines, HttpSeen};
 use crate::lines::{LineMatcher, Pattern};
 use crate::outcome::AttemptEnd;
 use crate::predicate::Matches;
@@ -512,10 +512,10 @@ struct Flow {
 /// What the copies of an ended attempt saw.
 #[derive(Debug, Default)]
 pub(crate) struct Drained {
-    /// What the patterns matched (`status` aside: see `heard`).
+    /// What the patterns matched (`status` aside: see `http_seen`).
     pub matches: Matches,
     /// What the HTTP lines and hints said.
-    pub heard: Heard,
+    pub http_seen: HttpSeen,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
     pub write_errors: Vec<(Stream, String)>,
     /// The copies still running: a background process holds their pipe open.
@@ -720,7 +720,7 @@ struct Findings {
     retry_if: AtomicBool,
     stop_if: AtomicBool,
     /// What the HTTP lines and hints said.
-    heard: Mutex<Heard>,
+    http_seen: Mutex<HttpSeen>,
 }
 
 impl Findings {
@@ -732,8 +732,8 @@ impl Findings {
         }
     }
 
-    fn heard(&self) -> std::sync::MutexGuard<'_, Heard> {
-        self.heard.lock().unwrap_or_else(|p| p.into_inner())
+    fn http_seen(&self) -> std::sync::MutexGuard<'_, HttpSeen> {
+        self.http_seen.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -820,10 +820,10 @@ fn collector<'a>(
         match hint {
             Some(hint) if index == hint_index => {
                 if let Some(text) = hint.capture(line) {
-                    findings.heard().hear_custom_hint(at, text);
+                    findings.http_seen().read_custom_hint(at, text);
                 }
             }
-            _ => findings.heard().hear_http_line(at, line, http),
+            _ => findings.http_seen().read_http_line(at, line, http),
         }
     }
 }
@@ -873,7 +873,7 @@ pub(crate) fn finish(
         drained.matches.until |= findings.until.load(Ordering::Acquire);
         drained.matches.retry_if |= findings.retry_if.load(Ordering::Acquire);
         drained.matches.stop_if |= findings.stop_if.load(Ordering::Acquire);
-        drained.heard.merge(&findings.heard());
+        drained.http_seen.merge(&findings.http_seen());
         if let Some(error) = watch.flow.write_error.get() {
             drained.write_errors.push((watch.stream, error.clone()));
         }

@@ -35,7 +35,7 @@ use crate::driver::{
     AskedWait, AttemptResult, AttemptSpec, Execute, Halt, HookSpec, Interrupted,
     InterruptedAttempt, OutputOf, Settle,
 };
-use crate::http::Heard;
+use crate::http::HttpSeen;
 use crate::input::Feeder;
 use crate::log::{Event, Logger};
 use crate::outcome::AttemptEnd;
@@ -154,12 +154,12 @@ impl Execute for Runner<'_> {
         self.leftovers.retain(|leftover| !leftover.finished());
         let Drained {
             matches,
-            heard,
+            http_seen,
             leftovers,
             ..
         } = drained;
         self.leftovers.extend(leftovers);
-        Ok(result_of(&supervised, matches, heard))
+        Ok(result_of(&supervised, matches, http_seen))
     }
 
     fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt> {
@@ -309,21 +309,21 @@ fn spill_failures(output: &HeldOutput, input: &crate::input::Input) -> Vec<(Stre
 
 /// What the driver hears of an attempt that ran to its end: how it ended, what its output
 /// matched, and what it said in HTTP terms.
-fn result_of(supervised: &Supervised, matches: Matches, heard: Heard) -> AttemptResult {
+fn result_of(supervised: &Supervised, matches: Matches, http_seen: HttpSeen) -> AttemptResult {
     let now = SystemTime::now();
     AttemptResult {
         end: supervised.end(),
         ran: supervised.ran,
         matches: Matches {
-            status: heard.status.map(|(_, status)| status),
+            status: http_seen.status.map(|(_, status)| status),
             ..matches
         },
         start_error: None,
-        hint: heard.hint.map(|(_, hint)| AskedWait {
+        hint: http_seen.hint.map(|(_, hint)| AskedWait {
             wait: hint.value.wait(now),
             source: hint.source,
         }),
-        ignored_hint: heard.ignored.map(|(_, value)| value),
+        ignored_hint: http_seen.ignored.map(|(_, value)| value),
     }
 }
 
