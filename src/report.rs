@@ -87,7 +87,7 @@ pub(crate) struct Summary<'a> {
     pub(crate) elapsed: Duration,
     pub(crate) seed: u64,
     pub(crate) history: &'a History,
-    /// The last attempt's status as messages report it, if one ran.
+    /// The last attempt's status as the log gives it, if one ran.
     pub(crate) last_exit: Option<u8>,
 }
 

@@ -180,7 +180,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         Ok(Ending::Success)
     }
 
-    /// Runs the hook of `kind`, if one is set, and reports its failure.
+    /// Runs the hook of `kind`, if one is set, and logs its failure.
     pub(super) fn hook(
         &mut self,
         kind: HookKind,

@@ -1327,7 +1327,7 @@ fn hooks_run_at_their_points_with_their_facts() {
 }
 
 #[test]
-fn a_failing_hook_is_reported_and_changes_nothing() {
+fn a_failing_hook_is_logged_and_changes_nothing() {
     let out = run(&["--on-retry", "fail", "-r", "1"], &[exited(6, 0)]);
     assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(6)));
     assert!(

@@ -139,7 +139,7 @@ pub trait Execute {
     fn end_by(&mut self, deadline: Instant);
     /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
     fn stdin_shared(&self) -> bool;
-    /// Runs a hook to its end; how it ended is only reported, never judged. `logger` is for
+    /// Runs a hook to its end; how it ended is only logged, never judged. `logger` is for
     /// what must be said of the values an `--on-retry` hook hands on.
     fn run_hook(
         &mut self,

@@ -1,7 +1,7 @@
 //! Running a hook (`--on-retry`, `--on-failure`, `--on-success`) to its end, and the values an
 //! `--on-retry` hook hands to the attempts after it: the private file it writes them to
 //! (`RETRY_ENV_FILE`), read back once it has ended. The hook is started by `spawn` and waited
-//! for by `supervise`; how it ended is only reported, never judged.
+//! for by `supervise`; how it ended is only logged, never judged.
 
 use std::ffi::OsStr;
 use std::io;
