@@ -94,7 +94,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     #[cfg(debug_assertions)]
     process::inject_panic();
     let args: Vec<OsString> = args.into_iter().collect();
-    let settings = match parse(&args) {
+    let settings = match read_command_line(&args) {
         Ok(settings) => settings,
         Err(exit) => return exit,
     };
@@ -159,7 +159,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
 
 /// The command line read into settings: clap's parse, the config file, then what they
 /// resolve to. Help, the version, and misuse (said in one line) come back as the exit.
-fn parse(args: &[OsString]) -> Result<Settings, Exit> {
+fn read_command_line(args: &[OsString]) -> Result<Settings, Exit> {
     // Before anything can be refused: a password given in any shape is never echoed.
     for word in args.iter().chain(std::env::var_os("RETRY_STATE").as_ref()) {
         text::note_secrets(&word.to_string_lossy());
