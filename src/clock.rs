@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{Interrupted, Sleep};
 use crate::reaper;
-use crate::signals::{self, Event, Events};
+use crate::signals::{self, Events, Signal};
 
 pub struct RealClock<'a> {
     events: &'a Events,
@@ -27,13 +27,13 @@ impl Sleep for RealClock<'_> {
         loop {
             match self.events.next(until) {
                 None => return Ok(()),
-                Some(Event::Shutdown { signal, .. }) => return Err(Interrupted(signal)),
+                Some(Signal::Shutdown { signal, .. }) => return Err(Interrupted(signal)),
                 // Orphans of earlier attempts (see `reaper::adopt_orphans`) that have died.
-                Some(Event::Child) => reaper::reap_orphans(None),
+                Some(Signal::Child) => reaper::reap_orphans(None),
                 // Nothing runs but `retry`; the wait goes on once it is continued.
-                Some(Event::Suspend) => signals::stop_self(),
+                Some(Signal::Suspend) => signals::stop_self(),
                 // No attempt runs to be told.
-                Some(Event::Resize | Event::Relay(_)) => {}
+                Some(Signal::Resize | Signal::Relay(_)) => {}
             }
         }
     }

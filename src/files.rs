@@ -97,7 +97,7 @@ impl Inherited {
 }
 
 /// A file of `retry`'s to write, found by `writable`.
-pub(crate) enum Target {
+pub(crate) enum WriteTarget {
     /// A path: the regular file of this user's that was there, or none yet.
     Path(Box<AtPath>),
     /// One of the descriptors `retry` was started with, which the path names: written
@@ -117,10 +117,10 @@ pub(crate) struct AtPath {
 /// Replaces the file at `target` with `text`: written to a new file beside it, which then takes
 /// its name, so a reader never sees half of it. `nonce` (random bits from the caller) makes the
 /// temporary file's name. A descriptor takes `text` as it comes.
-pub(crate) fn replace(target: &Target, text: &str, nonce: u64) -> io::Result<()> {
+pub(crate) fn replace(target: &WriteTarget, text: &str, nonce: u64) -> io::Result<()> {
     let target = match target {
-        Target::Path(target) => target,
-        Target::Descriptor(fd, room) => return write_through(fd, room.as_ref(), text),
+        WriteTarget::Path(target) => target,
+        WriteTarget::Descriptor(fd, room) => return write_through(fd, room.as_ref(), text),
     };
     // Made private while it is written: the file it replaces may have been (a report made
     // 0600 is not to be read through its temporary file).
@@ -220,13 +220,13 @@ fn write_all_through(fd: &OwnedFd, text: &str) -> io::Result<()> {
 /// replacing what earlier writers left there; in one write, so that other appenders' lines
 /// never land inside it. A file that ends in half a line gets a newline first. A descriptor
 /// takes `text` as it comes.
-pub(crate) fn append(target: &Target, text: &str) -> io::Result<()> {
+pub(crate) fn append(target: &WriteTarget, text: &str) -> io::Result<()> {
     let target = match target {
-        Target::Path(target) => target,
-        Target::Descriptor(fd, room) if descriptor_ends_in_half_a_line(fd) => {
+        WriteTarget::Path(target) => target,
+        WriteTarget::Descriptor(fd, room) if descriptor_ends_in_half_a_line(fd) => {
             return write_through(fd, room.as_ref(), &format!("\n{text}"));
         }
-        Target::Descriptor(fd, room) => return write_through(fd, room.as_ref(), text),
+        WriteTarget::Descriptor(fd, room) => return write_through(fd, room.as_ref(), text),
     };
     let at = &target.at;
     let mut found = target.found.clone();
@@ -413,18 +413,18 @@ fn of_another(uid: u32) -> io::Error {
 /// open, so that the file is read and written there whatever is swapped in on the way later.
 /// A path that names one of the descriptors `retry` was started with is that descriptor, as
 /// `inherited` holds it; one that was closed then cannot be written.
-pub(crate) fn writable(path: &Path, how: Use, inherited: &Inherited) -> io::Result<Target> {
+pub(crate) fn writable(path: &Path, how: Use, inherited: &Inherited) -> io::Result<WriteTarget> {
     let unreachable = match located::locate(path, Way::AsIs) {
         Ok(at) => {
             let found = judge(&at, at.found.clone(), how)?;
-            return Ok(Target::Path(Box::new(AtPath { at, how, found })));
+            return Ok(WriteTarget::Path(Box::new(AtPath { at, how, found })));
         }
         Err(unreachable) => unreachable,
     };
     Err(match unreachable {
         Unreachable::Descriptor(fd) => match inherited.get(fd) {
             Some(held) => {
-                return Ok(Target::Descriptor(
+                return Ok(WriteTarget::Descriptor(
                     held.try_clone()?,
                     inherited.room.clone(),
                 ));
@@ -502,10 +502,10 @@ pub(crate) fn read_bounded(path: &Path, most: u64) -> io::Result<Vec<u8>> {
 /// The bytes of the regular file at `target`, up to `most`, as `read_bounded` reads them. What
 /// is behind a descriptor is never read (a terminal's or a pipe's input is not `retry`'s to
 /// take): it has none.
-pub(crate) fn read_target(target: &Target, most: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_target(target: &WriteTarget, most: u64) -> io::Result<Vec<u8>> {
     let target = match target {
-        Target::Path(target) => target,
-        Target::Descriptor(..) => return Ok(Vec::new()),
+        WriteTarget::Path(target) => target,
+        WriteTarget::Descriptor(..) => return Ok(Vec::new()),
     };
     let file = target
         .at

@@ -31,8 +31,8 @@ impl StatusClass {
 
 /// Every line that may be an HTTP status line or a `Retry-After` header matches this pattern:
 /// a sieve of plain literals, which the regex engine finds with its vector search, so that a
-/// long body costs one scan at the speed of any literal pattern; `Heard` then reads each line it
-/// passes exactly. (Anchored at the line's start, with the optional blanks, it had no literal
+/// long body costs one scan at the speed of any literal pattern; `HttpSeen` then reads each
+/// line it passes exactly. (Anchored at the line's start, with the optional blanks, it had no literal
 /// to search for and cost six times as much: BENCHMARKS.md.)
 pub(crate) const SIEVE: &str = r"HTTP/|(?i:retry-after:)";
 
@@ -134,9 +134,9 @@ pub(crate) struct Hint {
 
 /// What the lines of an attempt's output said of HTTP: its last final status, its last hint,
 /// and the last hint value that was none of the accepted forms. Each is kept with the instant it
-/// was read, so that what two streams heard merges into the last of each.
+/// was read, so that what two streams said merges into the last of each.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Heard {
+pub(crate) struct HttpSeen {
     pub(crate) status: Option<(Instant, u16)>,
     pub(crate) hint: Option<(Instant, Hint)>,
     pub(crate) ignored: Option<(Instant, String)>,
@@ -160,10 +160,10 @@ impl HttpLines {
 /// The longest ignored value kept for `--verbose`.
 const IGNORED_SHOWN: usize = 80;
 
-impl Heard {
+impl HttpSeen {
     /// Reads a line that may be a status line or a `Retry-After` header, as `lines` says.
     /// Interim (1xx) statuses are skipped.
-    pub(crate) fn hear_http_line(&mut self, at: Instant, line: &[u8], lines: HttpLines) {
+    pub(crate) fn read_http_line(&mut self, at: Instant, line: &[u8], lines: HttpLines) {
         if lines.statuses
             && let Some(status) = status_line(line)
             && status >= 200
@@ -173,16 +173,16 @@ impl Heard {
         if lines.retry_after
             && let Some(value) = retry_after_line(line)
         {
-            self.hear_value(at, value, retry_after_value(value), HintSource::RetryAfter);
+            self.read_value(at, value, retry_after_value(value), HintSource::RetryAfter);
         }
     }
 
     /// Reads the text a `--retry-after-*` pattern captured.
-    pub(crate) fn hear_custom_hint(&mut self, at: Instant, text: &[u8]) {
-        self.hear_value(at, text, custom_hint(text), HintSource::Command);
+    pub(crate) fn read_custom_hint(&mut self, at: Instant, text: &[u8]) {
+        self.read_value(at, text, custom_hint(text), HintSource::Command);
     }
 
-    fn hear_value(
+    fn read_value(
         &mut self,
         at: Instant,
         raw: &[u8],
@@ -198,8 +198,8 @@ impl Heard {
         }
     }
 
-    /// Takes in what another stream heard: the later of each.
-    pub(crate) fn merge(&mut self, other: &Heard) {
+    /// Takes in what another stream said: the later of each.
+    pub(crate) fn merge(&mut self, other: &HttpSeen) {
         fn later<T: Clone>(mine: &mut Option<(Instant, T)>, theirs: &Option<(Instant, T)>) {
             if let Some((at, value)) = theirs
                 && mine.as_ref().is_none_or(|(mine, _)| at > mine)
@@ -401,11 +401,11 @@ mod tests {
             statuses: true,
             retry_after: true,
         };
-        let mut stdout = Heard::default();
-        stdout.hear_http_line(at(1), b"HTTP/1.1 302 Found", both);
-        stdout.hear_http_line(at(2), b"HTTP/1.1 100 Continue", both);
-        stdout.hear_http_line(at(3), b"Retry-After: 5", both);
-        stdout.hear_http_line(at(4), b"Retry-After: soon", both);
+        let mut stdout = HttpSeen::default();
+        stdout.read_http_line(at(1), b"HTTP/1.1 302 Found", both);
+        stdout.read_http_line(at(2), b"HTTP/1.1 100 Continue", both);
+        stdout.read_http_line(at(3), b"Retry-After: 5", both);
+        stdout.read_http_line(at(4), b"Retry-After: soon", both);
         assert_eq!(stdout.status, Some((at(1), 302)), "1xx is skipped");
         let five = Hint {
             value: HintValue::After(Duration::from_secs(5)),
@@ -413,9 +413,9 @@ mod tests {
         };
         assert_eq!(stdout.hint, Some((at(3), five)), "garbage is ignored");
         assert_eq!(stdout.ignored, Some((at(4), "soon".to_string())));
-        let mut stderr = Heard::default();
-        stderr.hear_http_line(at(5), b"< HTTP/2 503", both);
-        stderr.hear_custom_hint(at(0), b"9");
+        let mut stderr = HttpSeen::default();
+        stderr.read_http_line(at(5), b"< HTTP/2 503", both);
+        stderr.read_custom_hint(at(0), b"9");
         let mut merged = stdout.clone();
         merged.merge(&stderr);
         assert_eq!(
@@ -428,7 +428,7 @@ mod tests {
             Some((at(3), five)),
             "the earlier custom hint loses"
         );
-        stderr.hear_custom_hint(at(6), b"9");
+        stderr.read_custom_hint(at(6), b"9");
         merged.merge(&stderr);
         let nine = Hint {
             value: HintValue::After(Duration::from_secs(9)),
@@ -449,9 +449,9 @@ mod tests {
             retry_after: true,
         };
         assert!(hints_only.any() && !HttpLines::default().any());
-        let mut heard = Heard::default();
-        heard.hear_http_line(at(1), b"Retry-After: 5", statuses_only);
-        assert_eq!(heard, Heard::default());
+        let mut seen = HttpSeen::default();
+        seen.read_http_line(at(1), b"Retry-After: 5", statuses_only);
+        assert_eq!(seen, HttpSeen::default());
     }
 
     proptest! {

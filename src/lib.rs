@@ -26,6 +26,7 @@ mod input;
 pub mod interpreter;
 mod lines;
 mod located;
+mod log;
 mod metrics;
 mod outcome;
 mod ownership;
@@ -57,17 +58,17 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::backoff::Delays;
-use crate::cli::{Cli, ReportFormat};
+use crate::cli::Cli;
 use crate::clock::RealClock;
 use crate::draws::Draws;
-use crate::driver::Ran;
+use crate::driver::FinishedRun;
 use crate::ending::Ending;
 use crate::fleet::file::FileStore;
 use crate::fleet::{Fleet, Gate, NoLimits, StateStore};
+use crate::log::{Logger, OwnFile, Terminal};
 use crate::outcome::{AttemptEnd, MISUSE};
 use crate::plumbing::OwnStream;
-use crate::report::summary::{self, Summary};
-use crate::report::{OwnFile, Reporter, Terminal};
+use crate::report::Summary;
 use crate::runner::Runner;
 use crate::settings::StateAction;
 use crate::settings::{MetricsTarget, Settings};
@@ -89,35 +90,16 @@ impl Exit {
     }
 }
 
+/// `retry`'s whole life: the command line read, then a dry run, a state action or the run,
+/// and the files written at its end.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     process::prepare();
     #[cfg(debug_assertions)]
     process::inject_panic();
     let args: Vec<OsString> = args.into_iter().collect();
-    // Before anything can be refused: a password given in any shape is never echoed.
-    for word in args.iter().chain(std::env::var_os("RETRY_STATE").as_ref()) {
-        text::note_secrets(&word.to_string_lossy());
-    }
-    // One parse of the command line serves the settings and, with a config file, which keys
-    // the command line sets.
-    let mut command = Cli::command();
-    let parsed = command
-        .try_get_matches_from_mut(&args)
-        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
-    // Never freed: its few hundred allocations cost a tenth of a short run's start-up to free,
-    // and the process ends with the run.
-    std::mem::forget(command);
-    let (cli, matches) = match parsed {
-        Ok(parsed) => parsed,
-        Err(error) => return clap_exit(&error, &args),
-    };
-    let cli = match config_file::with_config_file(cli, &args, &matches) {
-        Ok(cli) => cli,
-        Err(error) => return misuse(&format!("{error:#}")),
-    };
-    let settings = match Settings::resolve(cli) {
+    let settings = match read_command_line(&args) {
         Ok(settings) => settings,
-        Err(error) => return misuse(&format!("{error:#}")),
+        Err(exit) => return exit,
     };
     if settings.dry_run {
         let plan = dryrun::plan(&settings) + &start::note(&settings);
@@ -153,43 +135,135 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         Rc::new(move |fd| events.wait_written(fd))
     });
     let seed = settings.seed.unwrap_or_else(process::seed);
-    let mut delays = Delays::new(settings.schedule.clone(), Draws::seeded(seed));
-    let mut reporter = Reporter::new(
-        settings.verbosity,
-        settings.log_format,
-        Terminal::detect(),
-        Box::new(signals::Stderr::new(Rc::clone(&events))),
-    )
-    .labelled(settings.label.clone())
-    .exiting_with_last_status(settings.judge.criteria.is_some());
-    reaper::adopt_orphans();
-    let mut runner = Runner::new(&settings, &events);
-    let mut clock = RealClock::new(&events);
-    let mut gate: Box<dyn Gate> = match store {
-        None => Box::new(NoLimits),
-        Some(store) => Box::new(Fleet::new(
-            settings.fleet.clone(),
-            store,
-            process::entropy(),
-        )),
-    };
+    let mut logger = logger(&settings, &events);
+    let mut machinery = Machinery::new(&settings, seed, store, &events);
     let started = (SystemTime::now(), Instant::now());
-    let ran = driver::drive(
-        &settings,
-        seed,
-        &mut runner,
-        &mut clock,
-        &mut delays,
-        gate.as_mut(),
-        &mut reporter,
-    );
-    let exit = match ran.ending {
+    let finished = machinery.drive(&settings, seed, &mut logger);
+    let exit = match finished.ending {
         Ending::Signal(signal) => Exit::Signal(signal),
-        ending => match runner.hand_over() {
-            Ok(()) => Exit::Status(settings.exit_status(ending, ran.last, settings.fail_exit)),
+        ending => match machinery.runner.hand_over() {
+            Ok(()) => Exit::Status(settings.exit_status(ending, finished.last, settings.fail_exit)),
             Err(signal) => Exit::Signal(signal),
         },
     };
+    let ended = Ended {
+        finished,
+        exit,
+        seed,
+        started,
+    };
+    write_files(&settings, &ended, &inherited, &mut logger);
+    // A signal that came while the files were written ends `retry` by it, as at any other time.
+    match events.shutdown_arrived() {
+        Some(signal) => Exit::Signal(signal),
+        None => ended.exit,
+    }
+}
+
+/// The command line read into settings: clap's parse, the config file, then what they
+/// resolve to. Help, the version, and misuse (said in one line) come back as the exit.
+fn read_command_line(args: &[OsString]) -> Result<Settings, Exit> {
+    // Before anything can be refused: a password given in any shape is never echoed.
+    for word in args.iter().chain(std::env::var_os("RETRY_STATE").as_ref()) {
+        text::note_secrets(&word.to_string_lossy());
+    }
+    // One parse of the command line serves the settings and, with a config file, which keys
+    // the command line sets.
+    let mut command = Cli::command();
+    let parsed = command
+        .try_get_matches_from_mut(args)
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    // Never freed: its few hundred allocations cost a tenth of a short run's start-up to free,
+    // and the process ends with the run.
+    std::mem::forget(command);
+    let (cli, matches) = parsed.map_err(|error| clap_exit(&error, args))?;
+    let cli = config_file::with_config_file(cli, args, &matches)
+        .map_err(|error| misuse(&format!("{error:#}")))?;
+    Settings::resolve(cli).map_err(|error| misuse(&format!("{error:#}")))
+}
+
+/// The logger of the run: stderr, written as the settings say, waiting for room together with
+/// the signals.
+fn logger(settings: &Settings, events: &Rc<Events>) -> Logger {
+    Logger::new(
+        settings.verbosity,
+        settings.log_format,
+        Terminal::detect(),
+        Box::new(signals::Stderr::new(Rc::clone(events))),
+    )
+    .labelled(settings.label.clone())
+    .exiting_with_last_status(settings.judge.criteria.is_some())
+}
+
+/// What runs the attempts for real: the fleet limits, the clock, the runner and the schedule.
+/// Held until `run` returns, after the files are written, but for the runner of a run that no
+/// signal ended, which `hand_over` takes: dropped, a runner removes the attempts' cgroups that
+/// are empty and closes what it still holds.
+struct Machinery<'a> {
+    gate: Box<dyn Gate>,
+    clock: RealClock<'a>,
+    runner: Runner<'a>,
+    delays: Delays,
+}
+
+impl<'a> Machinery<'a> {
+    fn new(
+        settings: &'a Settings,
+        seed: u64,
+        store: Option<StateStore>,
+        events: &'a Events,
+    ) -> Machinery<'a> {
+        let delays = Delays::new(settings.schedule.clone(), Draws::seeded(seed));
+        reaper::adopt_orphans();
+        let runner = Runner::new(settings, events);
+        let clock = RealClock::new(events);
+        let gate: Box<dyn Gate> = match store {
+            None => Box::new(NoLimits),
+            Some(store) => Box::new(Fleet::new(
+                settings.fleet.clone(),
+                store,
+                process::entropy(),
+            )),
+        };
+        Machinery {
+            gate,
+            clock,
+            runner,
+            delays,
+        }
+    }
+
+    /// The run itself: the attempts driven to their end.
+    fn drive(&mut self, settings: &Settings, seed: u64, logger: &mut Logger) -> FinishedRun {
+        driver::drive(
+            settings,
+            seed,
+            &mut self.runner,
+            &mut self.clock,
+            &mut self.delays,
+            self.gate.as_mut(),
+            logger,
+        )
+    }
+}
+
+/// A run at its end, as the files written then tell it.
+struct Ended {
+    finished: FinishedRun,
+    exit: Exit,
+    seed: u64,
+    /// When the attempts started: the wall clock's time, and the monotonic instant.
+    started: (SystemTime, Instant),
+}
+
+/// The files written when the run has ended: `--metrics-file` and `--report`. One that
+/// cannot be written is said, and the status stands.
+fn write_files(
+    settings: &Settings,
+    ended: &Ended,
+    inherited: &files::Inherited,
+    logger: &mut Logger,
+) {
     // A file size limit (`ulimit -f`) that these files pass is a write that fails, said as
     // such, not a SIGXFSZ that ends `retry` with the run's status lost. Every attempt and hook
     // has ended: none inherits this.
@@ -198,46 +272,32 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     if let Some(target) = &settings.metrics {
-        write_metrics(target, &ran, exit, started, &inherited, &mut reporter);
+        write_metrics(target, ended, inherited, logger);
     }
     if let Some((path, format)) = &settings.report {
         let summary = Summary {
-            attempts: ran.attempts,
-            exit_status: exit_status(exit),
-            last_exit: ran.last.map(AttemptEnd::status),
-            ending: ran.ending,
-            elapsed: started.1.elapsed(),
-            seed,
-            history: &ran.history,
+            attempts: ended.finished.attempts,
+            exit_status: exit_status(ended.exit),
+            last_exit: ended.finished.last.map(AttemptEnd::status),
+            ending: ended.finished.ending,
+            elapsed: ended.started.1.elapsed(),
+            seed: ended.seed,
+            history: &ended.finished.history,
         };
-        let written = match format {
-            ReportFormat::Json => {
-                files::writable(path, files::Use::Replace, &inherited).and_then(|target| {
-                    files::replace(&target, &summary::json(&summary), process::entropy())
-                })
-            }
-            ReportFormat::Github => files::writable(path, files::Use::Append, &inherited)
-                .and_then(|target| files::append(&target, &summary::github(&summary))),
-        };
-        if let Err(error) = written {
-            unwritten(OwnFile::Report, path, &error, &mut reporter);
+        if let Err(error) = report::write(path, *format, &summary, inherited) {
+            unwritten(OwnFile::Report, path, &error, logger);
         }
-    }
-    // A signal that came while the files were written ends `retry` by it, as at any other time.
-    match events.shutdown_arrived() {
-        Some(signal) => Exit::Signal(signal),
-        None => exit,
     }
 }
 
 /// Says that `file` at `path` could not be written; the run's status stands. A reader gone
 /// from the pipe a descriptor named (`--report /dev/stdout | head -c 0`) is not said, as no
 /// write of `retry`'s to a pipe whose reader has gone is.
-fn unwritten(file: OwnFile, path: &std::path::Path, error: &io::Error, reporter: &mut Reporter) {
+fn unwritten(file: OwnFile, path: &std::path::Path, error: &io::Error, logger: &mut Logger) {
     if error.kind() == io::ErrorKind::BrokenPipe {
         return;
     }
-    reporter.emit(&report::Event::Unwritten {
+    logger.emit(&log::Event::Unwritten {
         file,
         path,
         error: &text::plain_error(error),
@@ -257,26 +317,26 @@ fn exit_status(exit: Exit) -> u8 {
 /// status stands.
 fn write_metrics(
     target: &MetricsTarget,
-    ran: &Ran,
-    exit: Exit,
-    (start, started): (SystemTime, Instant),
+    ended: &Ended,
     inherited: &files::Inherited,
-    reporter: &mut Reporter,
+    logger: &mut Logger,
 ) {
-    if ran.attempts == 0 && ran.ending != Ending::Breaker {
+    let finished = &ended.finished;
+    if finished.attempts == 0 && finished.ending != Ending::Breaker {
         return;
     }
+    let (start, started) = ended.started;
     let figures = metrics::Figures {
         start,
         end: SystemTime::now(),
         duration: started.elapsed(),
-        succeeded: ran.ending == Ending::Success,
-        attempts: ran.attempts,
-        exit_status: exit_status(exit),
+        succeeded: finished.ending == Ending::Success,
+        attempts: finished.attempts,
+        exit_status: exit_status(ended.exit),
     };
     let nonce = process::entropy();
     if let Err(error) = metrics::write(&target.path, &target.job, &figures, nonce, inherited) {
-        unwritten(OwnFile::Metrics, &target.path, &error, reporter);
+        unwritten(OwnFile::Metrics, &target.path, &error, logger);
     }
 }
 
@@ -317,10 +377,10 @@ fn act_on_state(settings: &Settings, store: Option<StateStore>, action: StateAct
     };
     let result = match action {
         StateAction::Show => fleet::show(&settings.fleet, &mut store).map(|(budget, breaker)| {
-            report::fleet_state(settings.log_format, budget.as_ref(), breaker.as_ref())
+            log::fleet_state(settings.log_format, budget.as_ref(), breaker.as_ref())
         }),
         StateAction::Reset => fleet::reset(&settings.fleet, &mut store)
-            .map(|()| report::fleet_reset(settings.log_format, &settings.fleet)),
+            .map(|()| log::fleet_reset(settings.log_format, &settings.fleet)),
     };
     match result {
         Ok(text) => print_stdout(&text::without_secrets(&text)),

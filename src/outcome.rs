@@ -41,7 +41,7 @@ pub enum AttemptEnd {
 }
 
 impl AttemptEnd {
-    /// The attempt's status as `retry` reports it: what predicates judge, what
+    /// The attempt's status as `retry` gives it: what predicates judge, what
     /// `RETRY_LAST_EXIT` holds, and what `retry` exits with when this attempt is the last.
     pub fn status(self) -> u8 {
         match self {

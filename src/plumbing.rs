@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::http::{Heard, HttpLines};
+use crate::http::{HttpLines, HttpSeen};
 use crate::lines::{LineMatcher, Pattern};
 use crate::outcome::AttemptEnd;
 use crate::poll::{self, Wait};
@@ -514,10 +514,10 @@ struct Flow {
 /// What the copies of an ended attempt saw.
 #[derive(Debug, Default)]
 pub(crate) struct Drained {
-    /// What the patterns matched (`status` aside: see `heard`).
+    /// What the patterns matched (`status` aside: see `http_seen`).
     pub matches: Matches,
     /// What the HTTP lines and hints said.
-    pub heard: Heard,
+    pub http_seen: HttpSeen,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
     pub write_errors: Vec<(Stream, String)>,
     /// The copies still running: a background process holds their pipe open.
@@ -552,7 +552,7 @@ impl Leftover {
     /// Whether the copy has ended (its background writers have all gone, or it has handed its
     /// pipe over): dropping it then closes the last descriptor it held.
     pub(crate) fn finished(&self) -> bool {
-        hung_up(self.link.as_fd())
+        link_ended(self.link.as_fd())
     }
 }
 
@@ -584,8 +584,8 @@ pub(crate) fn watch(
     thread::Builder::new()
         .name("output".into())
         .spawn(move || {
-            let told = copy(&mut source, sink, scan, &thread_flow, copy_link.as_raw_fd());
-            if told == Told::HandOver {
+            let end = copy(&mut source, sink, scan, &thread_flow, copy_link.as_raw_fd());
+            if end == CopyEnd::HandOver {
                 pass_on_in_a_process_of_its_own(source.as_raw_fd(), after_end);
             }
             // In this order, so that a link not yet ended means `source` is still open (see
@@ -627,11 +627,11 @@ fn bytes_waiting(fd: RawFd) -> usize {
     usize::try_from(waiting).unwrap_or(0)
 }
 
-/// What a copy was told when it stopped.
+/// How a copy ended: for good, or to hand its source over.
 #[derive(PartialEq)]
-enum Told {
-    /// Nothing: its source ended or broke, or it was told to stop.
-    Nothing,
+enum CopyEnd {
+    /// Its source ended or broke, or it was told to stop.
+    Done,
     /// To give its source to a process of its own (see `Leftover::hand_over`).
     HandOver,
 }
@@ -647,13 +647,13 @@ fn copy(
     mut scan: Scan,
     flow: &Flow,
     stop: RawFd,
-) -> Told {
+) -> CopyEnd {
     let source_fd = source.as_raw_fd();
     let mut buffer = vec![0u8; CHUNK];
-    let mut told = Told::Nothing;
+    let mut end = CopyEnd::Done;
     loop {
         if !await_input(source_fd, stop) {
-            told = told_on(stop);
+            end = end_asked_on(stop);
             break;
         }
         // Only held output can be full, and only by bytes that wait: at the source's end the
@@ -698,20 +698,20 @@ fn copy(
         }
     }
     scan.finish();
-    told
+    end
 }
 
-/// What the link `stop`, readable, tells the copy: to hand its source over, or (at its end)
+/// What the link `stop`, readable, asks of the copy: to hand its source over, or (at its end)
 /// only to stop.
-fn told_on(stop: RawFd) -> Told {
+fn end_asked_on(stop: RawFd) -> CopyEnd {
     let mut byte = 0u8;
     // SAFETY: read(2) of one byte into a valid buffer; the link is readable, so it returns at
     // once.
     let read = unsafe { libc::read(stop, (&raw mut byte).cast(), 1) };
     if read == 1 && byte == HAND_OVER {
-        Told::HandOver
+        CopyEnd::HandOver
     } else {
-        Told::Nothing
+        CopyEnd::Done
     }
 }
 
@@ -722,7 +722,7 @@ struct Findings {
     retry_if: AtomicBool,
     stop_if: AtomicBool,
     /// What the HTTP lines and hints said.
-    heard: Mutex<Heard>,
+    http_seen: Mutex<HttpSeen>,
 }
 
 impl Findings {
@@ -734,8 +734,8 @@ impl Findings {
         }
     }
 
-    fn heard(&self) -> std::sync::MutexGuard<'_, Heard> {
-        self.heard.lock().unwrap_or_else(|p| p.into_inner())
+    fn http_seen(&self) -> std::sync::MutexGuard<'_, HttpSeen> {
+        self.http_seen.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -822,10 +822,10 @@ fn collector<'a>(
         match hint {
             Some(hint) if index == hint_index => {
                 if let Some(text) = hint.capture(line) {
-                    findings.heard().hear_custom_hint(at, text);
+                    findings.http_seen().read_custom_hint(at, text);
                 }
             }
-            _ => findings.heard().hear_http_line(at, line, http),
+            _ => findings.http_seen().read_http_line(at, line, http),
         }
     }
 }
@@ -875,7 +875,7 @@ pub(crate) fn finish(
         drained.matches.until |= findings.until.load(Ordering::Acquire);
         drained.matches.retry_if |= findings.retry_if.load(Ordering::Acquire);
         drained.matches.stop_if |= findings.stop_if.load(Ordering::Acquire);
-        drained.heard.merge(&findings.heard());
+        drained.http_seen.merge(&findings.http_seen());
         if let Some(error) = watch.flow.write_error.get() {
             drained.write_errors.push((watch.stream, error.clone()));
         }
@@ -954,7 +954,7 @@ fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain
 /// left). Asked only while the copy runs (its link not ended), so its source is still open.
 fn more_to_come(watch: &Watch) -> bool {
     // (The source is the copy's, open while it runs.)
-    hung_up(watch.link.as_fd()) || poll::ready_now(watch.source, libc::POLLIN)
+    link_ended(watch.link.as_fd()) || poll::ready_now(watch.source, libc::POLLIN)
 }
 
 /// Waits for a copy to end (`done` hangs up: `true`) as long as it moves: returns `false` once
@@ -997,8 +997,9 @@ pub(crate) fn hand_over(mut leftovers: Vec<Leftover>, events: &Events) -> Result
     Ok(())
 }
 
-/// Whether the other end of `fd`, a pipe or a socket, has closed (or shut).
-fn hung_up(fd: BorrowedFd<'_>) -> bool {
+/// Whether the copy at the other end of the link `fd` has ended. The copy never writes on its
+/// link, so the link is readable only once the copy has closed its end: readable now is ended.
+fn link_ended(fd: BorrowedFd<'_>) -> bool {
     poll::ready_now(fd.as_raw_fd(), libc::POLLIN)
 }
 

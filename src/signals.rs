@@ -1,24 +1,24 @@
-//! The only signal-handling code: signals become events, read from signal-hook's self-pipe.
+//! The only signal-handling code: signals become `Signal`s, read from signal-hook's self-pipe.
 //!
 //! Policy, and why:
-//! - SIGINT, SIGTERM, SIGHUP, SIGQUIT become `Event::Shutdown`: `retry` passes the signal on to
+//! - SIGINT, SIGTERM, SIGHUP, SIGQUIT become `Signal::Shutdown`: `retry` passes the signal on to
 //!   the running attempt, starts nothing more, and exits 128 + N. Ctrl-C ends `retry`, never just
 //!   the current attempt. A Ctrl-C or Ctrl-\ from the terminal is marked (`from_terminal`),
 //!   since it reached the terminal's whole foreground process group, an attempt under
 //!   `--foreground` included, and a second copy would read as "again, and harder".
-//! - SIGCHLD becomes `Event::Child`, so the end of an attempt is noticed at once, with no
+//! - SIGCHLD becomes `Signal::Child`, so the end of an attempt is noticed at once, with no
 //!   polling and no thread. It is unblocked should the parent have blocked it (as `timeout(1)`
 //!   does); the other signals keep the mask `retry` inherited.
-//! - SIGTSTP (Ctrl-Z) becomes `Event::Suspend`: the terminal sends it to `retry`'s process group
+//! - SIGTSTP (Ctrl-Z) becomes `Signal::Suspend`: the terminal sends it to `retry`'s process group
 //!   only, so `retry` passes it on to the attempt's group, stops itself, and on being continued
 //!   (`fg`, `bg`) continues the attempt. Without this the attempt would run on, unseen, while
 //!   `retry` sat stopped. As the kernel does for its default action, the request is dropped when
 //!   no job-control shell could continue `retry` (an orphaned process group: a session leader
 //!   under `ssh -t` or script(1)), instead of stopping for good.
-//! - SIGWINCH becomes `Event::Resize`: the terminal tells only its foreground process group,
+//! - SIGWINCH becomes `Signal::Resize`: the terminal tells only its foreground process group,
 //!   `retry`'s, that its size changed, so `retry` passes it on to the attempt's group, where a
 //!   progress bar or a full-screen program would otherwise never hear of it.
-//! - SIGUSR1 and SIGUSR2 become `Event::Relay`: they are how a user talks to the command itself
+//! - SIGUSR1 and SIGUSR2 become `Signal::Relay`: they are how a user talks to the command itself
 //!   (reopen a log, dump state), so `retry` hands them to the running attempt, as if sent to it,
 //!   instead of dying of them and leaving the attempt behind. Between attempts they are dropped.
 //! - A signal the parent set to be ignored stays ignored, and is not handled, so that
@@ -197,8 +197,9 @@ pub(crate) fn restore_inherited() {
     }
 }
 
+/// A signal `retry` received, read as what it asks of `retry`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
+pub enum Signal {
     /// A child changed state; whoever waits on one should check it.
     Child,
     /// `retry` was asked to stop by this signal. `from_terminal`: it is Ctrl-C or Ctrl-\, which
@@ -218,7 +219,7 @@ pub struct Events {
 
 struct State {
     delivery: SignalDelivery<UnixStream, WithRawSiginfo>,
-    queued: VecDeque<Event>,
+    queued: VecDeque<Signal>,
     /// A shutdown signal has arrived: from now on nothing may wait on a reader.
     shutting_down: bool,
     /// Past this instant (the run's `--max-time` and its grace) nothing may wait on a reader.
@@ -252,8 +253,8 @@ impl Events {
         })
     }
 
-    /// The next event, or `None` once `until` has passed. Without `until`, waits for an event.
-    pub fn next(&self, until: Option<Instant>) -> Option<Event> {
+    /// The next signal, or `None` once `until` has passed. Without `until`, waits for a signal.
+    pub fn next(&self, until: Option<Instant>) -> Option<Signal> {
         let mut state = self.state.borrow_mut();
         loop {
             if let Some(event) = state.queued.pop_front() {
@@ -274,9 +275,9 @@ impl Events {
         loop {
             while let Some(event) = state.queued.pop_front() {
                 match event {
-                    Event::Shutdown { signal, .. } => return Err(signal),
-                    Event::Suspend => stop_self(),
-                    Event::Child | Event::Resize | Event::Relay(_) => {}
+                    Signal::Shutdown { signal, .. } => return Err(signal),
+                    Signal::Suspend => stop_self(),
+                    Signal::Child | Signal::Resize | Signal::Relay(_) => {}
                 }
             }
             match state.wait(until, Some((fd, libc::POLLIN))) {
@@ -304,7 +305,7 @@ impl Events {
         let mut state = self.state.borrow_mut();
         while state.wait(Some(Instant::now()), None) == Woke::Signals {}
         state.queued.iter().find_map(|event| match event {
-            Event::Shutdown { signal, .. } => Some(*signal),
+            Signal::Shutdown { signal, .. } => Some(*signal),
             _ => None,
         })
     }
@@ -427,11 +428,11 @@ impl State {
             self.shutting_down |= arrived.iter().any(|info| SHUTDOWN.contains(&info.si_signo));
             self.queued
                 .extend(arrived.into_iter().filter_map(|info| match info.si_signo {
-                    SIGCHLD => Some(Event::Child),
-                    SIGTSTP => group_can_be_continued().then_some(Event::Suspend),
-                    SIGWINCH => Some(Event::Resize),
-                    signal @ (SIGUSR1 | SIGUSR2) => Some(Event::Relay(signal)),
-                    signal => Some(Event::Shutdown {
+                    SIGCHLD => Some(Signal::Child),
+                    SIGTSTP => group_can_be_continued().then_some(Signal::Suspend),
+                    SIGWINCH => Some(Signal::Resize),
+                    signal @ (SIGUSR1 | SIGUSR2) => Some(Signal::Relay(signal)),
+                    signal => Some(Signal::Shutdown {
                         signal,
                         // The kernel itself sends these only from a terminal's keyboard.
                         from_terminal: matches!(signal, SIGINT | SIGQUIT)

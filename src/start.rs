@@ -13,9 +13,9 @@ use std::process::Command;
 
 use crate::ending::Ending;
 use crate::interpreter;
+use crate::log;
 use crate::outcome::AttemptEnd;
 use crate::predicate::{Matches, Verdict};
-use crate::report;
 use crate::settings::Settings;
 use crate::signals;
 
@@ -284,7 +284,7 @@ pub(crate) fn note(settings: &Settings) -> String {
     };
     format!(
         "note: {}\nnote: {then}\n",
-        report::cannot_start(program, end, &error)
+        log::cannot_start(program, end, &error)
     )
 }
 

@@ -6,14 +6,14 @@
 
 use crate::ending::Ending;
 use crate::fleet::{Admit, Gate, Outcome};
+use crate::log::{Event, GiveUp, Telling};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::predicate::{Permanent, Verdict};
-use crate::report::summary::AttemptRecord;
-use crate::report::{Event, GiveUp, Telling};
+use crate::report::AttemptRecord;
 
 use super::between::{Next, count_down};
 use super::run::Run;
-use super::traits::{AttemptReport, AttemptSpec, Execute, Halt, Interrupted, Sleep};
+use super::traits::{AttemptResult, AttemptSpec, Execute, Halt, Interrupted, Sleep};
 
 impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     /// Runs the whole loop and says how it ended. `seed` is the one the delays draw from, to be
@@ -24,7 +24,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         if let Some(deadline) = self.max_time.deadline() {
             self.executor.end_by(deadline);
         }
-        self.reporter.emit(&Event::Start {
+        self.logger.emit(&Event::Start {
             command: &self.settings.command,
             max_attempts: self.settings.max_attempts,
             seed,
@@ -34,7 +34,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             Err(Halt::BrokenPipe) => Ending::BrokenPipe,
             Err(Halt::Interrupted(signal)) => {
                 self.custody().interrupted();
-                self.reporter.emit(&Event::Interrupted { signal });
+                self.logger.emit(&Event::Interrupted { signal });
                 Ending::Signal(signal)
             }
         }
@@ -58,17 +58,17 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             self.clock.interrupted()?;
             // The attempt is certain to start: the one before it was not the final one.
             self.custody().next_starts()?;
-            let report = self.attempt(attempt)?;
-            let next = match self.judge(&report) {
+            let result = self.attempt(attempt)?;
+            let next = match self.judge(&result) {
                 Verdict::BrokenPipe => return Err(Halt::BrokenPipe),
-                Verdict::Stop(rule) => return self.stop(rule, attempt, &report),
-                Verdict::Succeed => self.after_success(attempt, &report)?,
-                Verdict::Retry => self.after_failure(attempt, &report)?,
+                Verdict::Stop(rule) => return self.stop(rule, attempt, &result),
+                Verdict::Succeed => self.after_success(attempt, &result)?,
+                Verdict::Retry => self.after_failure(attempt, &result)?,
             };
             match next {
                 Next::Wait { wait, hinted } => {
                     self.wait_after_latest = Some((wait, hinted));
-                    count_down(self.clock, self.reporter, wait)?;
+                    count_down(self.clock, self.logger, wait)?;
                 }
                 Next::End(end) => return Ok(end),
             }
@@ -104,13 +104,13 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             let reason = GiveUp::MaxTimeAhead { wait };
             return self.give_up(reason, 0, Telling::Always).map(Some);
         }
-        self.reporter.emit(&Event::Splay { wait });
+        self.logger.emit(&Event::Splay { wait });
         self.clock.sleep(wait)?;
         Ok(None)
     }
 
     /// Runs attempt number `attempt` and says what must be said of its start.
-    fn attempt(&mut self, attempt: u64) -> Result<AttemptReport, Interrupted> {
+    fn attempt(&mut self, attempt: u64) -> Result<AttemptResult, Interrupted> {
         let settings = self.settings;
         let spec = AttemptSpec {
             number: attempt,
@@ -120,7 +120,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 .max_time
                 .attempt_deadline(self.clock.now(), settings.timeouts.of(attempt)),
         };
-        self.reporter.emit(&Event::AttemptStart {
+        self.logger.emit(&Event::AttemptStart {
             count: self.tally.count(attempt),
         });
         self.tally.started(attempt);
@@ -136,46 +136,46 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             wait: None,
             hinted: false,
         };
-        let report = match self.executor.run(&spec, self.reporter) {
-            Ok(report) => report,
+        let result = match self.executor.run(&spec, self.logger) {
+            Ok(result) => result,
             Err(cut) => {
                 self.history.push(record(cut.end, cut.ran));
                 return Err(Interrupted(cut.signal));
             }
         };
-        self.history.push(record(report.end, report.ran));
-        let took = match (report.end, settings.timeouts.of(attempt)) {
+        self.history.push(record(result.end, result.ran));
+        let took = match (result.end, settings.timeouts.of(attempt)) {
             (AttemptEnd::TimedOut(Limit::Attempt), Some(limit)) => limit,
-            _ => report.ran,
+            _ => result.ran,
         };
         self.max_time.attempt_took(took);
-        if let Some(error) = &report.start_error
-            && report.end.could_not_start()
+        if let Some(error) = &result.start_error
+            && result.end.could_not_start()
             && !self.said_cannot_start
         {
             self.said_cannot_start = true;
-            self.reporter.emit(&Event::CannotStart {
+            self.logger.emit(&Event::CannotStart {
                 command: &settings.command[0],
-                end: report.end,
+                end: result.end,
                 error,
             });
         }
-        Ok(report)
+        Ok(result)
     }
 
     /// The verdict on an attempt, with what the `CODE@N` limits have left, told to the fleet
     /// limits.
-    fn judge(&mut self, report: &AttemptReport) -> Verdict {
-        let mut verdict = self.settings.judge.judge(report.end, report.matches);
+    fn judge(&mut self, result: &AttemptResult) -> Verdict {
+        let mut verdict = self.settings.judge.judge(result.end, result.matches);
         if verdict == Verdict::Retry
-            && let Err(spent) = self.tally.take_retry(report.end.status())
+            && let Err(spent) = self.tally.take_retry(result.end.status())
         {
             verdict = Verdict::Stop(Permanent::RetryLimit(spent));
         }
         self.gate.record(match verdict {
             Verdict::Succeed => Outcome::Success,
             // Retryable, but a system short of processes says nothing of the service.
-            Verdict::Retry if report.end != AttemptEnd::SpawnFailed => Outcome::Failure,
+            Verdict::Retry if result.end != AttemptEnd::SpawnFailed => Outcome::Failure,
             _ => Outcome::Nothing,
         });
         verdict
@@ -186,19 +186,19 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         &mut self,
         rule: Permanent,
         attempt: u64,
-        report: &AttemptReport,
+        result: &AttemptResult,
     ) -> Result<Ending, Halt> {
         let count = self.tally.count(attempt);
         self.custody().gave_up_after_latest()?;
         // A command that cannot start was already said in a line of its own; a log still gets
         // the attempt's end and the run's.
-        let telling = if report.end.could_not_start() {
+        let telling = if result.end.could_not_start() {
             Telling::LogOnly
         } else {
             Telling::Always
         };
-        let event = self.failure(count, report, None, None, false, false);
-        self.reporter.tell(&event, telling);
+        let event = self.failure(count, result, None, None, false, false);
+        self.logger.tell(&event, telling);
         let reason = GiveUp::Permanent(rule);
         self.give_up(reason, count.attempt, telling)
     }

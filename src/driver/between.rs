@@ -11,11 +11,11 @@ use crate::deadline::{Fit, WaitKind};
 use crate::ending::Ending;
 use crate::fleet::Gate;
 use crate::http;
-use crate::report::{Count, Event, GiveUp, HintUse, Reporter, Telling};
+use crate::log::{Count, Event, GiveUp, HintUse, Logger, Telling};
 use crate::settings::HookKind;
 
 use super::run::Run;
-use super::traits::{AskedWait, AttemptReport, Execute, Halt, Sleep};
+use super::traits::{AskedWait, AttemptResult, Execute, Halt, Sleep};
 
 /// What follows an attempt.
 pub(super) enum Next {
@@ -66,13 +66,13 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     pub(super) fn after_success(
         &mut self,
         attempt: u64,
-        report: &AttemptReport,
+        result: &AttemptResult,
     ) -> Result<Next, Halt> {
         let settings = self.settings;
         let count = self.tally.count(attempt);
         let streak = self.tally.succeeded();
         if settings.restart {
-            self.hook(HookKind::Success, attempt, report.end.status(), None)?;
+            self.hook(HookKind::Success, attempt, result.end.status(), None)?;
         }
         if settings.restart || streak < settings.consecutive {
             // After a success the schedule starts over at d(1).
@@ -86,22 +86,22 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             } else {
                 Between::Streak
             };
-            let next = self.after_attempt(count, report, wait, between)?;
+            let next = self.after_attempt(count, result, wait, between)?;
             if settings.restart {
-                self.tally.waits_to_restart(report.end, report.ran);
+                self.tally.waits_to_restart(result.end, result.ran);
             }
             return Ok(next);
         }
         self.custody().succeeded()?;
-        self.reporter.emit(&Event::Success {
+        self.logger.emit(&Event::Success {
             count,
-            end: report.end,
-            ran: report.ran,
+            end: result.end,
+            ran: result.ran,
             total: self.total(),
             not_restarting: None,
         });
         self.say_notices();
-        self.hook(HookKind::Success, attempt, report.end.status(), None)?;
+        self.hook(HookKind::Success, attempt, result.end.status(), None)?;
         Ok(Next::End(Ending::Success))
     }
 
@@ -111,26 +111,26 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     pub(super) fn after_failure(
         &mut self,
         attempt: u64,
-        report: &AttemptReport,
+        result: &AttemptResult,
     ) -> Result<Next, Halt> {
         let count = self.tally.count(attempt);
         let reset = self
             .settings
             .reset_after
-            .is_some_and(|long| report.ran >= long);
+            .is_some_and(|long| result.ran >= long);
         if reset {
-            self.reporter.emit(&Event::Reset {
+            self.logger.emit(&Event::Reset {
                 attempt,
-                ran: report.ran,
+                ran: result.ran,
             });
             self.delays.restart();
         }
         let retry_number = self.tally.failed(attempt, reset);
         let delay = self.delays.delay(retry_number);
-        if let Some(value) = &report.ignored_hint {
-            self.reporter.emit(&Event::HintIgnored { attempt, value });
+        if let Some(value) = &result.ignored_hint {
+            self.logger.emit(&Event::HintIgnored { attempt, value });
         }
-        let (wait, hint) = self.hinted(delay, report.hint);
+        let (wait, hint) = self.hinted(delay, result.hint);
         let mut between = Between::Failure {
             hint,
             reset,
@@ -148,7 +148,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 last_chance: true,
             };
         }
-        self.after_attempt(count, report, wait, between)
+        self.after_attempt(count, result, wait, between)
     }
 
     /// Fits a wait of `wait` after attempt `attempt` (`between` it and the next) to the
@@ -165,7 +165,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     fn after_attempt(
         &mut self,
         count: Count,
-        report: &AttemptReport,
+        result: &AttemptResult,
         wait: Duration,
         between: Between,
     ) -> Result<Next, Halt> {
@@ -177,16 +177,16 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             // copy.
             Between::Restart => self.custody().succeeded()?,
             _ if refusal.is_some() => self.custody().gave_up_after_latest()?,
-            _ => self.custody().another_follows(attempt, report.end)?,
+            _ => self.custody().another_follows(attempt, result.end)?,
         }
         if let Some(reason) = refusal {
-            return self.refused(count, report, between, reason);
+            return self.refused(count, result, between, reason);
         }
-        self.reporter
-            .emit(&self.between_event(count, report, between, Some(wait)));
+        self.logger
+            .emit(&self.between_event(count, result, between, Some(wait)));
         self.say_notices();
         if let Between::Failure { .. } = between
-            && let Some(next) = self.before_retry(attempt, report, wait, between)?
+            && let Some(next) = self.before_retry(attempt, result, wait, between)?
         {
             return Ok(next);
         }
@@ -215,23 +215,23 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     fn refused(
         &mut self,
         count: Count,
-        report: &AttemptReport,
+        result: &AttemptResult,
         between: Between,
         reason: GiveUp<'_>,
     ) -> Result<Next, Halt> {
         if let Between::Restart = between {
-            self.reporter.emit(&Event::Success {
+            self.logger.emit(&Event::Success {
                 count,
-                end: report.end,
-                ran: report.ran,
+                end: result.end,
+                ran: result.ran,
                 total: self.total(),
                 not_restarting: Some(reason),
             });
             self.say_notices();
             return Ok(Next::End(Ending::Success));
         }
-        self.reporter
-            .emit(&self.between_event(count, report, between, None));
+        self.logger
+            .emit(&self.between_event(count, result, between, None));
         self.give_up(reason, count.attempt, Telling::Always)
             .map(Next::End)
     }
@@ -242,15 +242,15 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     fn before_retry(
         &mut self,
         attempt: u64,
-        report: &AttemptReport,
+        result: &AttemptResult,
         wait: Duration,
         between: Between,
     ) -> Result<Option<Next>, Halt> {
         if !self.warned_stdin && self.executor.stdin_shared() {
             self.warned_stdin = true;
-            self.reporter.emit(&Event::StdinShared);
+            self.logger.emit(&Event::StdinShared);
         }
-        self.hook(HookKind::Retry, attempt, report.end.status(), Some(wait))?;
+        self.hook(HookKind::Retry, attempt, result.end.status(), Some(wait))?;
         // The hook may have used up the time the wait had; a last chance is fitted again
         // to the time it left, so that it still starts when it should.
         let planned = match between {
@@ -264,7 +264,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             Fit::LastChance(shorter) => {
                 if planned != Duration::MAX {
                     // The wait was told as any other: say what it became.
-                    self.reporter.emit(&Event::CutByHook {
+                    self.logger.emit(&Event::CutByHook {
                         attempt: attempt + 1,
                         next: shorter,
                     });
@@ -287,7 +287,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     fn between_event<'r>(
         &self,
         count: Count,
-        report: &'r AttemptReport,
+        result: &'r AttemptResult,
         between: Between,
         next: Option<Duration>,
     ) -> Event<'r> {
@@ -299,20 +299,20 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             } => {
                 let hint = hint.filter(|_| next.is_some());
                 let last_chance = last_chance && next.is_some();
-                self.failure(count, report, next, hint, reset, last_chance)
+                self.failure(count, result, next, hint, reset, last_chance)
             }
             Between::Streak => Event::StreakContinues {
                 count,
-                end: report.end,
-                ran: report.ran,
+                end: result.end,
+                ran: result.ran,
                 streak: self.tally.streak(),
                 needed: self.settings.consecutive,
                 next,
             },
             Between::Restart => Event::Restart {
                 count,
-                end: report.end,
-                ran: report.ran,
+                end: result.end,
+                ran: result.ran,
                 next: next.unwrap_or_default(),
             },
         }
@@ -340,10 +340,10 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
 /// Waits `wait` before the next attempt; on a terminal, a long wait counts down once a second.
 pub(super) fn count_down(
     clock: &mut impl Sleep,
-    reporter: &mut Reporter,
+    logger: &mut Logger,
     wait: Duration,
 ) -> Result<(), Halt> {
-    if !reporter.wants_countdown(wait) {
+    if !logger.wants_countdown(wait) {
         return Ok(clock.sleep(wait)?);
     }
     let Some(until) = clock.now().checked_add(wait) else {
@@ -355,7 +355,7 @@ pub(super) fn count_down(
         if left.is_zero() {
             break;
         }
-        reporter.countdown(left);
+        logger.countdown(left);
         // Sleep until the whole seconds left (the number shown) change.
         let whole = Duration::from_secs(left.as_secs());
         let step = if whole == left {
@@ -364,10 +364,10 @@ pub(super) fn count_down(
             left - whole
         };
         if let Err(interrupted) = clock.sleep(step) {
-            reporter.clear_countdown();
+            logger.clear_countdown();
             return Err(interrupted.into());
         }
     }
-    reporter.clear_countdown();
+    logger.clear_countdown();
     Ok(())
 }

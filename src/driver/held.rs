@@ -9,8 +9,8 @@
 //! decides the turns themselves (whether a retry follows, whether the run gives up): the loop
 //! does, and says which came.
 
+use crate::log::Logger;
 use crate::outcome::AttemptEnd;
-use crate::report::Reporter;
 
 use super::traits::{Execute, Halt, OutputOf, Settle};
 
@@ -40,11 +40,11 @@ impl HeldBack {
 }
 
 /// The custody at one turn of the run: where the held output stands, the executor that holds
-/// it, and the reporter that says what goes out.
+/// it, and the logger that says what goes out.
 pub(super) struct Custody<'r, E> {
     pub(super) held: &'r mut HeldBack,
     pub(super) executor: &'r mut E,
-    pub(super) reporter: &'r mut Reporter,
+    pub(super) logger: &'r mut Logger,
 }
 
 impl<E: Execute> Custody<'_, E> {
@@ -73,7 +73,7 @@ impl<E: Execute> Custody<'_, E> {
     pub(super) fn succeeded(mut self) -> Result<(), Halt> {
         self.release(OutputOf::FinalAttempt)?;
         self.executor
-            .settle_failed_output(Settle::Succeeded, self.reporter)
+            .settle_failed_output(Settle::Succeeded, self.logger)
     }
 
     /// The run gives up after the attempt that just ended: what `--failed-output on-give-up`
@@ -102,24 +102,23 @@ impl<E: Execute> Custody<'_, E> {
         // cuts that short), before the final attempt's, in attempt order.
         let _ = self
             .executor
-            .settle_failed_output(Settle::Interrupted, self.reporter);
+            .settle_failed_output(Settle::Interrupted, self.logger);
         // Ended during a wait, the attempt before it is the final one.
         if self.held.waiting.take().is_some() {
-            self.executor
-                .release_final_output_interrupted(self.reporter);
+            self.executor.release_final_output_interrupted(self.logger);
         }
     }
 
     /// Passes on the latest attempt's held output.
     fn release(&mut self, output_of: OutputOf) -> Result<(), Halt> {
-        self.executor.release_output(output_of, self.reporter)
+        self.executor.release_output(output_of, self.logger)
     }
 
     /// Settles the kept output of a run that gave up, once.
     fn settle_given_up(&mut self) -> Result<(), Halt> {
         if !std::mem::replace(&mut self.held.settled, true) {
             self.executor
-                .settle_failed_output(Settle::GaveUp, self.reporter)?;
+                .settle_failed_output(Settle::GaveUp, self.logger)?;
         }
         Ok(())
     }
@@ -129,8 +128,10 @@ impl<E: Execute> Custody<'_, E> {
 mod tests {
     use super::*;
     use crate::cli::LogFormat;
-    use crate::driver::traits::{AttemptReport, AttemptSpec, Cut, HookSpec, Interrupted};
-    use crate::report::Terminal;
+    use crate::driver::traits::{
+        AttemptResult, AttemptSpec, HookSpec, Interrupted, InterruptedAttempt,
+    };
+    use crate::log::Terminal;
     use crate::settings::Verbosity;
     use std::time::Instant;
 
@@ -161,16 +162,20 @@ mod tests {
     }
 
     impl Execute for Outlet {
-        fn run(&mut self, _: &AttemptSpec, _: &mut Reporter) -> Result<AttemptReport, Cut> {
+        fn run(
+            &mut self,
+            _: &AttemptSpec,
+            _: &mut Logger,
+        ) -> Result<AttemptResult, InterruptedAttempt> {
             unreachable!("no attempt runs here")
         }
-        fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
+        fn release_output(&mut self, output_of: OutputOf, _: &mut Logger) -> Result<(), Halt> {
             self.answer(Asked::Release(output_of))
         }
-        fn release_final_output_interrupted(&mut self, _: &mut Reporter) {
+        fn release_final_output_interrupted(&mut self, _: &mut Logger) {
             self.asked.push(Asked::ReleaseInterrupted);
         }
-        fn settle_failed_output(&mut self, settle: Settle, _: &mut Reporter) -> Result<(), Halt> {
+        fn settle_failed_output(&mut self, settle: Settle, _: &mut Logger) -> Result<(), Halt> {
             self.answer(Asked::Settle(settle))
         }
         fn end_by(&mut self, _: Instant) {}
@@ -180,7 +185,7 @@ mod tests {
         fn run_hook(
             &mut self,
             _: &HookSpec<'_>,
-            _: &mut Reporter,
+            _: &mut Logger,
         ) -> Result<AttemptEnd, Interrupted> {
             unreachable!("no hook runs here")
         }
@@ -209,7 +214,7 @@ mod tests {
     /// order, and what the last turn returned.
     fn through(holding: bool, turns: &[Turn]) -> (Vec<Asked>, Result<(), Halt>) {
         let (mut held, mut outlet) = (HeldBack::new(holding), Outlet::default());
-        let mut reporter = Reporter::new(
+        let mut logger = Logger::new(
             Verbosity::Normal,
             LogFormat::Text,
             Terminal::default(),
@@ -220,7 +225,7 @@ mod tests {
             let custody = Custody {
                 held: &mut held,
                 executor: &mut outlet,
-                reporter: &mut reporter,
+                logger: &mut logger,
             };
             returned = match *turn {
                 AnotherFollows(attempt) => custody.another_follows(attempt, FAILED),

@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 
 use crate::deadline::{self, Fit, WaitKind};
+use crate::log::{Count, GiveUp};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::parse::CodeLimit;
 use crate::predicate::CodeLimits;
-use crate::report::{Count, GiveUp};
 
 /// The attempts of a run, as its limits count them.
 pub(super) struct Tally {

@@ -19,23 +19,23 @@ mod tests;
 mod traits;
 
 pub use self::traits::{
-    AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
-    Settle, Sleep,
+    AskedWait, AttemptResult, AttemptSpec, Execute, Halt, HookSpec, Interrupted,
+    InterruptedAttempt, OutputOf, Settle, Sleep,
 };
 
 use crate::backoff::Delays;
 use crate::ending::Ending;
 use crate::fleet::Gate;
+use crate::log::Logger;
 use crate::outcome::AttemptEnd;
-use crate::report::Reporter;
-use crate::report::summary::History;
+use crate::report::History;
 use crate::settings::Settings;
 
 use self::run::Run;
 
 /// How a run ended, and the attempts it made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Ran {
+pub(crate) struct FinishedRun {
     pub(crate) ending: Ending,
     pub(crate) attempts: u64,
     /// How the last attempt ended, if one ran.
@@ -52,12 +52,12 @@ pub(crate) fn drive<E: Execute, S: Sleep, G: Gate + ?Sized>(
     clock: &mut S,
     delays: &mut Delays,
     gate: &mut G,
-    reporter: &mut Reporter,
-) -> Ran {
-    let mut run = Run::new(settings, executor, clock, delays, gate, reporter);
+    logger: &mut Logger,
+) -> FinishedRun {
+    let mut run = Run::new(settings, executor, clock, delays, gate, logger);
     let ending = run.drive(seed);
     let (attempts, mut history) = run.into_record();
-    Ran {
+    FinishedRun {
         ending,
         attempts,
         last: history.latest().map(|latest| latest.end),

@@ -13,15 +13,15 @@ use crate::cli::FailedOutput;
 use crate::ending::Ending;
 use crate::fleet::{Gate, GoOn};
 use crate::http::StatusClass;
+use crate::log::{Count, Event, GiveUp, HintUse, Logger, Telling, Why};
 use crate::outcome::AttemptEnd;
 use crate::predicate::CodeLimits;
-use crate::report::summary::History;
-use crate::report::{Count, Event, GiveUp, HintUse, Reporter, Telling, Why};
+use crate::report::History;
 use crate::settings::{HookKind, Settings};
 
 use super::held::{Custody, HeldBack};
 use super::limits::{MaxTime, Tally};
-use super::traits::{AttemptReport, Execute, Halt, HookSpec, Sleep};
+use super::traits::{AttemptResult, Execute, Halt, HookSpec, Sleep};
 
 /// One run of the loop: what it works with, and where it stands.
 pub(super) struct Run<'a, E, S, G: ?Sized> {
@@ -32,7 +32,7 @@ pub(super) struct Run<'a, E, S, G: ?Sized> {
     pub(super) clock: &'a mut S,
     pub(super) delays: &'a mut Delays,
     pub(super) gate: &'a mut G,
-    pub(super) reporter: &'a mut Reporter,
+    pub(super) logger: &'a mut Logger,
     /// The attempts, as the attempt limit counts them.
     pub(super) tally: Tally,
     /// The `--max-time` deadline, and its last chance.
@@ -58,7 +58,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         clock: &'a mut S,
         delays: &'a mut Delays,
         gate: &'a mut G,
-        reporter: &'a mut Reporter,
+        logger: &'a mut Logger,
     ) -> Self {
         let start = clock.now();
         let holding = settings.failed_output != FailedOutput::Pass || settings.hold_stdout;
@@ -69,7 +69,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             clock,
             delays,
             gate,
-            reporter,
+            logger,
             tally: Tally::new(
                 settings.max_attempts,
                 CodeLimits::new(settings.code_limits.clone()),
@@ -88,12 +88,12 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         (self.tally.attempts(), self.history)
     }
 
-    /// The custody of held output, at work on this run's executor and reporter.
+    /// The custody of held output, at work on this run's executor and logger.
     pub(super) fn custody(&mut self) -> Custody<'_, E> {
         Custody {
             held: &mut self.held,
             executor: self.executor,
-            reporter: self.reporter,
+            logger: self.logger,
         }
     }
 
@@ -128,7 +128,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     /// Says what the fleet limits have to say.
     pub(super) fn say_notices(&mut self) {
         for notice in self.gate.take_notices() {
-            self.reporter.emit(&Event::Fleet(&notice));
+            self.logger.emit(&Event::Fleet(&notice));
         }
     }
 
@@ -151,7 +151,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             total: self.total(),
             status,
         };
-        self.reporter.tell(&event, telling);
+        self.logger.tell(&event, telling);
         let last_status = last.map_or(status, AttemptEnd::status);
         self.hook(HookKind::Failure, attempts, last_status, None)?;
         Ok(ending)
@@ -165,7 +165,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         (end, ran): (AttemptEnd, Duration),
         reason: GiveUp<'_>,
     ) -> Result<Ending, Halt> {
-        self.reporter.emit(&Event::Success {
+        self.logger.emit(&Event::Success {
             count: Count {
                 attempt: attempts,
                 max_attempts: self.settings.max_attempts,
@@ -180,7 +180,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         Ok(Ending::Success)
     }
 
-    /// Runs the hook of `kind`, if one is set, and reports its failure.
+    /// Runs the hook of `kind`, if one is set, and logs its failure.
     pub(super) fn hook(
         &mut self,
         kind: HookKind,
@@ -201,9 +201,9 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             next_delay,
             deadline: self.max_time.deadline(),
         };
-        let end = self.executor.run_hook(&spec, self.reporter)?;
+        let end = self.executor.run_hook(&spec, self.logger)?;
         if end != AttemptEnd::Exited(0) {
-            self.reporter.emit(&Event::HookFailed { kind, end });
+            self.logger.emit(&Event::HookFailed { kind, end });
         }
         Ok(())
     }
@@ -213,16 +213,16 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     pub(super) fn failure<'r>(
         &self,
         count: Count,
-        report: &'r AttemptReport,
+        result: &'r AttemptResult,
         next: Option<Duration>,
         hint: Option<HintUse>,
         reset: bool,
         last_chance: bool,
     ) -> Event<'r> {
         let judge = &self.settings.judge;
-        let matches = &report.matches;
+        let matches = &result.matches;
         let status = matches.status.filter(|_| judge.http);
-        let why = if let Some(error) = &report.start_error {
+        let why = if let Some(error) = &result.start_error {
             Some(Why::CannotStart(error))
         } else if matches.stop_if {
             Some(Why::StopIf)
@@ -238,9 +238,9 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         };
         Event::AttemptFailed {
             count,
-            end: report.end,
+            end: result.end,
             why,
-            ran: report.ran,
+            ran: result.ran,
             next,
             hint,
             reset,

@@ -8,9 +8,9 @@ use crate::draws::Draws;
 use crate::fleet::NoLimits;
 use crate::fleet::{Admit, GoOn};
 use crate::http::HintSource;
+use crate::log::Terminal;
 use crate::outcome::Limit;
 use crate::predicate::Matches;
-use crate::report::Terminal;
 use clap::Parser;
 use std::cell::Cell;
 use std::io::{self, Write};
@@ -89,7 +89,7 @@ struct Script {
     stdin_shared: bool,
     /// What `end_by` was told, as a time left from when it was told.
     ends_in: Option<Duration>,
-    /// What the reporter had written, and how much of it when `end_by` was told.
+    /// What the logger had written, and how much of it when `end_by` was told.
     said: Lines,
     said_before_end_by: Option<usize>,
     /// The hint each attempt gives, by attempt (none past the end).
@@ -97,7 +97,11 @@ struct Script {
 }
 
 impl Execute for Script {
-    fn run(&mut self, spec: &AttemptSpec, _: &mut Reporter) -> Result<AttemptReport, Cut> {
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        _: &mut Logger,
+    ) -> Result<AttemptResult, InterruptedAttempt> {
         self.specs.push(*spec);
         let index = (self.specs.len() - 1).min(self.ends.len() - 1);
         let (mut end, mut ran) = self.ends[index];
@@ -110,7 +114,7 @@ impl Execute for Script {
         }
         self.time.advance(ran);
         self.ran.push((end, ran));
-        Ok(AttemptReport {
+        Ok(AttemptResult {
             end,
             ran,
             matches: Matches::default(),
@@ -123,17 +127,17 @@ impl Execute for Script {
         })
     }
 
-    fn release_output(&mut self, output_of: OutputOf, _: &mut Reporter) -> Result<(), Halt> {
+    fn release_output(&mut self, output_of: OutputOf, _: &mut Logger) -> Result<(), Halt> {
         self.released
             .push(!matches!(output_of, OutputOf::EarlierAttempt { .. }));
         Ok(())
     }
 
-    fn release_final_output_interrupted(&mut self, _: &mut Reporter) {
+    fn release_final_output_interrupted(&mut self, _: &mut Logger) {
         self.released.push(true);
     }
 
-    fn settle_failed_output(&mut self, settle: Settle, _: &mut Reporter) -> Result<(), Halt> {
+    fn settle_failed_output(&mut self, settle: Settle, _: &mut Logger) -> Result<(), Halt> {
         self.settled.push(settle);
         Ok(())
     }
@@ -147,11 +151,7 @@ impl Execute for Script {
         self.stdin_shared
     }
 
-    fn run_hook(
-        &mut self,
-        hook: &HookSpec<'_>,
-        _: &mut Reporter,
-    ) -> Result<AttemptEnd, Interrupted> {
+    fn run_hook(&mut self, hook: &HookSpec<'_>, _: &mut Logger) -> Result<AttemptEnd, Interrupted> {
         self.hooks.push(format!(
             "{:?} attempt={} last={} next={:?} at={:?}",
             hook.kind,
@@ -184,9 +184,10 @@ impl Write for Lines {
     }
 }
 
-struct Outcome {
+/// What the fakes saw of one run of the driver, and what it returned.
+struct Observed {
     /// All the run told of itself.
-    ran: Ran,
+    ran: FinishedRun,
     slept: Vec<Duration>,
     specs: Vec<AttemptSpec>,
     /// How each attempt ended, and how long it ran.
@@ -211,7 +212,7 @@ fn run_with(
     args: &[&str],
     ends: &[(AttemptEnd, Duration)],
     interrupt_at: Option<usize>,
-) -> Outcome {
+) -> Observed {
     run_with_hints(args, ends, &[], interrupt_at)
 }
 
@@ -221,12 +222,12 @@ fn run_with_hints(
     ends: &[(AttemptEnd, Duration)],
     hints: &[Option<AskedWait>],
     interrupt_at: Option<usize>,
-) -> Outcome {
+) -> Observed {
     run_through(args, ends, hints, interrupt_at, &mut NoLimits)
 }
 
 /// `run`, asking `gate` as the fleet limits.
-fn run_gated(args: &[&str], ends: &[(AttemptEnd, Duration)], gate: &mut ScriptedGate) -> Outcome {
+fn run_gated(args: &[&str], ends: &[(AttemptEnd, Duration)], gate: &mut ScriptedGate) -> Observed {
     run_through(args, ends, &[], None, gate)
 }
 
@@ -236,7 +237,7 @@ fn run_through(
     hints: &[Option<AskedWait>],
     interrupt_at: Option<usize>,
     gate: &mut dyn Gate,
-) -> Outcome {
+) -> Observed {
     let pretend = [
         "--stdin-is-a-pipe",
         "--oversleep-20ms",
@@ -280,7 +281,7 @@ fn run_through(
             Duration::ZERO
         },
     };
-    let mut reporter = Reporter::new(
+    let mut logger = Logger::new(
         settings.verbosity,
         LogFormat::Text,
         Terminal::default(),
@@ -297,10 +298,10 @@ fn run_through(
         &mut clock,
         &mut delays,
         gate,
-        &mut reporter,
+        &mut logger,
     );
     let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-    Outcome {
+    Observed {
         ran,
         slept: clock.slept,
         specs: script.specs,
@@ -314,7 +315,7 @@ fn run_through(
     }
 }
 
-fn run(args: &[&str], ends: &[(AttemptEnd, Duration)]) -> Outcome {
+fn run(args: &[&str], ends: &[(AttemptEnd, Duration)]) -> Observed {
     run_with(args, ends, None)
 }
 
@@ -727,7 +728,7 @@ fn the_budget_is_asked_only_for_an_attempt_that_would_come() {
     );
 }
 
-impl Outcome {
+impl Observed {
     /// The final attempt's end, when the run gave up (by whatever limit or verdict).
     fn gave_up_after(&self) -> Option<AttemptEnd> {
         self.ran.ending.gave_up().then_some(self.ran.last).flatten()
@@ -884,7 +885,7 @@ fn timeout_is_given_to_each_attempt() {
 
 #[test]
 fn each_attempt_gets_its_own_limit_from_the_list_and_the_deadline_cuts_it() {
-    let ends = |out: &Outcome| -> Vec<(AttemptEnd, u128)> {
+    let ends = |out: &Observed| -> Vec<(AttemptEnd, u128)> {
         out.ends
             .iter()
             .map(|(end, ran)| (*end, ran.as_millis()))
@@ -931,7 +932,7 @@ fn each_attempt_gets_its_own_limit_from_the_list_and_the_deadline_cuts_it() {
 /// retries (attempts after a failure) and why the run ended.
 #[test]
 fn the_run_records_its_attempts_and_its_ending_for_the_report() {
-    let waits = |ran: &Ran| -> Vec<(u64, Option<Duration>, bool)> {
+    let waits = |ran: &FinishedRun| -> Vec<(u64, Option<Duration>, bool)> {
         ran.history
             .records()
             .map(|r| (r.attempt, r.wait, r.hinted))
@@ -1326,7 +1327,7 @@ fn hooks_run_at_their_points_with_their_facts() {
 }
 
 #[test]
-fn a_failing_hook_is_reported_and_changes_nothing() {
+fn a_failing_hook_is_logged_and_changes_nothing() {
     let out = run(&["--on-retry", "fail", "-r", "1"], &[exited(6, 0)]);
     assert_eq!(out.gave_up_after(), Some(AttemptEnd::Exited(6)));
     assert!(

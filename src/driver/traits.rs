@@ -1,6 +1,6 @@
 //! What the loop asks of the world, and the words it asks in: `Execute` (how an attempt and a
 //! hook run, and how held output is passed on) and `Sleep` (how time passes), an attempt's spec
-//! and report, a hook's spec, and the ways a run is cut short.
+//! and result, a hook's spec, and the ways a run is cut short.
 //!
 //! A leaf of the driver: types and traits only, no logic of the loop, so that every file of
 //! the driver and the runner can name them.
@@ -8,9 +8,9 @@
 use std::time::{Duration, Instant};
 
 use crate::http::HintSource;
+use crate::log::Logger;
 use crate::outcome::{AttemptEnd, Limit};
 use crate::predicate::Matches;
-use crate::report::Reporter;
 use crate::settings::HookKind;
 
 /// What the executor needs to know to run one attempt.
@@ -25,8 +25,9 @@ pub struct AttemptSpec {
     pub deadline: Option<(Instant, Limit)>,
 }
 
+/// What the executor hands back of one attempt that ran to its end (or could not start).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AttemptReport {
+pub struct AttemptResult {
     pub end: AttemptEnd,
     pub ran: Duration,
     pub matches: Matches,
@@ -68,7 +69,7 @@ pub struct Interrupted(pub i32);
 /// `retry` itself received this signal while an attempt ran; the attempt has been dealt with,
 /// and ended as `end` after running for `ran`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cut {
+pub struct InterruptedAttempt {
     pub signal: i32,
     pub end: AttemptEnd,
     pub ran: Duration,
@@ -116,31 +117,34 @@ pub enum Settle {
 }
 
 pub trait Execute {
-    /// Runs one attempt to its end. `reporter` is for what must be said while it runs.
-    fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut>;
+    /// Runs one attempt to its end. `logger` is for what must be said while it runs.
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        logger: &mut Logger,
+    ) -> Result<AttemptResult, InterruptedAttempt>;
     /// Passes on the last attempt's held output (`--hold-stdout`, `--failed-output`), as
     /// `output_of` says.
-    fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt>;
+    fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt>;
     /// A signal to `retry` ended the run during the wait after an attempt whose held output
     /// was held back (`--failed-output`): passes it on as the final attempt's, while the
     /// reader downstream takes it.
-    fn release_final_output_interrupted(&mut self, reporter: &mut Reporter);
+    fn release_final_output_interrupted(&mut self, logger: &mut Logger);
     /// The run has ended, or a success under `--restart` closes a streak: under
     /// `--failed-output on-give-up`, writes the output kept of earlier attempts to stderr, or
     /// forgets it, as `settle` says.
-    fn settle_failed_output(&mut self, settle: Settle, reporter: &mut Reporter)
-    -> Result<(), Halt>;
+    fn settle_failed_output(&mut self, settle: Settle, logger: &mut Logger) -> Result<(), Halt>;
     /// The run ends at `deadline` (`--max-time`): past it, and past the grace an attempt
     /// gets, no wait on a reader downstream may hold `retry` up. Told once, before anything runs.
     fn end_by(&mut self, deadline: Instant);
     /// Whether later attempts see only what earlier ones left of stdin (a pipe under `auto`).
     fn stdin_shared(&self) -> bool;
-    /// Runs a hook to its end; how it ended is only reported, never judged. `reporter` is for
+    /// Runs a hook to its end; how it ended is only logged, never judged. `logger` is for
     /// what must be said of the values an `--on-retry` hook hands on.
     fn run_hook(
         &mut self,
         hook: &HookSpec<'_>,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<AttemptEnd, Interrupted>;
 }
 

@@ -5,7 +5,7 @@
 //! driver asks, through `Gate`, before an attempt, after it, and before a retry. A store that
 //! fails is never a reason to stop: the run goes on as if it named no budget and no breaker, and
 //! says so once (fail open). What is to be said comes back as `Notice`s, which the driver
-//! hands to the reporter.
+//! hands to the logger.
 
 pub(crate) mod file;
 mod location;
@@ -131,7 +131,7 @@ impl Gate for NoLimits {
 
 /// The store a run uses, or why it cannot: then the run fails open from the start.
 pub(crate) enum StateStore {
-    Ready(file::FileStore),
+    Directory(file::FileStore),
     #[cfg(feature = "redis")]
     Redis(redis::RedisStore),
     Unavailable(String),
@@ -140,7 +140,7 @@ pub(crate) enum StateStore {
 impl Store for StateStore {
     fn apply(&mut self, name: &str, op: &Op) -> Result<Applied, StoreError> {
         match self {
-            StateStore::Ready(store) => store.apply(name, op),
+            StateStore::Directory(store) => store.apply(name, op),
             #[cfg(feature = "redis")]
             StateStore::Redis(store) => store.apply(name, op),
             StateStore::Unavailable(reason) => Err(StoreError(reason.clone())),
@@ -406,7 +406,9 @@ pub(crate) fn open(
     };
     let names = fleet.names();
     let opened = match location {
-        Some(StateLocation::Directory(dir)) => FileStore::open(&dir, &names).map(StateStore::Ready),
+        Some(StateLocation::Directory(dir)) => {
+            FileStore::open(&dir, &names).map(StateStore::Directory)
+        }
         Some(StateLocation::Redis(url)) => open_redis(&url),
         None => Err(OpenError::Unavailable(
             "no state directory: set $XDG_STATE_HOME or $HOME, or give --state".into(),

@@ -1,7 +1,7 @@
 //! Running a hook (`--on-retry`, `--on-failure`, `--on-success`) to its end, and the values an
 //! `--on-retry` hook hands to the attempts after it: the private file it writes them to
 //! (`RETRY_ENV_FILE`), read back once it has ended. The hook is started by `spawn` and waited
-//! for by `supervise`; how it ended is only reported, never judged.
+//! for by `supervise`; how it ended is only logged, never judged.
 
 use std::ffi::OsStr;
 use std::io;
@@ -11,14 +11,14 @@ use std::time::Instant;
 use super::spawn::{self, RunVars};
 use super::stragglers::Lookout;
 use super::supervise::Supervisor;
-use super::target::Target;
+use super::target::SignalTarget;
 use super::warnings::Warnings;
 use crate::driver::{HookSpec, Interrupted};
 use crate::files;
 use crate::hook_values::{self, HookValues};
+use crate::log::{Event, Logger};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::reaper::reap_orphans;
-use crate::report::{Event as Report, Reporter};
 use crate::settings::HookKind;
 use crate::start;
 
@@ -42,12 +42,12 @@ impl Hooks {
         supervisor: &Supervisor<'_>,
         lookout: Lookout<'_>,
         warnings: &mut Warnings,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<AttemptEnd, Interrupted> {
         let started = Instant::now();
         // Removed when it goes out of scope, once read (or not, when a signal ends the run).
         let values_file = match hook.kind {
-            HookKind::Retry => self.values_file(warnings, reporter),
+            HookKind::Retry => self.values_file(warnings, logger),
             _ => None,
         };
         let vars = RunVars::of_hook(hook, values_file.as_deref());
@@ -55,7 +55,7 @@ impl Hooks {
             Ok(child) => child,
             Err(error) => return Ok(start::failure(&error, OsStr::new("sh")).0),
         };
-        let target = Target::Group(child.id() as libc::pid_t);
+        let target = SignalTarget::Group(child.id() as libc::pid_t);
         let deadline = hook.deadline.map(|at| (at, Limit::Run));
         // A hook's stdin is /dev/null: only one that opens the terminal itself can be stopped
         // for it, and its deadline (if any) still applies.
@@ -64,7 +64,7 @@ impl Hooks {
         reap_orphans(None);
         if let Some(path) = values_file {
             if supervised.interrupted.is_none() {
-                self.take_hook_values(&path, reporter);
+                self.take_hook_values(&path, logger);
             }
             // A directory the hook made in its place is the hook's, under a name no one else
             // could know: it goes too (the file itself goes with `path`).
@@ -85,7 +85,7 @@ impl Hooks {
     fn values_file(
         &mut self,
         warnings: &mut Warnings,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Option<tempfile::TempPath> {
         use std::os::unix::fs::PermissionsExt;
         let dir = crate::dirs::temp_dir();
@@ -110,8 +110,8 @@ impl Hooks {
                     crate::text::plain_error(&error)
                 );
                 warnings.say_once(
-                    reporter,
-                    Report::HookValuesSkipped {
+                    logger,
+                    Event::HookValuesSkipped {
                         line: None,
                         error: &error,
                         count: 0,
@@ -126,13 +126,13 @@ impl Hooks {
     /// was skipped. Only a regular file of the user's is read (the hook may write it in place
     /// or move one over it), and at most 64 KiB of it; a hook that removed the file handed on
     /// nothing.
-    fn take_hook_values(&mut self, path: &Path, reporter: &mut Reporter) {
+    fn take_hook_values(&mut self, path: &Path, logger: &mut Logger) {
         let mut text = match files::read_bounded(path, hook_values::MOST_READ + 1) {
             Ok(text) => text,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return,
             Err(error) => {
                 let error = crate::text::plain_error(&error);
-                reporter.emit(&Report::HookValuesSkipped {
+                logger.emit(&Event::HookValuesSkipped {
                     line: None,
                     error: &error,
                     count: 0,
@@ -143,7 +143,7 @@ impl Hooks {
         let cut = text.len() as u64 > hook_values::MOST_READ;
         text.truncate(hook_values::MOST_READ as usize);
         if let Some(skipped) = self.values.take(&text, cut) {
-            reporter.emit(&Report::HookValuesSkipped {
+            logger.emit(&Event::HookValuesSkipped {
                 line: Some(skipped.line),
                 error: skipped.why,
                 count: skipped.count,

@@ -32,16 +32,16 @@ use self::stragglers::{Supervisee, Sweeper};
 use self::supervise::{Supervised, Supervisor};
 use self::warnings::Warnings;
 use crate::driver::{
-    AskedWait, AttemptReport, AttemptSpec, Cut, Execute, Halt, HookSpec, Interrupted, OutputOf,
-    Settle,
+    AskedWait, AttemptResult, AttemptSpec, Execute, Halt, HookSpec, Interrupted,
+    InterruptedAttempt, OutputOf, Settle,
 };
-use crate::http::Heard;
+use crate::http::HttpSeen;
 use crate::input::Feeder;
+use crate::log::{Event, Logger};
 use crate::outcome::AttemptEnd;
 use crate::plumbing::{self, Drained, Leftover, ReaderWait, Watch};
 use crate::predicate::Matches;
 use crate::reaper::reap_orphans;
-use crate::report::{Event as Report, Reporter};
 use crate::settings::Settings;
 use crate::signals::Events;
 use crate::start;
@@ -93,8 +93,12 @@ impl<'a> Runner<'a> {
 }
 
 impl Execute for Runner<'_> {
-    fn run(&mut self, spec: &AttemptSpec, reporter: &mut Reporter) -> Result<AttemptReport, Cut> {
-        self.sweeper.before_attempt(spec.number, reporter);
+    fn run(
+        &mut self,
+        spec: &AttemptSpec,
+        logger: &mut Logger,
+    ) -> Result<AttemptResult, InterruptedAttempt> {
+        self.sweeper.before_attempt(spec.number, logger);
         let started = Instant::now();
         // The copies handed over since the last attempt ended hold nothing the attempt needs.
         self.leftovers.retain(|leftover| !leftover.finished());
@@ -126,19 +130,19 @@ impl Execute for Runner<'_> {
             spec,
             started,
             self.sweeper.lookout(Supervisee::Attempt(spec.number)),
-            reporter,
-            &mut |reporter| warnings.say_spill_failures(reporter, spill_failures(output, input)),
+            logger,
+            &mut |logger| warnings.say_spill_failures(logger, spill_failures(output, input)),
         );
         self.sweeper.finished();
         let reader_wait = match supervised.interrupted {
             Some(_) => ReaderWait::WhileFlowing,
             None => ReaderWait::Whole,
         };
-        let drained = self.drain(watches, feeder, reader_wait, reporter);
+        let drained = self.drain(watches, feeder, reader_wait, logger);
         let drained = match (supervised.interrupted, drained) {
             (None, Ok(drained)) => drained,
             (Some(signal), _) | (None, Err(signal)) => {
-                return Err(self.cut_short(signal, spec, &supervised, reporter));
+                return Err(self.cut_short(signal, spec, &supervised, logger));
             }
         };
         // A supervisor runs for ever: the copies that earlier attempts left go to processes of
@@ -150,30 +154,26 @@ impl Execute for Runner<'_> {
         self.leftovers.retain(|leftover| !leftover.finished());
         let Drained {
             matches,
-            heard,
+            http_seen,
             leftovers,
             ..
         } = drained;
         self.leftovers.extend(leftovers);
-        Ok(report_of(&supervised, matches, heard))
+        Ok(result_of(&supervised, matches, http_seen))
     }
 
-    fn release_output(&mut self, output_of: OutputOf, reporter: &mut Reporter) -> Result<(), Halt> {
-        self.release_held(output_of, ReaderWait::Whole, reporter)
+    fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt> {
+        self.release_held(output_of, ReaderWait::Whole, logger)
     }
 
-    fn release_final_output_interrupted(&mut self, reporter: &mut Reporter) {
+    fn release_final_output_interrupted(&mut self, logger: &mut Logger) {
         // An interrupted run has no answer.
-        let _ = self.release_held(OutputOf::GaveUp, ReaderWait::WhileFlowing, reporter);
+        let _ = self.release_held(OutputOf::GaveUp, ReaderWait::WhileFlowing, logger);
     }
 
-    fn settle_failed_output(
-        &mut self,
-        settle: Settle,
-        reporter: &mut Reporter,
-    ) -> Result<(), Halt> {
+    fn settle_failed_output(&mut self, settle: Settle, logger: &mut Logger) -> Result<(), Halt> {
         self.output
-            .settle(settle, self.events, &mut self.warnings, reporter)
+            .settle(settle, self.events, &mut self.warnings, logger)
     }
 
     fn end_by(&mut self, deadline: Instant) {
@@ -189,14 +189,14 @@ impl Execute for Runner<'_> {
     fn run_hook(
         &mut self,
         hook: &HookSpec<'_>,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<AttemptEnd, Interrupted> {
         self.hooks.run(
             hook,
             &self.supervisor,
             self.sweeper.lookout(Supervisee::Hook),
             &mut self.warnings,
-            reporter,
+            logger,
         )
     }
 }
@@ -208,14 +208,14 @@ impl Runner<'_> {
         &mut self,
         output_of: OutputOf,
         reader_wait: ReaderWait,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<(), Halt> {
         self.output.release_held(
             output_of,
             reader_wait,
             self.events,
             &mut self.warnings,
-            reporter,
+            logger,
         )
     }
 
@@ -226,13 +226,13 @@ impl Runner<'_> {
         signal: i32,
         spec: &AttemptSpec,
         supervised: &Supervised,
-        reporter: &mut Reporter,
-    ) -> Cut {
+        logger: &mut Logger,
+    ) -> InterruptedAttempt {
         let output_of = self.output.of_interrupted(spec.number, supervised.end());
         // What was kept of earlier attempts comes first, in attempt order.
-        let _ = self.settle_failed_output(Settle::Interrupted, reporter);
-        let _ = self.release_held(output_of, ReaderWait::WhileFlowing, reporter);
-        Cut {
+        let _ = self.settle_failed_output(Settle::Interrupted, logger);
+        let _ = self.release_held(output_of, ReaderWait::WhileFlowing, logger);
+        InterruptedAttempt {
             signal,
             end: supervised.end(),
             ran: supervised.ran,
@@ -246,7 +246,7 @@ impl Runner<'_> {
         watches: Vec<Watch>,
         feeder: Option<Feeder>,
         reader_wait: ReaderWait,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<Drained, i32> {
         // The run's time limit, with the grace, bounds the wait for the attempt's output: a
         // reader that has stalled must not hold the run past it. An attempt's own `--timeout`
@@ -264,12 +264,12 @@ impl Runner<'_> {
         if let Some(feeder) = feeder {
             feeder.stop();
         }
-        self.say_stream_failures(reporter);
+        self.say_stream_failures(logger);
         if let Ok(drained) = &drained {
             for (stream, error) in &drained.write_errors {
                 self.warnings.say_once(
-                    reporter,
-                    Report::WriteFailed {
+                    logger,
+                    Event::WriteFailed {
                         stream: *stream,
                         error,
                     },
@@ -278,20 +278,20 @@ impl Runner<'_> {
         }
         // A stall said while the attempt ran is not said again.
         for stream in plumbing::new_stalls() {
-            reporter.emit(&Report::HoldFull { stream });
+            logger.emit(&Event::HoldFull { stream });
         }
         drained
     }
 
     /// Says that stdin could not be read for the replay, or that held or replayed data
     /// outgrew memory and stays there for want of a temporary file.
-    fn say_stream_failures(&mut self, reporter: &mut Reporter) {
+    fn say_stream_failures(&mut self, logger: &mut Logger) {
         if let Some(error) = self.spawner.input.read_error() {
             self.warnings
-                .say_once(reporter, Report::ReadFailed { error: &error });
+                .say_once(logger, Event::ReadFailed { error: &error });
         }
         let failures = spill_failures(&self.output, &self.spawner.input);
-        self.warnings.say_spill_failures(reporter, failures);
+        self.warnings.say_spill_failures(logger, failures);
     }
 }
 
@@ -309,29 +309,29 @@ fn spill_failures(output: &HeldOutput, input: &crate::input::Input) -> Vec<(Stre
 
 /// What the driver hears of an attempt that ran to its end: how it ended, what its output
 /// matched, and what it said in HTTP terms.
-fn report_of(supervised: &Supervised, matches: Matches, heard: Heard) -> AttemptReport {
+fn result_of(supervised: &Supervised, matches: Matches, http_seen: HttpSeen) -> AttemptResult {
     let now = SystemTime::now();
-    AttemptReport {
+    AttemptResult {
         end: supervised.end(),
         ran: supervised.ran,
         matches: Matches {
-            status: heard.status.map(|(_, status)| status),
+            status: http_seen.status.map(|(_, status)| status),
             ..matches
         },
         start_error: None,
-        hint: heard.hint.map(|(_, hint)| AskedWait {
+        hint: http_seen.hint.map(|(_, hint)| AskedWait {
             wait: hint.value.wait(now),
             source: hint.source,
         }),
-        ignored_hint: heard.ignored.map(|(_, value)| value),
+        ignored_hint: http_seen.ignored.map(|(_, value)| value),
     }
 }
 
 /// What the driver hears of an attempt whose `program` could not be started, for `error`,
 /// after trying for `ran`.
-fn not_started(error: &io::Error, program: &OsStr, ran: Duration) -> AttemptReport {
+fn not_started(error: &io::Error, program: &OsStr, ran: Duration) -> AttemptResult {
     let (end, why) = start::failure(error, program);
-    AttemptReport {
+    AttemptResult {
         end,
         ran,
         matches: Matches::default(),

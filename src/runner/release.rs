@@ -13,9 +13,9 @@ use std::thread::{self, JoinHandle};
 use super::warnings::Warnings;
 use crate::cli::FailedOutput;
 use crate::driver::{Halt, OutputOf, Settle};
+use crate::log::{Event, Logger};
 use crate::outcome::AttemptEnd;
 use crate::plumbing::{self, Held, Kept, OwnStream, ReaderWait};
-use crate::report::{Event as Report, Reporter};
 use crate::settings::Settings;
 use crate::signals::Events;
 use crate::stdio::Stream;
@@ -109,7 +109,7 @@ impl HeldOutput {
         reader_wait: ReaderWait,
         events: &Events,
         warnings: &mut Warnings,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<(), Halt> {
         let Some(held) = self.held.take() else {
             return Ok(());
@@ -131,8 +131,8 @@ impl HeldOutput {
                 };
                 if let Some(error) = failed {
                     warnings.say_once(
-                        reporter,
-                        Report::SpillFailed {
+                        logger,
+                        Event::SpillFailed {
                             stream: Stream::Stdout,
                             error: &error,
                         },
@@ -144,7 +144,7 @@ impl HeldOutput {
         let copied = copy_out(events, reader_wait, move |progress| {
             copy_held(&held, route, progress)
         })?;
-        said_copy(copied, warnings, reporter).map(drop)
+        said_copy(copied, warnings, logger).map(drop)
     }
 
     /// Writes the output kept of earlier attempts to stderr, or forgets it, as `settle` says
@@ -154,14 +154,14 @@ impl HeldOutput {
         settle: Settle,
         events: &Events,
         warnings: &mut Warnings,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
     ) -> Result<(), Halt> {
         let Some(reader_wait) = settle_wait(settle, self.failed_output) else {
             self.kept.clear();
             return Ok(());
         };
         for (kept, output) in self.kept.take() {
-            reporter.emit(&Report::FailedOutput {
+            logger.emit(&Event::FailedOutput {
                 attempt: kept.attempt,
                 end: kept.end,
             });
@@ -176,7 +176,7 @@ impl HeldOutput {
                     .write_to(&mut Counted { out, moved })
                     .map_err(on_stderr)
             })?;
-            if !said_copy(copied, warnings, reporter)? {
+            if !said_copy(copied, warnings, logger)? {
                 break;
             }
         }
@@ -222,7 +222,7 @@ fn copy_out(
 fn said_copy(
     copied: Result<(), CopyFailed>,
     warnings: &mut Warnings,
-    reporter: &mut Reporter,
+    logger: &mut Logger,
 ) -> Result<bool, Halt> {
     let CopyFailed { stream, error } = match copied {
         Ok(()) => return Ok(true),
@@ -237,8 +237,8 @@ fn said_copy(
     }
     let error = crate::text::plain_error(&error);
     warnings.say_once(
-        reporter,
-        Report::WriteFailed {
+        logger,
+        Event::WriteFailed {
             stream,
             error: &error,
         },

@@ -9,13 +9,13 @@ use std::collections::BTreeSet;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use super::target::Target;
+use super::target::SignalTarget;
 use crate::cgroup::{self, Cgroups};
+use crate::log::{Event, Logger};
 use crate::plumbing;
 use crate::reaper::reap_orphans;
-use crate::report::{Event as Report, Reporter};
 use crate::settings::Settings;
-use crate::signals::{Event, Events};
+use crate::signals::{Events, Signal};
 use crate::sweep;
 
 /// What a supervised child is, which says whether signals meant for the command reach it, and
@@ -73,7 +73,7 @@ impl Sweeper {
 
     /// Before attempt `number` starts: its cgroup, if it gets one, and otherwise what `retry`
     /// holds below it now, which is not the attempt's.
-    pub(super) fn before_attempt(&mut self, number: u64, reporter: &mut Reporter) {
+    pub(super) fn before_attempt(&mut self, number: u64, logger: &mut Logger) {
         self.cgroup = self
             .cgroups
             .as_mut()
@@ -87,7 +87,7 @@ impl Sweeper {
                 .cgroup
                 .as_ref()
                 .and_then(|cgroup| cgroup.dir().parent());
-            reporter.emit(&Report::Sweep { cgroup: parent });
+            logger.emit(&Event::Sweep { cgroup: parent });
         }
         // Before the first attempt too: what `retry` holds then (the jobs of the shell it was
         // exec'd from) is no attempt's, and may have started in the attempt's clock tick.
@@ -191,7 +191,7 @@ impl<'a> Stragglers<'a> {
     /// `kill_at` being when the grace ends, if it does).
     pub(super) fn of(
         child: &Child,
-        target: Target,
+        target: SignalTarget,
         lookout: Lookout<'a>,
         signal: i32,
         kill_at: Option<Instant>,
@@ -205,10 +205,10 @@ impl<'a> Stragglers<'a> {
             root,
             cgroup: lookout.cgroup,
             since: match target {
-                Target::Group(_) if sweep::proc_is_ours() => {
+                SignalTarget::Group(_) if sweep::proc_is_ours() => {
                     sweep::entry_of(root).map(|entry| entry.start)
                 }
-                Target::Group(_) if lookout.cgroup.is_some() => Some(0),
+                SignalTarget::Group(_) if lookout.cgroup.is_some() => Some(0),
                 _ => None,
             },
             attempt,
@@ -363,7 +363,7 @@ impl<'a> Stragglers<'a> {
 /// instead of waiting for an event.
 pub(super) fn clear_group(
     events: &Events,
-    target: Target,
+    target: SignalTarget,
     kill_at: Instant,
     mut stragglers: Option<&mut Stragglers<'_>>,
 ) -> Option<i32> {
@@ -390,14 +390,14 @@ pub(super) fn clear_group(
             return None;
         }
         match events.next(Some((now + pause).min(kill_at))) {
-            Some(Event::Shutdown { signal, .. }) => {
+            Some(Signal::Shutdown { signal, .. }) => {
                 kill(&mut stragglers);
                 return Some(signal);
             }
-            Some(Event::Suspend) => target.suspend_with_retry(),
-            Some(Event::Resize) => target.pass_resize(),
+            Some(Signal::Suspend) => target.suspend_with_retry(),
+            Some(Signal::Resize) => target.pass_resize(),
             // The attempt has ended: there is no one left to tell.
-            Some(Event::Child | Event::Relay(_)) | None => {}
+            Some(Signal::Child | Signal::Relay(_)) | None => {}
         }
         pause = (pause * 2).min(Duration::from_millis(50));
     }

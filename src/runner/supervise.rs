@@ -9,13 +9,13 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use super::stragglers::{self, KILL_ROUNDS, Lookout, Stragglers, Supervisee};
-use super::target::Target;
+use super::target::SignalTarget;
 use crate::driver::AttemptSpec;
+use crate::log::{Event, Logger};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing;
 use crate::reaper::{reap, reap_orphans};
-use crate::report::{Event as Report, Reporter};
-use crate::signals::{Event, Events};
+use crate::signals::{Events, Signal};
 use crate::stdio::Stream;
 
 /// How the run's children are waited for and ended: where the signals to `retry` come from,
@@ -29,7 +29,7 @@ pub(super) struct Supervisor<'a> {
 }
 
 /// What supervising a child has to say while it runs.
-pub(super) enum Notice {
+pub(super) enum SupervisionNotice {
     /// It was stopped by this signal (SIGTTIN, SIGTTOU) for using the terminal.
     TerminalStop(i32),
     /// This signal, sent to `retry`, was handed to it.
@@ -106,10 +106,10 @@ impl Supervisor<'_> {
     pub(super) fn supervise(
         &self,
         child: &mut Child,
-        target: Target,
+        target: SignalTarget,
         deadline: Option<(Instant, Limit)>,
         started: Instant,
-        notify: &mut dyn FnMut(Notice),
+        notify: &mut dyn FnMut(SupervisionNotice),
         lookout: Lookout<'_>,
     ) -> Supervised {
         let mut supervision = Supervision {
@@ -125,21 +125,21 @@ impl Supervisor<'_> {
         };
         let status = loop {
             match self.events.next(supervision.phase.wake_at(deadline)) {
-                Some(Event::Child) => {
+                Some(Signal::Child) => {
                     if let Some(status) = supervision.on_child(notify) {
                         break status;
                     }
                 }
-                Some(Event::Suspend) => target.suspend_with_retry(),
-                Some(Event::Resize) => target.pass_resize(),
-                Some(Event::Relay(signal))
+                Some(Signal::Suspend) => target.suspend_with_retry(),
+                Some(Signal::Resize) => target.pass_resize(),
+                Some(Signal::Relay(signal))
                     if matches!(lookout.supervisee, Supervisee::Attempt(_)) =>
                 {
                     target.relay(signal);
-                    notify(Notice::Relayed(signal));
+                    notify(SupervisionNotice::Relayed(signal));
                 }
-                Some(Event::Relay(_)) => {}
-                Some(Event::Shutdown {
+                Some(Signal::Relay(_)) => {}
+                Some(Signal::Shutdown {
                     signal,
                     from_terminal,
                 }) => supervision.on_shutdown(signal, from_terminal),
@@ -158,28 +158,28 @@ impl Supervisor<'_> {
         spec: &AttemptSpec,
         started: Instant,
         lookout: Lookout<'_>,
-        reporter: &mut Reporter,
-        say_spill_failures: &mut dyn FnMut(&mut Reporter),
+        logger: &mut Logger,
+        say_spill_failures: &mut dyn FnMut(&mut Logger),
     ) -> Supervised {
-        let target = Target::of(child, self.foreground);
+        let target = SignalTarget::of(child, self.foreground);
         let mut stopped_said = false;
         let mut notify = |notice| match notice {
-            Notice::TerminalStop(signal) => {
+            SupervisionNotice::TerminalStop(signal) => {
                 if !std::mem::replace(&mut stopped_said, true) {
-                    reporter.emit(&Report::TerminalStop {
+                    logger.emit(&Event::TerminalStop {
                         attempt: spec.number,
                         signal,
                     });
                 }
             }
-            Notice::Relayed(signal) => reporter.emit(&Report::Relayed {
+            SupervisionNotice::Relayed(signal) => logger.emit(&Event::Relayed {
                 attempt: spec.number,
                 signal,
             }),
-            Notice::HoldFull(stream) => {
+            SupervisionNotice::HoldFull(stream) => {
                 // A stream is read no more because no file could take it: that comes first.
-                say_spill_failures(reporter);
-                reporter.emit(&Report::HoldFull { stream });
+                say_spill_failures(logger);
+                logger.emit(&Event::HoldFull { stream });
             }
         };
         self.supervise(child, target, spec.deadline, started, &mut notify, lookout)
@@ -189,7 +189,7 @@ impl Supervisor<'_> {
 /// One child's supervision under way: how far `retry` has gone in ending it, and why.
 struct Supervision<'s> {
     child: &'s mut Child,
-    target: Target,
+    target: SignalTarget,
     lookout: Lookout<'s>,
     kill_signal: i32,
     kill_after: Duration,
@@ -204,16 +204,16 @@ struct Supervision<'s> {
 
 impl<'s> Supervision<'s> {
     /// A child of `retry` changed state: the child's exit status, once it has ended.
-    fn on_child(&mut self, notify: &mut dyn FnMut(Notice)) -> Option<ExitStatus> {
+    fn on_child(&mut self, notify: &mut dyn FnMut(SupervisionNotice)) -> Option<ExitStatus> {
         for stream in plumbing::new_stalls() {
-            notify(Notice::HoldFull(stream));
+            notify(SupervisionNotice::HoldFull(stream));
         }
         if let Some(status) = reap(self.child) {
             return Some(status);
         }
         reap_orphans(Some(self.child));
         if let Some(signal) = terminal_stop(self.child) {
-            notify(Notice::TerminalStop(signal));
+            notify(SupervisionNotice::TerminalStop(signal));
         }
         None
     }

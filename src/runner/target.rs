@@ -9,34 +9,34 @@ use crate::signals;
 
 /// Where a signal meant for the attempt goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Target {
+pub(super) enum SignalTarget {
     Group(libc::pid_t),
     Process(libc::pid_t),
 }
 
-impl Target {
+impl SignalTarget {
     /// Where signals meant for `child` go: the process group it leads, or under
     /// `--foreground` (where it shares `retry`'s group) only the child itself.
-    pub(super) fn of(child: &Child, foreground: bool) -> Target {
+    pub(super) fn of(child: &Child, foreground: bool) -> SignalTarget {
         let pid = child.id() as libc::pid_t;
         if foreground {
-            Target::Process(pid)
+            SignalTarget::Process(pid)
         } else {
-            Target::Group(pid)
+            SignalTarget::Group(pid)
         }
     }
 
     /// The pid kill(2) takes to reach all of it: a group's is its leader's, negated.
     fn kill_pid(self) -> libc::pid_t {
         match self {
-            Target::Group(pgid) => -pgid,
-            Target::Process(pid) => pid,
+            SignalTarget::Group(pgid) => -pgid,
+            SignalTarget::Process(pid) => pid,
         }
     }
 
     /// The child itself: the group's leader, or the single process.
     fn leader(self) -> libc::pid_t {
-        let (Target::Group(pid) | Target::Process(pid)) = self;
+        let (SignalTarget::Group(pid) | SignalTarget::Process(pid)) = self;
         pid
     }
 
@@ -65,7 +65,7 @@ impl Target {
     /// Tells the attempt that the terminal's size changed. Under `--foreground` it shares
     /// `retry`'s process group, which the terminal told already.
     pub(super) fn pass_resize(self) {
-        if let Target::Group(_) = self {
+        if let SignalTarget::Group(_) = self {
             self.send(libc::SIGWINCH);
         }
     }
@@ -90,7 +90,7 @@ impl Target {
     /// was already seen).
     pub(super) fn group_alive(self) -> bool {
         match self {
-            Target::Group(pgid) => {
+            SignalTarget::Group(pgid) => {
                 // Members adopted by `retry` (see `reaper::adopt_orphans`) that have died are
                 // zombies until collected, and a zombie still counts for kill(2).
                 // SAFETY: waitpid(2) with WNOHANG on the group returns at once; kill(2) with
@@ -100,7 +100,7 @@ impl Target {
                     libc::kill(-pgid, 0) == 0
                 }
             }
-            Target::Process(_) => false,
+            SignalTarget::Process(_) => false,
         }
     }
 }
@@ -118,10 +118,10 @@ mod tests {
 
     #[test]
     fn a_group_is_reached_through_its_negated_leader_and_a_process_by_its_pid() {
-        assert_eq!(Target::Group(4321).kill_pid(), -4321);
-        assert_eq!(Target::Process(4321).kill_pid(), 4321);
-        assert_eq!(Target::Group(4321).leader(), 4321);
-        assert_eq!(Target::Process(4321).leader(), 4321);
+        assert_eq!(SignalTarget::Group(4321).kill_pid(), -4321);
+        assert_eq!(SignalTarget::Process(4321).kill_pid(), 4321);
+        assert_eq!(SignalTarget::Group(4321).leader(), 4321);
+        assert_eq!(SignalTarget::Process(4321).leader(), 4321);
     }
 
     #[test]

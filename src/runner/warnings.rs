@@ -4,7 +4,7 @@
 //! were said, not why they came: the runner's parts find the failures and come here to say
 //! them.
 
-use crate::report::{Event as Report, Reporter};
+use crate::log::{Event, Logger};
 use crate::stdio::Stream;
 
 /// The warnings said already (see `say_once`): what failed, and for which stream.
@@ -13,17 +13,17 @@ pub(super) struct Warnings(Vec<(&'static str, Stream)>);
 
 impl Warnings {
     /// Emits a warning about a stream the first time only: it holds for the rest of the run.
-    pub(super) fn say_once(&mut self, reporter: &mut Reporter, warning: Report<'_>) {
+    pub(super) fn say_once(&mut self, logger: &mut Logger, warning: Event<'_>) {
         let key = match warning {
-            Report::SpillFailed { stream, .. } => ("spill", stream),
-            Report::WriteFailed { stream, .. } => ("write", stream),
-            Report::ReadFailed { .. } => ("read", Stream::Stdin),
-            Report::HookValuesSkipped { line: None, .. } => ("hook values", Stream::Stdin),
-            _ => return reporter.emit(&warning),
+            Event::SpillFailed { stream, .. } => ("spill", stream),
+            Event::WriteFailed { stream, .. } => ("write", stream),
+            Event::ReadFailed { .. } => ("read", Stream::Stdin),
+            Event::HookValuesSkipped { line: None, .. } => ("hook values", Stream::Stdin),
+            _ => return logger.emit(&warning),
         };
         if !self.0.contains(&key) {
             self.0.push(key);
-            reporter.emit(&warning);
+            logger.emit(&warning);
         }
     }
 
@@ -31,13 +31,13 @@ impl Warnings {
     /// a temporary file: `failures` are the spools that could not spill, and why.
     pub(super) fn say_spill_failures(
         &mut self,
-        reporter: &mut Reporter,
+        logger: &mut Logger,
         failures: Vec<(Stream, String)>,
     ) {
         for (stream, error) in failures {
             self.say_once(
-                reporter,
-                Report::SpillFailed {
+                logger,
+                Event::SpillFailed {
                     stream,
                     error: &error,
                 },
@@ -53,13 +53,13 @@ mod tests {
     use std::io::{Read, Seek};
 
     use crate::cli::LogFormat;
-    use crate::report::Terminal;
+    use crate::log::Terminal;
     use crate::settings::Verbosity;
 
     /// The lines said for `warnings`, each offered in turn to one `Warnings`.
-    fn said(warnings: Vec<Report<'_>>) -> Vec<String> {
+    fn said(warnings: Vec<Event<'_>>) -> Vec<String> {
         let mut out = tempfile::tempfile().unwrap();
-        let mut reporter = Reporter::new(
+        let mut logger = Logger::new(
             Verbosity::Normal,
             LogFormat::Text,
             Terminal::default(),
@@ -67,9 +67,9 @@ mod tests {
         );
         let mut warned = Warnings::default();
         for warning in warnings {
-            warned.say_once(&mut reporter, warning);
+            warned.say_once(&mut logger, warning);
         }
-        drop(reporter);
+        drop(logger);
         let mut text = String::new();
         out.rewind().unwrap();
         out.read_to_string(&mut text).unwrap();
@@ -78,12 +78,12 @@ mod tests {
 
     #[test]
     fn a_failure_is_said_once_for_each_stream_it_befalls() {
-        let write = |stream, error| Report::WriteFailed { stream, error };
+        let write = |stream, error| Event::WriteFailed { stream, error };
         let lines = said(vec![
             write(Stream::Stdout, "no space left"),
             write(Stream::Stdout, "no space left either"),
             write(Stream::Stderr, "no space left"),
-            Report::SpillFailed {
+            Event::SpillFailed {
                 stream: Stream::Stdout,
                 error: "read-only",
             },
@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn a_skipped_line_of_hook_values_is_said_each_time_and_a_missing_file_once() {
-        let skipped = |line, error| Report::HookValuesSkipped {
+        let skipped = |line, error| Event::HookValuesSkipped {
             line,
             error,
             count: 1,
@@ -114,8 +114,8 @@ mod tests {
             skipped(Some(2), "no equals sign"),
             skipped(None, "cannot make it in /tmp"),
             skipped(None, "cannot make it in /tmp"),
-            Report::ReadFailed { error: "bad stdin" },
-            Report::ReadFailed { error: "bad stdin" },
+            Event::ReadFailed { error: "bad stdin" },
+            Event::ReadFailed { error: "bad stdin" },
         ]);
         assert_eq!(lines.len(), 4, "{lines:?}");
     }

@@ -6,12 +6,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Module -> the crate modules its code (tests included) names. A module is its path below the
-/// crate, `report::json` for `src/report/json.rs`; a folder's `mod.rs` is the folder's module.
+/// crate, `log::json` for `src/log/json.rs`; a folder's `mod.rs` is the folder's module.
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// Every module of `src/` and the modules each names: through `crate::`, `super::` and
 /// `self::` paths, and by the bare name of a module of its own (`json::lines` in
-/// `report/mod.rs`). A path names the deepest module it passes through.
+/// `log/mod.rs`). A path names the deepest module it passes through.
 fn import_graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     collect_rust_files(src, &mut files);

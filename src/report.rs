@@ -1,17 +1,23 @@
 //! The run's summary for `--report`: how many attempts, how the run ended, and each attempt's
 //! end and the wait after it, for a CI step to read once the run is over. The driver records
-//! it as the run goes; here it is only kept and rendered, as GitHub's step outputs
-//! and as one JSON object.
+//! it as the run goes; here it is kept, rendered (as GitHub's step outputs and as one JSON
+//! object) and written, through `files`, when the run has ended. Nothing here is said on
+//! stderr: that is `log`'s, and a file not written is the caller's to say.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::json::{signal_text, timed_out};
+use crate::cli::ReportFormat;
 use crate::ending::Ending;
+use crate::files;
+use crate::log::{signal_text, timed_out};
 use crate::outcome::AttemptEnd;
+use crate::process;
 
 /// One attempt, as the report tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +87,7 @@ pub(crate) struct Summary<'a> {
     pub(crate) elapsed: Duration,
     pub(crate) seed: u64,
     pub(crate) history: &'a History,
-    /// The last attempt's status as messages report it, if one ran.
+    /// The last attempt's status as the log gives it, if one ran.
     pub(crate) last_exit: Option<u8>,
 }
 
@@ -90,6 +96,28 @@ impl Summary<'_> {
     /// successes of a `--consecutive` streak or a `--restart` loop too.
     pub(crate) fn retries(&self) -> u64 {
         self.attempts.saturating_sub(1)
+    }
+}
+
+/// Writes the summary to `path` in `format`: as JSON, replacing the file whole (a new file
+/// beside it takes its name); for GitHub, appended to what earlier steps wrote. Only a regular
+/// file is written, or one of `retry`'s own descriptors that the path names (see
+/// `files::writable`).
+pub(crate) fn write(
+    path: &Path,
+    format: ReportFormat,
+    summary: &Summary<'_>,
+    inherited: &files::Inherited,
+) -> io::Result<()> {
+    match format {
+        ReportFormat::Json => {
+            let target = files::writable(path, files::Use::Replace, inherited)?;
+            files::replace(&target, &json(summary), process::entropy())
+        }
+        ReportFormat::Github => {
+            let target = files::writable(path, files::Use::Append, inherited)?;
+            files::append(&target, &github(summary))
+        }
     }
 }
 
@@ -249,7 +277,7 @@ mod tests {
     /// attempt's (an attempt has `exit` or `signal`, and `wait_ms` only when a wait followed).
     #[test]
     fn the_report_holds_to_the_documented_schema() {
-        let documented = super::super::json::tests::table_of_fields("| report object | fields |");
+        let documented = crate::log::table_of_fields("| report object | fields |");
         let mut history = History::default();
         for (attempt, end, wait) in [
             (1, AttemptEnd::Exited(1), Some(Duration::from_millis(1500))),

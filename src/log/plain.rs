@@ -1,5 +1,5 @@
 //! Events as lines for people (`--log-format text`), without the `retry: ` prefix that the
-//! reporter adds.
+//! logger adds.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -14,10 +14,22 @@ use crate::predicate::Permanent;
 use crate::stdio::Stream;
 use crate::text::{human, quote, shell_words};
 
-use super::event::{Count, Event, GiveUp, HintUse, OwnFile};
+use super::event::{Count, Event, Family, GiveUp, HintUse, OwnFile};
 
 /// The event's text, without the `retry: ` prefix.
 pub(super) fn line(event: &Event<'_>) -> String {
+    match event.family() {
+        Family::Course => course_line(event),
+        Family::Failure => failure_line(event),
+        Family::Success => success_line(event),
+        Family::Streams => streams_line(event),
+        Family::Processes => processes_line(event),
+        Family::Hooks => hooks_line(event),
+    }
+}
+
+/// The run's course, and what the fleet limits say.
+fn course_line(event: &Event<'_>) -> String {
     match *event {
         Event::Start {
             command,
@@ -26,6 +38,29 @@ pub(super) fn line(event: &Event<'_>) -> String {
         } => start(command, max_attempts, seed),
         Event::Splay { wait } => format!("splay: first attempt in {}", human(wait)),
         Event::AttemptStart { count } => format!("attempt {} starting", of(count)),
+        Event::CutByHook { next, .. } => format!(
+            "the --on-retry hook used up the wait: next attempt in {}, the last before --max-time",
+            human(next)
+        ),
+        Event::Reset { attempt, ran } => format!(
+            "attempt {attempt} ran {}, at least --reset-after: the schedule and the attempt \
+             limit start over",
+            human(ran)
+        ),
+        Event::Fleet(notice) => fleet_line(notice),
+        Event::HintIgnored { attempt, value } => {
+            format!(
+                "attempt {attempt} asked for a wait of '{value}', which is no wait retry reads; ignored"
+            )
+        }
+        // Another family's: `line` sends none here.
+        _ => String::new(),
+    }
+}
+
+/// An attempt that failed or could not start, and the give-up.
+fn failure_line(event: &Event<'_>) -> String {
+    match *event {
         Event::AttemptFailed {
             count,
             end,
@@ -55,15 +90,25 @@ pub(super) fn line(event: &Event<'_>) -> String {
                 asked(hint)
             )
         }
-        Event::CutByHook { next, .. } => format!(
-            "the --on-retry hook used up the wait: next attempt in {}, the last before --max-time",
-            human(next)
-        ),
-        Event::Reset { attempt, ran } => format!(
-            "attempt {attempt} ran {}, at least --reset-after: the schedule and the attempt \
-             limit start over",
-            human(ran)
-        ),
+        Event::CannotStart {
+            command,
+            end,
+            error,
+        } => cannot_start(command, end, error),
+        Event::GiveUp {
+            reason,
+            attempts,
+            total,
+            status,
+        } => give_up(reason, attempts, total, status),
+        // Another family's: `line` sends none here.
+        _ => String::new(),
+    }
+}
+
+/// An attempt that succeeded.
+fn success_line(event: &Event<'_>) -> String {
+    match *event {
         // A success under --restart is no step toward the limit: its number alone.
         Event::Restart {
             count, ran, next, ..
@@ -73,12 +118,6 @@ pub(super) fn line(event: &Event<'_>) -> String {
             human(ran),
             human(next)
         ),
-        Event::Fleet(notice) => fleet_line(notice),
-        Event::HintIgnored { attempt, value } => {
-            format!(
-                "attempt {attempt} asked for a wait of '{value}', which is no wait retry reads; ignored"
-            )
-        }
         Event::StreakContinues {
             count,
             streak,
@@ -92,11 +131,6 @@ pub(super) fn line(event: &Event<'_>) -> String {
                 then(next)
             )
         }
-        Event::CannotStart {
-            command,
-            end,
-            error,
-        } => cannot_start(command, end, error),
         Event::Success {
             count,
             ran,
@@ -118,12 +152,14 @@ pub(super) fn line(event: &Event<'_>) -> String {
                 human(total)
             ),
         },
-        Event::GiveUp {
-            reason,
-            attempts,
-            total,
-            status,
-        } => give_up(reason, attempts, total, status),
+        // Another family's: `line` sends none here.
+        _ => String::new(),
+    }
+}
+
+/// `retry`'s own streams and files.
+fn streams_line(event: &Event<'_>) -> String {
+    match *event {
         Event::StdinShared => {
             "stdin is a pipe: later attempts see only what earlier ones left unread; \
              use --stdin replay to give every attempt the same input"
@@ -163,22 +199,14 @@ pub(super) fn line(event: &Event<'_>) -> String {
         Event::ReadFailed { error } => {
             format!("cannot read stdin: {error}; the attempts get only what was read before")
         }
-        Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
-        Event::HookValuesSkipped {
-            line: Some(line),
-            error,
-            count,
-        } => {
-            let more = match count {
-                0 | 1 => String::new(),
-                2 => " (and 1 line more)".to_string(),
-                n => format!(" (and {} lines more)", n - 1),
-            };
-            format!("--on-retry: line {line} of RETRY_ENV_FILE skipped: {error}{more}")
-        }
-        Event::HookValuesSkipped {
-            line: None, error, ..
-        } => format!("--on-retry: its RETRY_ENV_FILE is not read: {error}"),
+        // Another family's: `line` sends none here.
+        _ => String::new(),
+    }
+}
+
+/// Signals and processes.
+fn processes_line(event: &Event<'_>) -> String {
+    match *event {
         Event::TerminalStop { attempt, signal } => format!(
             "attempt {attempt} is stopped ({}): it used the terminal from its own process \
              group; use --foreground for commands that read the terminal",
@@ -199,6 +227,32 @@ pub(super) fn line(event: &Event<'_>) -> String {
             format!("passed {} on to attempt {attempt}", signal_text(signal))
         }
         Event::Interrupted { signal } => format!("stopped by {}", signal_text(signal)),
+        // Another family's: `line` sends none here.
+        _ => String::new(),
+    }
+}
+
+/// Hooks.
+fn hooks_line(event: &Event<'_>) -> String {
+    match *event {
+        Event::HookFailed { kind, end } => format!("{} hook failed ({end})", kind.flag()),
+        Event::HookValuesSkipped {
+            line: Some(line),
+            error,
+            count,
+        } => {
+            let more = match count {
+                0 | 1 => String::new(),
+                2 => " (and 1 line more)".to_string(),
+                n => format!(" (and {} lines more)", n - 1),
+            };
+            format!("--on-retry: line {line} of RETRY_ENV_FILE skipped: {error}{more}")
+        }
+        Event::HookValuesSkipped {
+            line: None, error, ..
+        } => format!("--on-retry: its RETRY_ENV_FILE is not read: {error}"),
+        // Another family's: `line` sends none here.
+        _ => String::new(),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::outcome::AttemptEnd;
 use crate::parse::signal_name;
 use crate::settings::HookKind;
 
-use super::event::{Count, Event, HintUse, OwnFile};
+use super::event::{Count, Event, Family, HintUse, OwnFile};
 use super::plain::{HOLD_FULL, REPLACED};
 use crate::fleet::{BreakerShown, BudgetState, Notice, Transition};
 
@@ -278,15 +278,31 @@ impl Serialize for Decimal {
 }
 
 /// A signal: its name (`"SIGTERM"`), or its number as text where it has none.
-pub(super) fn signal_text(signal: i32) -> String {
+pub(crate) fn signal_text(signal: i32) -> String {
     signal_name(signal).unwrap_or_else(|| signal.to_string())
 }
 
-pub(super) fn timed_out(end: AttemptEnd) -> bool {
+pub(crate) fn timed_out(end: AttemptEnd) -> bool {
     matches!(end, AttemptEnd::TimedOut(_))
 }
 
-fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static str, Fields<'a>)> {
+/// An event's objects, each with its event name, in the order written.
+type Objects<'a> = Vec<(&'static str, Fields<'a>)>;
+
+/// The event's objects, by its family (`Event::family`).
+fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Objects<'a> {
+    match event.family() {
+        Family::Course => course_objects(event),
+        Family::Failure => failure_objects(event),
+        Family::Success => success_objects(event, last_status_exits),
+        Family::Streams => streams_objects(event),
+        Family::Processes => processes_objects(event),
+        Family::Hooks => hooks_objects(event),
+    }
+}
+
+/// The run's course, and what the fleet limits say.
+fn course_objects<'a>(event: &'a Event<'a>) -> Objects<'a> {
     match *event {
         Event::Start {
             command,
@@ -313,19 +329,6 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                 max_attempts: count.max_attempts,
             }),
         )],
-        Event::AttemptFailed {
-            count,
-            end,
-            why,
-            ran,
-            next,
-            hint,
-            reset: _,
-            last_chance,
-        } => {
-            let attempt = attempt(count, end, ran, "failure", why.map(|why| why.to_string()));
-            with_retry(attempt, count.attempt, next, hint, last_chance)
-        }
         Event::CutByHook { attempt, next } => vec![(
             "retry",
             Fields::Retry(Retry {
@@ -342,6 +345,66 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                 ran_ms: ran.as_millis() as u64,
             }),
         )],
+        Event::Fleet(notice) => vec![fleet_object(notice)],
+        Event::HintIgnored { attempt, value } => vec![(
+            "hint-ignored",
+            Fields::HintIgnored(HintIgnored { attempt, value }),
+        )],
+        // Another family's: `objects` sends none here.
+        _ => Vec::new(),
+    }
+}
+
+/// An attempt that failed or could not start, and the give-up.
+fn failure_objects<'a>(event: &'a Event<'a>) -> Objects<'a> {
+    match *event {
+        Event::AttemptFailed {
+            count,
+            end,
+            why,
+            ran,
+            next,
+            hint,
+            reset: _,
+            last_chance,
+        } => {
+            let attempt = attempt(count, end, ran, "failure", why.map(|why| why.to_string()));
+            with_retry(attempt, count.attempt, next, hint, last_chance)
+        }
+        Event::CannotStart {
+            command,
+            end,
+            error,
+        } => vec![(
+            "cannot-start",
+            Fields::CannotStart(CannotStart {
+                program: command.to_string_lossy(),
+                exit_code: end.status(),
+                error,
+            }),
+        )],
+        Event::GiveUp {
+            reason,
+            attempts,
+            total,
+            status,
+        } => vec![(
+            "give-up",
+            Fields::GiveUp(GiveUpFields {
+                attempts,
+                reason: reason.ending().name(),
+                exit_code: status,
+                duration_ms: total.as_millis() as u64,
+            }),
+        )],
+        // Another family's: `objects` sends none here.
+        _ => Vec::new(),
+    }
+}
+
+/// An attempt that succeeded.
+fn success_objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Objects<'a> {
+    match *event {
         Event::Restart {
             count,
             end,
@@ -390,37 +453,14 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                 }),
             ),
         ],
-        Event::CannotStart {
-            command,
-            end,
-            error,
-        } => vec![(
-            "cannot-start",
-            Fields::CannotStart(CannotStart {
-                program: command.to_string_lossy(),
-                exit_code: end.status(),
-                error,
-            }),
-        )],
-        Event::GiveUp {
-            reason,
-            attempts,
-            total,
-            status,
-        } => vec![(
-            "give-up",
-            Fields::GiveUp(GiveUpFields {
-                attempts,
-                reason: reason.ending().name(),
-                exit_code: status,
-                duration_ms: total.as_millis() as u64,
-            }),
-        )],
-        Event::Fleet(notice) => vec![fleet_object(notice)],
-        Event::HintIgnored { attempt, value } => vec![(
-            "hint-ignored",
-            Fields::HintIgnored(HintIgnored { attempt, value }),
-        )],
+        // Another family's: `objects` sends none here.
+        _ => Vec::new(),
+    }
+}
+
+/// `retry`'s own streams and files.
+fn streams_objects<'a>(event: &'a Event<'a>) -> Objects<'a> {
+    match *event {
         Event::StdinShared => vec![(
             "stdin-warning",
             Fields::Message(Message {
@@ -473,6 +513,14 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                 error,
             }),
         )],
+        // Another family's: `objects` sends none here.
+        _ => Vec::new(),
+    }
+}
+
+/// Signals and processes.
+fn processes_objects<'a>(event: &'a Event<'a>) -> Objects<'a> {
+    match *event {
         Event::TerminalStop { attempt, signal } => vec![(
             "terminal-stop",
             Fields::Signal(AttemptSignal {
@@ -489,6 +537,21 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                 signal: signal_text(signal),
             }),
         )],
+        Event::Interrupted { signal } => vec![(
+            "interrupted",
+            Fields::Interrupted(InterruptedFields {
+                signal: signal_text(signal),
+                exit_code: 128 + signal.clamp(0, 127) as u64,
+            }),
+        )],
+        // Another family's: `objects` sends none here.
+        _ => Vec::new(),
+    }
+}
+
+/// Hooks.
+fn hooks_objects<'a>(event: &'a Event<'a>) -> Objects<'a> {
+    match *event {
         Event::HookFailed { kind, end } => {
             vec![("hook-failed", Fields::Hook(hook_failed(kind, end)))]
         }
@@ -500,13 +563,8 @@ fn objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Vec<(&'static s
                 skipped: count,
             }),
         )],
-        Event::Interrupted { signal } => vec![(
-            "interrupted",
-            Fields::Interrupted(InterruptedFields {
-                signal: signal_text(signal),
-                exit_code: 128 + signal.clamp(0, 127) as u64,
-            }),
-        )],
+        // Another family's: `objects` sends none here.
+        _ => Vec::new(),
     }
 }
 
@@ -551,7 +609,7 @@ fn with_retry<'a>(
     next: Option<Duration>,
     hint: Option<HintUse>,
     last_chance: bool,
-) -> Vec<(&'static str, Fields<'a>)> {
+) -> Objects<'a> {
     let mut objects = vec![("attempt", Fields::Attempt(attempt))];
     if let Some(next) = next {
         objects.push((
@@ -686,8 +744,8 @@ pub(super) fn reset(budget: Option<&str>, breaker: Option<&str>) -> String {
 pub(super) mod tests {
     use super::*;
     use crate::fleet::Notice;
+    use crate::log::event::{GiveUp, Why};
     use crate::outcome::Limit;
-    use crate::report::event::{GiveUp, Why};
     use crate::stdio::Stream;
     use std::collections::{BTreeMap, BTreeSet};
     use std::ffi::OsStr;
@@ -971,6 +1029,22 @@ pub(super) mod tests {
         ] {
             test(&event);
         }
+    }
+
+    /// Each event's family (`Event::family`) renders it: every event has its text, and every
+    /// one but `Sweep` (said under --verbose only) its objects, so none is routed to a family
+    /// that says nothing of it.
+    #[test]
+    fn every_event_is_rendered_by_its_family() {
+        every_event(&mut |event| {
+            assert!(!super::super::plain::line(event).is_empty(), "{event:?}");
+            let objects = objects(event, false);
+            assert_eq!(
+                objects.is_empty(),
+                matches!(event, Event::Sweep { .. }),
+                "{event:?}"
+            );
+        });
     }
 
     /// Every object of every event has exactly the fields the reference documents for it,

@@ -1,6 +1,7 @@
-//! What the driver tells the reporter: each event of a run, and the small values events carry
+//! What the driver tells the logger: each event of a run, and the small values events carry
 //! (an attempt's count, why it failed, a hint heeded, why the run gave up and so which
-//! `Ending` it had). Data only: how an event reads is `plain`'s and `json`'s.
+//! `Ending` it had), and the family of each, by which `plain` and `json` render it. Data
+//! only: how an event reads is `plain`'s and `json`'s.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -265,4 +266,57 @@ pub enum Event<'a> {
     Sweep {
         cgroup: Option<&'a Path>,
     },
+}
+
+/// The families of events, each rendered by one function in `plain` and one in `json`: where
+/// an event is routed, written once, and checked whole by the compiler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Family {
+    /// The run's course: its start, the splay, an attempt's start, a wait cut short or started
+    /// over, a hint ignored, and what the fleet limits say.
+    Course,
+    /// An attempt that failed or could not start, and the give-up.
+    Failure,
+    /// An attempt that succeeded: the run's end, a restart, a streak going on.
+    Success,
+    /// `retry`'s own streams and files: stdin shared, spilled, read; held and kept output;
+    /// output written; a file not written.
+    Streams,
+    /// Signals and processes: a child stopped by the terminal, a signal relayed, `retry`
+    /// interrupted, how leftovers are ended.
+    Processes,
+    /// Hooks: one that failed, the values one handed on that were skipped.
+    Hooks,
+}
+
+impl Event<'_> {
+    pub(super) fn family(&self) -> Family {
+        match self {
+            Event::Start { .. }
+            | Event::Splay { .. }
+            | Event::AttemptStart { .. }
+            | Event::CutByHook { .. }
+            | Event::Reset { .. }
+            | Event::HintIgnored { .. }
+            | Event::Fleet(_) => Family::Course,
+            Event::AttemptFailed { .. } | Event::CannotStart { .. } | Event::GiveUp { .. } => {
+                Family::Failure
+            }
+            Event::Success { .. } | Event::Restart { .. } | Event::StreakContinues { .. } => {
+                Family::Success
+            }
+            Event::StdinShared
+            | Event::SpillFailed { .. }
+            | Event::HoldFull { .. }
+            | Event::FailedOutput { .. }
+            | Event::Unwritten { .. }
+            | Event::ReadFailed { .. }
+            | Event::WriteFailed { .. } => Family::Streams,
+            Event::TerminalStop { .. }
+            | Event::Relayed { .. }
+            | Event::Interrupted { .. }
+            | Event::Sweep { .. } => Family::Processes,
+            Event::HookFailed { .. } | Event::HookValuesSkipped { .. } => Family::Hooks,
+        }
+    }
 }

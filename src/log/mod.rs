@@ -1,17 +1,22 @@
-//! Every line `retry` prints about a run, and the only place that writes them.
+//! `retry`'s log: every line it writes on stderr about a run (text, or JSON under
+//! `--log-format json`), and the only place that writes them.
 //!
-//! The driver hands over events; the reporter decides, by verbosity, what to say and how. A
-//! failed write (stderr closed) is ignored: losing a message must never change the run.
+//! The driver hands over events; the logger decides, by verbosity, what to say and how. A
+//! failed write (stderr closed) is ignored: losing a message must never change the run. The
+//! `--report` file is not written here: that is `report`'s, which borrows the JSON forms of a
+//! signal and a timeout from `json` so the two say an attempt's end alike.
 
 mod event;
 mod json;
 mod plain;
-pub(crate) mod summary;
 
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
 pub(crate) use event::{Count, Event, GiveUp, HintUse, OwnFile, Why};
+#[cfg(test)]
+pub(crate) use json::tests::table_of_fields;
+pub(crate) use json::{signal_text, timed_out};
 pub(crate) use plain::cannot_start;
 use plain::whole_seconds;
 
@@ -57,7 +62,8 @@ pub enum Telling {
     LogOnly,
 }
 
-pub struct Reporter {
+/// Writes the run's events to stderr, as `--log-format` and the verbosity say.
+pub struct Logger {
     verbosity: Verbosity,
     format: LogFormat,
     terminal: Terminal,
@@ -70,14 +76,14 @@ pub struct Reporter {
     last_status_exits: bool,
 }
 
-impl Reporter {
+impl Logger {
     pub fn new(
         verbosity: Verbosity,
         format: LogFormat,
         terminal: Terminal,
         out: Box<dyn Write>,
-    ) -> Reporter {
-        Reporter {
+    ) -> Logger {
+        Logger {
             verbosity,
             format,
             terminal,
@@ -88,16 +94,16 @@ impl Reporter {
         }
     }
 
-    /// This reporter, naming the command by `label` in every line: `retry: LABEL: ...`, and
+    /// This logger, naming the command by `label` in every line: `retry: LABEL: ...`, and
     /// a `label` field in every JSON object.
-    pub fn labelled(self, label: Option<String>) -> Reporter {
-        Reporter { label, ..self }
+    pub fn labelled(self, label: Option<String>) -> Logger {
+        Logger { label, ..self }
     }
 
-    /// This reporter, for a run that exits with its last attempt's status, success included
+    /// This logger, for a run that exits with its last attempt's status, success included
     /// (Debian's `-u`/`-w`): the JSON `success` event gives that status.
-    pub fn exiting_with_last_status(self, last_status_exits: bool) -> Reporter {
-        Reporter {
+    pub fn exiting_with_last_status(self, last_status_exits: bool) -> Logger {
+        Logger {
             last_status_exits,
             ..self
         }
@@ -320,7 +326,7 @@ mod tests {
 
     fn render(verbosity: Verbosity, event: Event<'_>) -> String {
         let out = Shared::default();
-        Reporter::new(
+        Logger::new(
             verbosity,
             LogFormat::Text,
             Terminal::default(),
