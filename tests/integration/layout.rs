@@ -386,3 +386,207 @@ fn no_document_points_outside_the_repository() {
         }
     }
 }
+
+/// `text` with comments, strings and character literals blanked out (newlines kept), so that
+/// the braces left are the code's.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < chars.len() {
+        let rest = &chars[i..];
+        if rest.starts_with(&['/', '/']) {
+            while i < chars.len() && chars[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if rest.starts_with(&['/', '*']) {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i..].starts_with(&['/', '*']) {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if chars[i..].starts_with(&['*', '/']) {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+        } else if chars[i] == 'r'
+            && matches!(rest.get(1), Some('"' | '#'))
+            && !chars
+                .get(i.wrapping_sub(1))
+                .is_some_and(|c| c.is_alphanumeric() || *c == '_')
+        {
+            let hashes = rest[1..].iter().take_while(|&&c| c == '#').count();
+            if rest.get(1 + hashes) != Some(&'"') {
+                out.push(chars[i]);
+                i += 1;
+                continue;
+            }
+            let end: Vec<char> = std::iter::once('"')
+                .chain((0..hashes).map(|_| '#'))
+                .collect();
+            let mut j = i + 2 + hashes;
+            while j < chars.len() && !chars[j..].starts_with(&end) {
+                j += 1;
+            }
+            let stop = (j + end.len()).min(chars.len());
+            out.extend(chars[i..stop].iter().map(|&c| blank(c)));
+            i = stop;
+        } else if chars[i] == '"' {
+            out.push(' ');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                let step = if chars[i] == '\\' { 2 } else { 1 };
+                for c in &chars[i..(i + step).min(chars.len())] {
+                    out.push(blank(*c));
+                }
+                i += step;
+            }
+            out.push(' ');
+            i += 1;
+        } else if chars[i] == '\'' && (rest.get(1) == Some(&'\\') || rest.get(2) == Some(&'\'')) {
+            // A character literal ('{', '\''), not a lifetime ('a).
+            let mut j = i + 1;
+            if chars[j] == '\\' {
+                j += 2;
+            }
+            while j < chars.len() && chars[j] != '\'' {
+                j += 1;
+            }
+            out.extend(chars[i..=j.min(chars.len() - 1)].iter().map(|&c| blank(c)));
+            i = j + 1;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Each function and `impl` block of the production code of `text` (before its `#[cfg(test)]
+/// mod`): its first line's words up to the name, its line number and its length in lines.
+fn items(text: &str) -> Vec<(String, usize, usize)> {
+    let code = code_only(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let production = lines
+        .windows(2)
+        .position(|pair| {
+            pair[0].trim() == "#[cfg(test)]" && pair[1].split_whitespace().any(|word| word == "mod")
+        })
+        .unwrap_or(lines.len());
+    let mut found = Vec::new();
+    for (start, line) in lines[..production].iter().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words
+            .iter()
+            .position(|w| *w == "fn" || *w == "impl" || w.starts_with("impl<"))
+        else {
+            continue;
+        };
+        let before_ok = words[..at].iter().all(|w| {
+            matches!(
+                *w,
+                "pub" | "const" | "unsafe" | "async" | "extern" | "default"
+            ) || w.starts_with("pub(")
+        });
+        if !before_ok {
+            continue;
+        }
+        let name = match words[at] {
+            "fn" => words
+                .get(at + 1)
+                .map_or("", |w| w.split(['(', '<']).next().unwrap_or(w))
+                .to_string(),
+            _ => words[at..]
+                .join(" ")
+                .trim_end_matches('{')
+                .trim()
+                .to_string(),
+        };
+        let (mut depth, mut opened) = (0i64, false);
+        for (end, body) in lines[start..production].iter().enumerate() {
+            for c in body.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if !opened && body.trim_end().ends_with(';') {
+                break;
+            }
+            if opened && depth <= 0 {
+                found.push((name.clone(), start + 1, end + 1));
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// No production function over 80 lines and no `impl` block over 300, but those that
+/// CONTRIBUTING.md names, each with the reason it stays long: what is longer is split into
+/// named steps, so that each can be read, and tested, on its own.
+#[test]
+fn no_function_or_impl_block_is_longer_than_it_can_be_read() {
+    let contributing = read("CONTRIBUTING.md");
+    let kept = contributing
+        .split("### Long functions kept\n")
+        .nth(1)
+        .map_or("", |section| section.split("\n#").next().unwrap_or(""));
+    let mut files = Vec::new();
+    collect_rust_files(&Path::new(ROOT).join("src"), &mut files);
+    let mut too_long = Vec::new();
+    let mut seen = 0;
+    for file in files {
+        // Modules that are tests whole (declared under `#[cfg(test)]`).
+        let name = file.file_name().and_then(|name| name.to_str());
+        if matches!(name, Some("tests.rs" | "test_support.rs")) {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+        for (name, line, length) in items(&text) {
+            seen += 1;
+            let limit = if name.starts_with("impl") { 300 } else { 80 };
+            let named = format!("`{relative}` `{name}`");
+            if length > limit && !kept.contains(&named) {
+                too_long.push(format!("{named} (line {line}): {length} lines"));
+            }
+        }
+    }
+    assert!(seen > 500, "the walk saw the functions: {seen}");
+    assert!(
+        too_long.is_empty(),
+        "too long to read, and not in CONTRIBUTING's list:\n{}",
+        too_long.join("\n")
+    );
+}
+
+#[test]
+fn lengths_are_counted_in_code_not_in_strings_or_comments() {
+    let text = "pub(crate) fn a(x: u8) -> char {\n    let s = \"}}{\"; // }\n    let c = '}';\n    \
+                let r = r#\"}\"#;\n    /* } */ 'x'\n}\nimpl<'a> B<'a> {\n    fn c(&self) {}\n}\nfn d();\n\
+                #[cfg(test)]\npub(crate) mod tests {\n    fn long() {\n    }\n}\n";
+    assert_eq!(
+        items(text),
+        [
+            ("a".to_string(), 1, 6),
+            ("impl<'a> B<'a>".to_string(), 7, 3),
+            ("c".to_string(), 8, 1),
+        ]
+    );
+}
