@@ -8,10 +8,10 @@
 //! A process is the ended attempt's by its lineage: below the attempt, or re-parented to
 //! `retry` since the attempt started, and not in the record of what `retry` held before the
 //! attempt started (an earlier attempt's or a hook's leftovers), nor below one of those. A
-//! re-parented one whose environment holds another `RETRY_ATTEMPT` is another attempt's too,
-//! and so is one whose whole environment holds none (a job of the shell `retry` was exec'd
-//! from, or what that job starts); one with no environment left (a daemon that wrote its title
-//! over it, or cleared it) is taken by lineage alone. Where /proc is another PID namespace's
+//! re-parented one whose environment holds another `RETRY_ATTEMPT` is another attempt's too;
+//! one with none (a daemon that wrote its title over its environment, cleared it or replaced
+//! it whole) is taken by lineage alone. What `retry` held before its first attempt (the jobs of
+//! the shell it was exec'd from) is recorded too. Where /proc is another PID namespace's
 //! (`unshare --pid` without a /proc of its own), nothing is looked for there. What cannot be told apart: a process that an earlier attempt's leftover
 //! starts after that leftover's own parent has gone (so it is `retry`'s child, not yet seen),
 //! which is re-parented to `retry` once its parent exits, with its environment wiped. What was
@@ -247,6 +247,19 @@ impl Followed {
         })
     }
 
+    /// Follows `pid`, a number of this PID namespace, by a pidfd alone, where /proc is
+    /// another namespace's and cannot tell its start: `None` without a pidfd. Whose it is, the
+    /// caller checks once the pidfd is open (a cgroup that still lists the number).
+    pub(crate) fn by_pidfd(pid: libc::pid_t) -> Option<Followed> {
+        // SAFETY: pidfd_open(2) takes a pid and flags, and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+        // SAFETY: a descriptor just opened, owned by nothing else.
+        (fd >= 0).then(|| Followed {
+            known: (pid, 0),
+            pidfd: Some(unsafe { OwnedFd::from_raw_fd(fd) }),
+        })
+    }
+
     /// Sends each of `signals`, in turn; failure (it has ended) is fine.
     pub(crate) fn signal(&self, signals: &[i32]) {
         let send = |pidfd: &OwnedFd| {
@@ -347,34 +360,19 @@ pub(crate) fn adopted_by(pid: libc::pid_t, attempt: u64) -> bool {
 }
 
 /// `adopted_by` for the environment `environ` (NUL-separated `NAME=VALUE`s, as
-/// /proc/PID/environ gives them). With no mark, only an environment that is no environment any
-/// more (empty, or a title written over it) is taken as the attempt's: a whole environment
-/// without the mark is one no attempt passed on (a job of the shell `retry` was exec'd from,
-/// and what it starts), which is never signalled.
+/// /proc/PID/environ gives them). With no mark, the process is taken by lineage alone: a
+/// daemon of the attempt's may have written its title over its environment, cleared it, or
+/// replaced it whole (`env -i PATH=... daemon`, a `subprocess` with `env=`), which cannot be
+/// told from a whole environment no attempt passed on.
 fn marked_for(environ: &[u8], attempt: u64) -> bool {
-    let variables = || {
-        environ
-            .split(|&byte| byte == 0)
-            .filter(|variable| !variable.is_empty())
-    };
-    let mut marks = variables().filter_map(|variable| variable.strip_prefix(b"RETRY_ATTEMPT="));
+    let mut marks = environ
+        .split(|&byte| byte == 0)
+        .filter_map(|variable| variable.strip_prefix(b"RETRY_ATTEMPT="));
     let ours = attempt.to_string();
     match marks.next() {
+        None => true,
         Some(first) => first == ours.as_bytes() || marks.any(|mark| mark == ours.as_bytes()),
-        None => !variables().any(|_| true) || !variables().all(is_variable),
     }
-}
-
-/// Whether `text` reads as `NAME=VALUE`, as an environment's variables do and a title does not.
-fn is_variable(text: &[u8]) -> bool {
-    text.iter()
-        .position(|&byte| byte == b'=')
-        .is_some_and(|at| {
-            at > 0
-                && text[..at]
-                    .iter()
-                    .all(|&byte| byte.is_ascii_alphanumeric() || byte == b'_')
-        })
 }
 
 /// Whether /proc shows this PID namespace, where a process's number in /proc is the one its
@@ -645,12 +643,8 @@ mod tests {
         assert!(marked_for(b"", 7));
         assert!(marked_for(b"\0\0\0\0", 7));
         assert!(marked_for(b"mydaemon\0\0\0\0", 7));
-        assert!(marked_for(b"worker: idle\0PATH=/bin\0", 7));
-        assert!(marked_for(b"=x\0", 7));
-        // A whole environment without the mark: no attempt's (a job of the shell retry was
-        // exec'd from).
-        assert!(!marked_for(b"PATH=/bin\0", 7));
-        assert!(!marked_for(b"PATH=/bin\0HOME=/root\0LS_COLORS=a=b:c\0", 7));
+        // One replaced whole (`env -i PATH=/bin daemon`).
+        assert!(marked_for(b"PATH=/bin\0", 7));
     }
 
     #[test]

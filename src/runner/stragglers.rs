@@ -291,8 +291,15 @@ impl<'a> Stragglers<'a> {
             if group == self.root || group < 0 {
                 continue;
             }
-            let Some(start) = sweep::entry_of(pid).map(|entry| entry.start) else {
-                continue;
+            // Where /proc is another namespace's, its start cannot be read: the pidfd alone
+            // follows it, and the cgroup's own list (in this namespace's numbers) says whose.
+            let ours = sweep::proc_is_ours();
+            let start = match ours {
+                true => match sweep::entry_of(pid) {
+                    Some(entry) => entry.start,
+                    None => continue,
+                },
+                false => 0,
             };
             if self
                 .living
@@ -302,10 +309,16 @@ impl<'a> Stragglers<'a> {
                 continue;
             }
             let keep = self.living.len() < HELD_PIDFDS;
+            let followed = match ours {
+                true => sweep::Followed::new((pid, start), keep),
+                false => sweep::Followed::by_pidfd(pid),
+            };
             // Followed once its pidfd is open: still in the cgroup then, it is the attempt's.
-            if let Some(followed) =
-                sweep::Followed::new((pid, start), keep).filter(|_| cgroup.holds(pid))
-            {
+            let in_cgroup = || match ours {
+                true => cgroup.holds(pid),
+                false => cgroup.processes().contains(&pid),
+            };
+            if let Some(followed) = followed.filter(|_| in_cgroup()) {
                 followed.signal(send);
                 self.living.push(followed);
             }
