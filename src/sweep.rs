@@ -253,9 +253,9 @@ impl Followed {
     pub(crate) fn by_pidfd(pid: libc::pid_t) -> Option<Followed> {
         // SAFETY: pidfd_open(2) takes a pid and flags, and returns a new descriptor or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
-        // SAFETY: a descriptor just opened, owned by nothing else.
         (fd >= 0).then(|| Followed {
             known: (pid, 0),
+            // SAFETY: a descriptor just opened, owned by nothing else.
             pidfd: Some(unsafe { OwnedFd::from_raw_fd(fd) }),
         })
     }
