@@ -224,10 +224,7 @@ impl MaxTime {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
+    use crate::test_support::ms;
 
     fn new_tally(max_attempts: Option<u64>) -> Tally {
         Tally::new(max_attempts, CodeLimits::new(Vec::new()))

@@ -11,6 +11,7 @@ use crate::http::HintSource;
 use crate::log::Terminal;
 use crate::outcome::Limit;
 use crate::predicate::Matches;
+use crate::test_support::ms;
 use clap::Parser;
 use std::cell::Cell;
 use std::io::{self, Write};
@@ -198,10 +199,6 @@ struct Observed {
     ends_in: Option<Duration>,
     said_before_end_by: Option<usize>,
     output: String,
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
 }
 
 fn exited(code: u8, ran_ms: u64) -> (AttemptEnd, Duration) {

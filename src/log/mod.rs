@@ -308,6 +308,7 @@ mod tests {
     use crate::outcome::AttemptEnd;
     use crate::outcome::Limit;
     use crate::stdio::Stream;
+    use crate::test_support::ms;
     use std::ffi::OsString;
     use std::sync::{Arc, Mutex};
 
@@ -334,10 +335,6 @@ mod tests {
         )
         .emit(&event);
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
-    }
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
     }
 
     #[test]
