@@ -520,7 +520,12 @@ fn a_sweep_in_a_namespace_with_its_parents_proc_signals_no_stranger() {
     };
     for (way, env) in WAYS {
         let r = retry();
-        let (got, alive_file, termed) = (r.path("got"), r.path("alive"), r.path("termed"));
+        let (got, alive_file, termed, ready) = (
+            r.path("got"),
+            r.path("alive"),
+            r.path("termed"),
+            r.path("ready"),
+        );
         let outer = format!(
             "unshare --pid --fork sh -c '\"$0\" \"$@\" | (trap \"echo TERM > {got}\" TERM; cat >/dev/null)' \"$0\" \"$@\"
              pgrep -f '^sleep 6011$' >/dev/null && touch {alive}
@@ -529,18 +534,15 @@ fn a_sweep_in_a_namespace_with_its_parents_proc_signals_no_stranger() {
             alive = alive_file.display(),
         );
         let r = r
-            .args([
-                "--timeout",
-                "500ms",
-                "--kill-after",
-                "200ms",
-                "-r",
-                "0",
-                "--",
-            ])
+            // Timed, for a cgroup; ended by a signal to `retry` once the leftover is ready for
+            // it (its trap set), however slow the machine.
+            .args(["--timeout", "60s", "--kill-after", "1s", "-r", "0", "--"])
             .args(sh(&format!(
-                "setsid sh -c 'trap \"touch {termed}; exit\" TERM; sleep 6011 & wait' </dev/null >/dev/null 2>&1 & sleep 30",
-                termed = termed.display()
+                "setsid sh -c 'trap \"touch {termed}; exit\" TERM; touch {ready}; sleep 6011 & wait' </dev/null >/dev/null 2>&1 &
+                 while [ ! -e {ready} ]; do sleep 0.01; done
+                 kill -TERM $PPID; sleep 30",
+                termed = termed.display(),
+                ready = ready.display(),
             )));
         let mut wrapper: Vec<&str> = namespace.to_vec();
         wrapper.extend(["sh", "-c", &outer]);
