@@ -473,7 +473,6 @@ fn separator(end: AttemptEnd) -> &'static str {
     }
 }
 
-/// A signal's name (`SIGTERM`), or `signal N` where it has none.
 /// A signal in a sentence: its name, or `signal 34` when it has none.
 fn signal_words(signal: i32) -> String {
     signal_name(signal).unwrap_or_else(|| format!("signal {signal}"))
