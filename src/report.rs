@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::cli::ReportFormat;
 use crate::ending::Ending;
 use crate::files;
-use crate::log::{signal_text, timed_out};
+use crate::log::{signal_value, timed_out};
 use crate::outcome::AttemptEnd;
 use crate::process;
 
@@ -187,7 +187,7 @@ pub(crate) fn json(summary: &Summary<'_>) -> String {
                     end => Some(end.status()),
                 },
                 signal: match record.end {
-                    AttemptEnd::Signaled(n) => Some(signal_text(n)),
+                    AttemptEnd::Signaled(n) => Some(signal_value(n)),
                     _ => None,
                 },
                 duration_ms: record.ran.as_millis() as u64,

@@ -42,7 +42,7 @@ pub(crate) fn parse(text: &str) -> Result<StateLocation, String> {
     match text.split_once("://") {
         Some(("redis" | "rediss" | "unix", _)) => Ok(StateLocation::Redis(text.to_string())),
         Some(("redis+cluster" | "rediss+cluster", rest)) => {
-            cluster_nodes(rest)?;
+            cluster_parts(rest)?;
             Ok(StateLocation::Redis(text.to_string()))
         }
         Some((scheme, _)) => Err(format!("unknown state scheme '{scheme}'; {STATE_FORMS}")),
@@ -53,45 +53,63 @@ pub(crate) fn parse(text: &str) -> Result<StateLocation, String> {
     }
 }
 
-/// The seed nodes of a `redis+cluster://` URL (what follows the scheme): `host:port` pairs
-/// separated by commas, after an optional `[user]:password@` that all of them share. A list
-/// with no host, or a host without a port, is misuse.
-pub(crate) fn cluster_nodes(rest: &str) -> Result<Vec<String>, String> {
+/// A `redis+cluster://` URL after its scheme, read once for both `--state`'s check and the
+/// seeds: `[user]:password@`, then `host:port` pairs separated by commas, then a path or a
+/// query that every node shares (`/?password=`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct ClusterParts<'a> {
+    /// Up to and with the `@` that ends them; empty where there are none.
+    pub(crate) credentials: &'a str,
+    pub(crate) nodes: Vec<&'a str>,
+    /// From the `/` or `?` that ends the hosts; empty where nothing follows them.
+    pub(crate) tail: &'a str,
+}
+
+/// Reads `rest`, what follows `redis+cluster://`. A list with no host, or a host without a
+/// port, is misuse.
+pub(crate) fn cluster_parts(rest: &str) -> Result<ClusterParts<'_>, String> {
     // The credentials end at the last `@`: a password may hold `@`, `/` or `,`; no host does.
     // Unless that `@` is in a query (`?password=a@b`): then at the last one before it, if any.
     let query = rest.find('?').unwrap_or(rest.len());
-    let readings = [
-        rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts),
-        rest[..query].rfind('@').map_or(rest, |at| &rest[at + 1..]),
-    ];
-    let nodes = |after_credentials: &str| -> Result<Vec<String>, String> {
-        // The hosts end where a path or a query begins (`?password=` may follow them).
-        let hosts = after_credentials.split(['/', '?']).next().unwrap_or("");
-        if hosts.is_empty() {
-            return Err(
-                "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"
-                    .into(),
-            );
-        }
-        hosts
-            .split(',')
-            .map(|node| match node.rsplit_once(':') {
-                Some((host, port))
-                    if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) =>
-                {
-                    Ok(node.to_string())
-                }
-                _ if node.is_empty() => Err(
-                    "a Redis Cluster URL has an empty host in its list; expected host:port[,host:port...]"
-                        .to_string(),
-                ),
-                _ => Err(format!(
-                    "the Redis Cluster node '{node}' has no port; each node is host:port"
-                )),
-            })
-            .collect()
+    let after_last_at = |text: &str| text.rfind('@').map_or(0, |at| at + 1);
+    let read = |hosts_start: usize| -> Result<ClusterParts<'_>, String> {
+        let (credentials, after) = rest.split_at(hosts_start);
+        // The hosts end where a path or a query begins.
+        let hosts_end = after.find(['/', '?']).unwrap_or(after.len());
+        let (hosts, tail) = after.split_at(hosts_end);
+        Ok(ClusterParts {
+            credentials,
+            nodes: cluster_nodes(hosts)?,
+            tail,
+        })
     };
-    nodes(readings[0]).or_else(|error| nodes(readings[1]).map_err(|_| error))
+    read(after_last_at(rest))
+        .or_else(|error| read(after_last_at(&rest[..query])).map_err(|_| error))
+}
+
+/// The `host:port` pairs of a cluster URL's `hosts`.
+fn cluster_nodes(hosts: &str) -> Result<Vec<&str>, String> {
+    if hosts.is_empty() {
+        return Err(
+            "a Redis Cluster URL names no host; expected redis+cluster://host:port[,host:port...]"
+                .into(),
+        );
+    }
+    hosts
+        .split(',')
+        .map(|node| match node.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
+                Ok(node)
+            }
+            _ if node.is_empty() => Err(
+                "a Redis Cluster URL has an empty host in its list; expected host:port[,host:port...]"
+                    .to_string(),
+            ),
+            _ => Err(format!(
+                "the Redis Cluster node '{node}' has no port; each node is host:port"
+            )),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -113,19 +131,38 @@ mod tests {
         }
     }
 
+    /// Each reading: the credentials, the nodes and what follows them, which every node's
+    /// URL gets (a password in the query too).
     #[test]
     fn cluster_credentials_end_at_the_last_at_sign_outside_a_query() {
-        let nodes = |rest: &str| cluster_nodes(rest);
-        assert_eq!(
-            nodes("u:p@ss/x@a:1,b:2"),
-            Ok(vec!["a:1".into(), "b:2".into()])
-        );
-        assert_eq!(
-            nodes("a:1,b:2/?password=Tr0ub4dor@horse-battery"),
-            Ok(vec!["a:1".into(), "b:2".into()])
-        );
-        assert_eq!(nodes("u:pw@a:1?password=x@y"), Ok(vec!["a:1".into()]));
-        assert!(nodes("u:pw@a").is_err());
-        assert!(nodes("").is_err());
+        let parts = |credentials, nodes, tail| {
+            Ok(ClusterParts {
+                credentials,
+                nodes,
+                tail,
+            })
+        };
+        let table = [
+            ("a:1", parts("", vec!["a:1"], "")),
+            (
+                "u:p@ss/x@a:1,b:2",
+                parts("u:p@ss/x@", vec!["a:1", "b:2"], ""),
+            ),
+            (
+                "a:1,b:2/?password=Tr0ub4dor@horse-battery",
+                parts("", vec!["a:1", "b:2"], "/?password=Tr0ub4dor@horse-battery"),
+            ),
+            (
+                "u:pw@a:1?password=x@y",
+                parts("u:pw@", vec!["a:1"], "?password=x@y"),
+            ),
+            (":p@b@h:6379/0", parts(":p@b@", vec!["h:6379"], "/0")),
+        ];
+        for (rest, expected) in table {
+            assert_eq!(cluster_parts(rest), expected, "{rest}");
+        }
+        for bad in ["u:pw@a", "", "u:pw@", "a:1,", "a:0", "a:1,:2"] {
+            assert!(cluster_parts(bad).is_err(), "{bad}");
+        }
     }
 }

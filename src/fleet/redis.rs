@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use redis::cluster::ClusterConnection;
 use redis::{Connection, ConnectionLike, Script, Value};
 
-use super::location::cluster_nodes;
+use super::location::{ClusterParts, cluster_parts};
 use super::rules::{
     Admission, BreakerRecord, BudgetPolicy, BudgetView, Op, Outcome, Probe, Reply, Transition,
     millis,
@@ -306,14 +306,15 @@ fn answer_within<T>(
 fn cluster_seeds(url: &str) -> Option<Result<Vec<String>, String>> {
     let (scheme, rest) = url.split_once("://")?;
     let node_scheme = scheme.strip_suffix("+cluster")?;
-    // Credentials end at the last `@`: a password may hold `@`, `/` or `,`, and no host does.
-    let credentials = rest
-        .rsplit_once('@')
-        .map_or(String::new(), |(credentials, _)| format!("{credentials}@"));
-    Some(cluster_nodes(rest).map(|nodes| {
+    Some(cluster_parts(rest).map(|parts| {
+        let ClusterParts {
+            credentials,
+            nodes,
+            tail,
+        } = parts;
         nodes
             .iter()
-            .map(|node| format!("{node_scheme}://{credentials}{node}"))
+            .map(|node| format!("{node_scheme}://{credentials}{node}{tail}"))
             .collect()
     }))
 }
@@ -833,6 +834,15 @@ mod tests {
         assert_eq!(
             cluster_seeds("rediss+cluster://h:1"),
             Some(Ok(vec!["rediss://h:1".to_string()]))
+        );
+        // What follows the hosts reaches every node (the client reads no password there, but a
+        // database or a protocol); the credentials end before the hosts, not at a query's `@`.
+        assert_eq!(
+            cluster_seeds("redis+cluster://u:pw@a:1,b:2?password=x@y"),
+            Some(Ok(vec![
+                "redis://u:pw@a:1?password=x@y".to_string(),
+                "redis://u:pw@b:2?password=x@y".to_string()
+            ]))
         );
         assert!(cluster_seeds("redis+cluster://h").unwrap().is_err());
         assert_eq!(cluster_seeds("redis://h:1"), None);

@@ -277,8 +277,8 @@ impl Serialize for Decimal {
     }
 }
 
-/// A signal: its name (`"SIGTERM"`), or its number as text where it has none.
-pub(crate) fn signal_text(signal: i32) -> String {
+/// A signal as a JSON or `--report` value: its name (`SIGTERM`), or its number when it has none.
+pub(crate) fn signal_value(signal: i32) -> String {
     signal_name(signal).unwrap_or_else(|| signal.to_string())
 }
 
@@ -525,7 +525,7 @@ fn processes_objects<'a>(event: &'a Event<'a>) -> Objects<'a> {
             "terminal-stop",
             Fields::Signal(AttemptSignal {
                 attempt,
-                signal: signal_text(signal),
+                signal: signal_value(signal),
             }),
         )],
         // Said under --verbose only: a log pipeline's events stay as they were.
@@ -534,13 +534,13 @@ fn processes_objects<'a>(event: &'a Event<'a>) -> Objects<'a> {
             "relay",
             Fields::Signal(AttemptSignal {
                 attempt,
-                signal: signal_text(signal),
+                signal: signal_value(signal),
             }),
         )],
         Event::Interrupted { signal } => vec![(
             "interrupted",
             Fields::Interrupted(InterruptedFields {
-                signal: signal_text(signal),
+                signal: signal_value(signal),
                 exit_code: 128 + signal.clamp(0, 127) as u64,
             }),
         )],
@@ -589,7 +589,7 @@ fn attempt(
         max_attempts: count.max_attempts,
         exit_code: end.status(),
         signal: match end {
-            AttemptEnd::Signaled(n) => Some(signal_text(n)),
+            AttemptEnd::Signaled(n) => Some(signal_value(n)),
             _ => None,
         },
         timed_out: timed_out(end),

@@ -16,7 +16,7 @@ use std::time::Duration;
 pub(crate) use event::{Count, Event, GiveUp, HintUse, OwnFile, Why};
 #[cfg(test)]
 pub(crate) use json::tests::table_of_fields;
-pub(crate) use json::{signal_text, timed_out};
+pub(crate) use json::{signal_value, timed_out};
 pub(crate) use plain::cannot_start;
 use plain::whole_seconds;
 

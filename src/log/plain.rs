@@ -210,7 +210,7 @@ fn processes_line(event: &Event<'_>) -> String {
         Event::TerminalStop { attempt, signal } => format!(
             "attempt {attempt} is stopped ({}): it used the terminal from its own process \
              group; use --foreground for commands that read the terminal",
-            signal_text(signal)
+            signal_words(signal)
         ),
         Event::Sweep {
             cgroup: Some(parent),
@@ -224,9 +224,9 @@ fn processes_line(event: &Event<'_>) -> String {
              attempt leaves is looked for in /proc"
             .to_string(),
         Event::Relayed { attempt, signal } => {
-            format!("passed {} on to attempt {attempt}", signal_text(signal))
+            format!("passed {} on to attempt {attempt}", signal_words(signal))
         }
-        Event::Interrupted { signal } => format!("stopped by {}", signal_text(signal)),
+        Event::Interrupted { signal } => format!("stopped by {}", signal_words(signal)),
         // Another family's: `line` sends none here.
         _ => String::new(),
     }
@@ -473,7 +473,7 @@ fn separator(end: AttemptEnd) -> &'static str {
     }
 }
 
-/// A signal's name (`SIGTERM`), or `signal N` where it has none.
-fn signal_text(signal: i32) -> String {
+/// A signal in a sentence: its name, or `signal 34` when it has none.
+fn signal_words(signal: i32) -> String {
     signal_name(signal).unwrap_or_else(|| format!("signal {signal}"))
 }

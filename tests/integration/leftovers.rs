@@ -538,7 +538,7 @@ fn a_sweep_in_a_namespace_with_its_parents_proc_signals_no_stranger() {
             // it (its trap set), however slow the machine.
             .args(["--timeout", "60s", "--kill-after", "1s", "-r", "0", "--"])
             .args(sh(&format!(
-                "setsid sh -c 'trap \"touch {termed}; exit\" TERM; touch {ready}; sleep 6011 & wait' </dev/null >/dev/null 2>&1 &
+                "setsid sh -c 'trap \": > {termed}; exit\" TERM; touch {ready}; sleep 6011 & wait' </dev/null >/dev/null 2>&1 &
                  while [ ! -e {ready} ]; do sleep 0.01; done
                  kill -TERM $PPID; sleep 30",
                 termed = termed.display(),

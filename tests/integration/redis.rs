@@ -1262,19 +1262,26 @@ fn a_hundred_silent_seeds_delay_a_run_by_at_most_a_second() {
 /// fails open, and neither is ever shown.
 #[test]
 fn a_password_reaches_every_node_of_a_cluster_and_is_never_shown() {
-    let Some(cluster) = cluster_with(Some("s3cret-pw"), false) else {
+    let Some(cluster) = cluster_with(Some("s3cret@pw"), false) else {
         return;
     };
     let url = cluster.url();
-    retry()
-        .args(["--budget", "api", "-r", "1", "--base", "1ms", "false"])
-        .command()
-        .env("RETRY_STATE", &url)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("state unavailable").not());
-    assert_eq!(show(&url, &["--budget", "api"])["budget"]["retries"], 1);
-    let wrong = url.replace("s3cret-pw", "not-it");
+    // A query with an `@` of its own after the hosts (which the client ignores, as the guide
+    // says) leaves the credentials where they are: they were read to the query's `@`, and
+    // every node was refused.
+    let with_query = format!("{url}/?password=not@it");
+    for (number, url) in [&url, &with_query].into_iter().enumerate() {
+        retry()
+            .args(["--budget", "api", "-r", "1", "--base", "1ms", "false"])
+            .command()
+            .env("RETRY_STATE", url)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("state unavailable").not());
+        let spent = show(url, &["--budget", "api"])["budget"]["retries"].clone();
+        assert_eq!(spent, number + 1, "{url}");
+    }
+    let wrong = url.replace("s3cret@pw", "not-it");
     retry()
         .args([format!("--state={wrong}")])
         .args(["--budget", "api", "-r", "0", "true"])
@@ -1283,7 +1290,7 @@ fn a_password_reaches_every_node_of_a_cluster_and_is_never_shown() {
         .stderr(
             predicate::str::contains("state unavailable")
                 .and(predicate::str::contains("not-it").not())
-                .and(predicate::str::contains("s3cret-pw").not()),
+                .and(predicate::str::contains("s3cret").not()),
         );
 }
 
