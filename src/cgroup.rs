@@ -53,10 +53,11 @@ impl Cgroups {
         let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
         let own = fs::read_to_string("/proc/self/cgroup").ok()?;
         let parent = own_cgroup(&mountinfo, &own)?;
-        let procs = CString::new(parent.join("cgroup.procs").as_os_str().as_bytes()).ok()?;
-        // SAFETY: access(2) with a NUL-terminated path. Moving a process between two cgroups
-        // takes the right to write their common ancestor's `cgroup.procs`: this one.
-        (unsafe { libc::access(procs.as_ptr(), libc::W_OK) } == 0).then(|| Cgroups {
+        // Moving a process between two cgroups takes the right to write their common
+        // ancestor's `cgroup.procs`: this one.
+        let procs = parent.join("cgroup.procs");
+        rustix::fs::access(&procs, rustix::fs::Access::WRITE_OK).ok()?;
+        Some(Cgroups {
             parent,
             run: crate::process::entropy(),
             finished: Vec::new(),

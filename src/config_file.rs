@@ -52,8 +52,7 @@ pub(crate) fn with_config_file(
     let file = ConfigFile::parse(&name, &ConfigFile::text(&name, bytes)?)?;
     if file.has_hooks() {
         use std::os::unix::fs::MetadataExt;
-        // SAFETY: getuid(2) cannot fail.
-        let user = unsafe { libc::getuid() };
+        let user = rustix::process::getuid().as_raw();
         if let Some(why) = config::hooks_refused(metadata.mode(), metadata.uid(), user) {
             bail!(
                 "{name}: its hooks are refused: {why}; a file that runs commands must be yours (or root's) and not writable by others"
@@ -87,18 +86,13 @@ const CONFIG_LIMIT: u64 = 1024 * 1024;
 /// empty instead of holding `retry` in `open`; once open, reads wait for a writer's bytes.
 fn read_config(path: &std::path::Path) -> io::Result<(Vec<u8>, std::fs::Metadata)> {
     use std::io::Read;
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
-    // SAFETY: fcntl(2) on a descriptor this function owns, clearing one status flag.
-    unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
+    if let Ok(flags) = rustix::fs::fcntl_getfl(&file) {
+        rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
     }
     let metadata = file.metadata()?;
     let mut bytes = Vec::new();

@@ -7,10 +7,12 @@
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::rc::Rc;
+
+use rustix::fs::OFlags;
 
 use crate::located::{self, Located, Unreachable, Way};
 use crate::ownership::{self, Refusal, owned_by_another};
@@ -69,12 +71,10 @@ impl Inherited {
             if held.iter().any(|(number, _)| *number == fd) {
                 continue;
             }
-            // SAFETY: fcntl(2) F_DUPFD_CLOEXEC of a number found open just before; the
-            // descriptor it returns is ours alone.
-            let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-            if copy >= 0 {
-                // SAFETY: a descriptor just made, owned by nothing else.
-                held.push((fd, unsafe { OwnedFd::from_raw_fd(copy) }));
+            // SAFETY: a number found open just before, borrowed only for the copy.
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            if let Ok(copy) = rustix::io::fcntl_dupfd_cloexec(borrowed, 3) {
+                held.push((fd, copy));
             }
         }
         Inherited { held, room: None }
@@ -167,16 +167,10 @@ fn descriptor_ends_in_half_a_line(fd: &OwnedFd) -> bool {
     }
     // The lines land where the descriptor's offset is: at the end where it appends, else where
     // the command stopped writing (`1<> file`), which may be before the end.
-    // SAFETY: fcntl(2) F_GETFL and lseek(2) to the current offset (which moves nothing) on an
-    // open descriptor.
-    let (flags, offset) = unsafe {
-        (
-            libc::fcntl(file.as_raw_fd(), libc::F_GETFL),
-            libc::lseek(file.as_raw_fd(), 0, libc::SEEK_CUR),
-        )
-    };
-    let end = match u64::try_from(offset) {
-        Ok(offset) if flags >= 0 && flags & libc::O_APPEND == 0 => offset,
+    let appends = rustix::fs::fcntl_getfl(&file)
+        .map_or(true, |flags| flags.contains(rustix::fs::OFlags::APPEND));
+    let end = match rustix::fs::tell(&file) {
+        Ok(offset) if !appends => offset,
         _ => metadata.len(),
     };
     let readable = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap_or(file);
@@ -238,16 +232,16 @@ pub(crate) fn append(target: &WriteTarget, text: &str) -> io::Result<()> {
             // Readable too, for its last byte; one this user may only write is written.
             Some(_) => at
                 .dir
-                .open(&at.name, libc::O_RDWR | libc::O_APPEND, 0)
+                .open(&at.name, OFlags::RDWR | OFlags::APPEND, 0)
                 .or_else(|error| match error.kind() {
                     io::ErrorKind::PermissionDenied => {
-                        at.dir.open(&at.name, libc::O_WRONLY | libc::O_APPEND, 0)
+                        at.dir.open(&at.name, OFlags::WRONLY | OFlags::APPEND, 0)
                     }
                     _ => Err(error),
                 }),
             None => at.dir.open(
                 &at.name,
-                libc::O_RDWR | libc::O_APPEND | libc::O_CREAT | libc::O_EXCL,
+                OFlags::RDWR | OFlags::APPEND | OFlags::CREATE | OFlags::EXCL,
                 0o644,
             ),
         };
@@ -345,16 +339,9 @@ fn real_cause(error: io::Error) -> io::Error {
     if error.raw_os_error() != Some(libc::EFBIG) {
         return error;
     }
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit(2) into a struct of its type.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0;
-    if known && limit.rlim_cur != libc::RLIM_INFINITY {
+    if let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::Fsize).current {
         return io::Error::other(format!(
-            "File too large: past the file size limit (ulimit -f) of {} bytes",
-            limit.rlim_cur
+            "File too large: past the file size limit (ulimit -f) of {limit} bytes"
         ));
     }
     error
@@ -383,8 +370,7 @@ fn may_take(at: &Located, uid: u32, how: Use) -> io::Result<()> {
     if !owned_by_another(uid) {
         return Ok(());
     }
-    // SAFETY: geteuid(2) cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     if how == Use::Append && root {
         let dir = at.dir.own_metadata()?;
         if (dir.uid() == uid || dir.uid() == 0) && dir.mode() & 0o002 == 0 {
@@ -510,7 +496,7 @@ pub(crate) fn read_target(target: &WriteTarget, most: u64) -> io::Result<Vec<u8>
     let file = target
         .at
         .dir
-        .open(&target.at.name, libc::O_RDONLY, 0)
+        .open(&target.at.name, OFlags::RDONLY, 0)
         .map_err(not_a_link)?;
     regular_of_ours(&file)?;
     bounded(file, most)
@@ -548,7 +534,7 @@ fn create_temporary_beside(target: &Located, nonce: u64, mode: u32) -> io::Resul
             CString::new(temporary).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         match target.dir.open(
             &temporary,
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
             mode,
         ) {
             Ok(file) => return Ok((temporary, file)),
@@ -567,8 +553,7 @@ mod tests {
     /// ownership) gives the new file neither: it keeps only what the look found, here nothing.
     #[test]
     fn a_file_put_at_the_name_after_the_look_lends_the_new_one_nothing() {
-        // SAFETY: geteuid(2) cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             skipped("only root can make a file another user's");
             return;
         }
@@ -635,8 +620,7 @@ mod tests {
     /// found takes no lines.
     #[test]
     fn a_file_of_another_user_in_place_of_the_one_found_takes_no_lines() {
-        // SAFETY: geteuid(2) cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             skipped("only root can make a file another user's");
             return;
         }

@@ -29,28 +29,25 @@ use crate::text::plain_error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// A regular file, and the offset to rewind it to.
-    File(i64),
+    File(u64),
     /// A pipe or a socket: what one attempt reads, the next does not see.
     Stream,
     Other,
 }
 
 fn inspect() -> Kind {
-    let fd = io::stdin().as_fd().as_raw_fd();
-    // SAFETY: fstat and lseek on fd 0 with a zeroed stat buffer; errors are handled.
-    unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut stat) != 0 {
-            return Kind::Other;
-        }
-        match stat.st_mode & libc::S_IFMT {
-            libc::S_IFREG => match libc::lseek(fd, 0, libc::SEEK_CUR) {
-                offset if offset >= 0 => Kind::File(offset),
-                _ => Kind::Other,
-            },
-            libc::S_IFIFO | libc::S_IFSOCK => Kind::Stream,
-            _ => Kind::Other,
-        }
+    use rustix::fs::FileType;
+    let stdin = io::stdin();
+    let Ok(stat) = rustix::fs::fstat(&stdin) else {
+        return Kind::Other;
+    };
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => match rustix::fs::tell(&stdin) {
+            Ok(offset) => Kind::File(offset),
+            Err(_) => Kind::Other,
+        },
+        FileType::Fifo | FileType::Socket => Kind::Stream,
+        _ => Kind::Other,
     }
 }
 
@@ -96,10 +93,8 @@ impl Input {
             StdinMode::Null => (Stdio::null(), None),
             StdinMode::Auto => {
                 if let (Kind::File(offset), true) = (self.kind, number > 1) {
-                    // SAFETY: lseek on fd 0, a regular file; a failure leaves it where it is.
-                    unsafe {
-                        libc::lseek(io::stdin().as_fd().as_raw_fd(), offset, libc::SEEK_SET);
-                    }
+                    // A failure leaves it where it is.
+                    let _ = rustix::fs::seek(io::stdin(), rustix::fs::SeekFrom::Start(offset));
                 }
                 (Stdio::inherit(), None)
             }
@@ -214,15 +209,8 @@ impl Feeder {
         let (link, woken) = UnixStream::pair()?;
         // Writes that never block, so that a full pipe is a wait the feeder can be woken from.
         // The flag is the write end's alone: the attempt holds the other.
-        // SAFETY: fcntl(2) F_GETFL/F_SETFL on a descriptor this function owns.
-        unsafe {
-            let fd = writer.as_raw_fd();
-            libc::fcntl(
-                fd,
-                libc::F_SETFL,
-                libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
-            );
-        }
+        let flags = rustix::fs::fcntl_getfl(&writer)?;
+        rustix::fs::fcntl_setfl(&writer, flags | rustix::fs::OFlags::NONBLOCK)?;
         thread::Builder::new()
             .name("feeder".into())
             .spawn(move || {

@@ -12,11 +12,13 @@ use std::collections::VecDeque;
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::{File, Metadata};
 use std::io;
-use std::mem::ManuallyDrop;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::ownership::{acl_writer, acl_writer_of, owned_by_another};
 
@@ -27,11 +29,11 @@ const MOST_LINKS: u32 = 40;
 /// name (a link another user planted would choose the file), and never blocking (a FIFO put
 /// there would hold `retry` in `open`, beyond any signal). What was opened is then judged
 /// (`ownership`), not the name.
-const UNFOLLOWED: libc::c_int = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+const UNFOLLOWED: OFlags = OFlags::NOFOLLOW.union(OFlags::NONBLOCK);
 
 /// An open directory: names in it are opened, made, renamed and removed relative to it, never
 /// following a link at the name itself, and never blocking in `open` (a FIFO put at a name).
-pub(crate) struct Dir(OwnedFd);
+pub(crate) struct Dir(File);
 
 /// Where a path leads: the directory holding its last name, and that name (`.` for a path
 /// without one, such as `/`).
@@ -308,12 +310,7 @@ impl Walk {
 
     /// Follows the link at `name` (open as `found`, described by `entry`): its target's steps
     /// come next. Another user's link is never followed.
-    fn follow(
-        &mut self,
-        name: &CStr,
-        found: &OwnedFd,
-        entry: &Metadata,
-    ) -> Result<(), Unreachable> {
+    fn follow(&mut self, name: &CStr, found: &File, entry: &Metadata) -> Result<(), Unreachable> {
         if owned_by_another(entry.uid()) {
             return Err(Unreachable::Foreign {
                 link: self.at.join(OsStr::from_bytes(name.to_bytes())),
@@ -407,50 +404,22 @@ fn own_descriptor(dir: &Dir, at: &Path, name: &CStr) -> Option<RawFd> {
 }
 
 /// The target of the symlink open (`O_PATH | O_NOFOLLOW`) as `link`.
-fn read_link(link: &OwnedFd) -> io::Result<Vec<u8>> {
-    let mut buffer = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: readlinkat(2) of the descriptor itself (an empty name) into a buffer of the
-    // length given.
-    let len = unsafe {
-        libc::readlinkat(
-            link.as_raw_fd(),
-            c"".as_ptr(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-        )
-    };
-    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
-    buffer.truncate(len);
-    Ok(buffer)
-}
-
-/// What is open as `fd` (a file, a directory, or a link itself).
-fn metadata_of(fd: &OwnedFd) -> io::Result<Metadata> {
-    // SAFETY: a File over the descriptor, only borrowed: ManuallyDrop never closes it.
-    let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd.as_raw_fd()) });
-    file.metadata()
-}
-
-fn check(result: libc::c_int) -> io::Result<()> {
-    if result == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+fn read_link(link: &File) -> io::Result<Vec<u8>> {
+    Ok(rustix::fs::readlinkat(link, c"", Vec::new())?.into_bytes())
 }
 
 impl Dir {
     fn open_root(absolute: bool) -> io::Result<Dir> {
         let start = if absolute { c"/" } else { c"." };
-        open_at(libc::AT_FDCWD, start, libc::O_PATH | libc::O_DIRECTORY, 0).map(Dir)
+        open_at(CWD, start, OFlags::PATH | OFlags::DIRECTORY, 0).map(Dir)
     }
 
     /// What is at `name` (a link itself, not followed), held open, with what it is; `None`
     /// when nothing is.
-    fn entry(&self, name: &CStr) -> io::Result<Option<(OwnedFd, Metadata)>> {
-        match open_at(self.0.as_raw_fd(), name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+    fn entry(&self, name: &CStr) -> io::Result<Option<(File, Metadata)>> {
+        match open_at(&self.0, name, OFlags::PATH | OFlags::NOFOLLOW, 0) {
             Ok(found) => {
-                let entry = metadata_of(&found)?;
+                let entry = found.metadata()?;
                 Ok(Some((found, entry)))
             }
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -465,22 +434,17 @@ impl Dir {
 
     /// Whether the directory is in procfs (a directory named `/proc` may be anything else).
     fn on_procfs(&self) -> bool {
-        // SAFETY: fstatfs(2) of a descriptor this holds, into a zeroed struct of its type.
-        unsafe {
-            let mut found: libc::statfs = std::mem::zeroed();
-            libc::fstatfs(self.0.as_raw_fd(), &mut found) == 0
-                && found.f_type == libc::PROC_SUPER_MAGIC
-        }
+        rustix::fs::fstatfs(&self.0).is_ok_and(|found| found.f_type == libc::PROC_SUPER_MAGIC)
     }
 
     /// The directory itself.
     pub(crate) fn own_metadata(&self) -> io::Result<Metadata> {
-        metadata_of(&self.0)
+        self.0.metadata()
     }
 
     /// A user other than this one and root whom the directory's ACL lets write it, if one.
     pub(crate) fn acl_writer(&self) -> Option<u32> {
-        match self.open(c".", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+        match self.open(c".", OFlags::RDONLY | OFlags::DIRECTORY, 0) {
             Ok(readable) => acl_writer_of(&readable),
             // A descriptor that only holds the place (`O_PATH`) has no attributes to read;
             // through /proc it names the directory itself.
@@ -493,68 +457,48 @@ impl Dir {
 
     /// Opens `name` with `flags` (`O_CREAT` makes it with `mode`), never through a link at the
     /// name and never blocking on a FIFO (`UNFOLLOWED`).
-    pub(crate) fn open(&self, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
-        open_at(self.0.as_raw_fd(), name, flags | UNFOLLOWED, mode).map(File::from)
+    pub(crate) fn open(&self, name: &CStr, flags: OFlags, mode: u32) -> io::Result<File> {
+        open_at(&self.0, name, flags | UNFOLLOWED, mode)
     }
 
     /// The directory `name` in this one, not through a link.
     pub(crate) fn open_dir(&self, name: &CStr) -> io::Result<Dir> {
-        open_at(
-            self.0.as_raw_fd(),
-            name,
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-            0,
-        )
-        .map(Dir)
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW;
+        open_at(&self.0, name, flags, 0).map(Dir)
     }
 
     /// Makes the directory `name` (mode 0700, less the umask); one that is already there is
     /// fine.
     pub(crate) fn make_dir(&self, name: &CStr) -> io::Result<()> {
-        // SAFETY: mkdirat(2) of a NUL-terminated name in a directory this holds open.
-        match check(unsafe { libc::mkdirat(self.0.as_raw_fd(), name.as_ptr(), 0o700) }) {
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-            done => done,
+        match rustix::fs::mkdirat(&self.0, name, Mode::RWXU) {
+            Err(Errno::EXIST) => Ok(()),
+            done => Ok(done?),
         }
     }
 
     /// Gives `from` the name `to`, replacing what had it (a link itself, never what it leads to).
     pub(crate) fn rename(&self, from: &CStr, to: &CStr) -> io::Result<()> {
-        let dir = self.0.as_raw_fd();
-        // SAFETY: renameat(2) of NUL-terminated names within a directory this holds open.
-        check(unsafe { libc::renameat(dir, from.as_ptr(), dir, to.as_ptr()) })
+        Ok(rustix::fs::renameat(&self.0, from, &self.0, to)?)
     }
 
     /// Removes the file `name`.
     pub(crate) fn remove(&self, name: &CStr) -> io::Result<()> {
-        // SAFETY: unlinkat(2) of a NUL-terminated name in a directory this holds open.
-        check(unsafe { libc::unlinkat(self.0.as_raw_fd(), name.as_ptr(), 0) })
+        Ok(rustix::fs::unlinkat(&self.0, name, AtFlags::empty())?)
     }
 }
 
 /// Opens `path` to read, as `Dir::open` opens a name (`UNFOLLOWED`); the directories on the
 /// way are the kernel's to follow.
 pub(crate) fn open_unfollowed(path: &Path) -> io::Result<File> {
-    open_at(
-        libc::AT_FDCWD,
-        &c_name(path)?,
-        libc::O_RDONLY | UNFOLLOWED,
-        0,
-    )
-    .map(File::from)
+    open_at(CWD, &c_name(path)?, OFlags::RDONLY | UNFOLLOWED, 0)
 }
 
-fn open_at(dir: libc::c_int, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+fn open_at(dir: impl AsFd, name: &CStr, flags: OFlags, mode: u32) -> io::Result<File> {
+    let mode = Mode::from_raw_mode(mode);
     loop {
-        // SAFETY: openat(2) of a NUL-terminated name; the descriptor it returns is ours alone.
-        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
-        if fd >= 0 {
-            // SAFETY: a descriptor just opened, owned by nothing else.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
+        match rustix::fs::openat(&dir, name, flags | OFlags::CLOEXEC, mode) {
+            Err(Errno::INTR) => {}
+            opened => return Ok(File::from(opened?)),
         }
     }
 }
@@ -641,13 +585,13 @@ mod tests {
         let dir = &located.dir;
         assert!(dir.metadata(c"f").unwrap().is_none());
         drop(
-            dir.open(c"t", libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600)
+            dir.open(c"t", OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL, 0o600)
                 .unwrap(),
         );
         dir.rename(c"t", c"f").unwrap();
         assert!(dir.metadata(c"f").unwrap().unwrap().is_file());
         symlink("f", root.path().join("l")).unwrap();
-        let error = dir.open(c"l", libc::O_RDONLY, 0).unwrap_err();
+        let error = dir.open(c"l", OFlags::RDONLY, 0).unwrap_err();
         assert_eq!(
             error.raw_os_error(),
             Some(libc::ELOOP),
@@ -675,9 +619,8 @@ mod tests {
         let error = open_unfollowed(&root.path().join("l")).unwrap_err();
         assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
         let fifo = root.path().join("p");
-        let name = c_name(&fifo).unwrap();
-        // SAFETY: mkfifo(3) of a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let fifo_type = rustix::fs::FileType::Fifo;
+        rustix::fs::mknodat(CWD, &fifo, fifo_type, Mode::RUSR | Mode::WUSR, 0).unwrap();
         let opened = open_unfollowed(&fifo).unwrap();
         assert!(opened.metadata().unwrap().file_type().is_fifo());
     }
@@ -705,8 +648,8 @@ mod tests {
             locate(&link, Way::Private),
             Err(Unreachable::Descriptor(_))
         ));
-        // SAFETY: getppid(2) cannot fail.
-        let parent = format!("/proc/{}/fd/1", unsafe { libc::getppid() });
+        let parent = rustix::process::getppid().unwrap();
+        let parent = format!("/proc/{}/fd/1", parent.as_raw_nonzero());
         assert!(!matches!(
             locate(Path::new(&parent), Way::AsIs),
             Err(Unreachable::Descriptor(_))

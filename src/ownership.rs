@@ -67,56 +67,41 @@ pub(crate) fn private(
 /// Whether a file owned by `uid` belongs to another user: not this process's, nor root's (root's
 /// own files are root's, and what root made is not a neighbour's).
 pub(crate) fn owned_by_another(uid: u32) -> bool {
-    // SAFETY: geteuid(2) cannot fail.
-    uid != 0 && uid != unsafe { libc::geteuid() }
+    uid != 0 && uid != rustix::process::geteuid().as_raw()
 }
 
 /// A user other than this one (and root) whom the POSIX ACL of `path` lets write it, if one:
 /// mode bits say nothing of them (`setfacl -m u:NAME:rw`). The symlink itself, when `path` is
 /// one, is what is read.
 pub(crate) fn acl_writer(path: &Path) -> Option<u32> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    writer_in(|buffer: &mut [u8]| {
-        // SAFETY: lgetxattr(2) into a buffer of the size given (none: the size needed), with
-        // NUL-terminated names.
-        unsafe {
-            libc::lgetxattr(
-                path.as_ptr(),
-                c"system.posix_acl_access".as_ptr(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-            )
-        }
-    })
+    writer_in(
+        || rustix::fs::lgetxattr_query(path, ACL),
+        |buffer: &mut [u8]| rustix::fs::lgetxattr(path, ACL, buffer),
+    )
 }
 
 /// `acl_writer` of the file open as `file`: the very file, whatever its path leads to now.
 pub(crate) fn acl_writer_of(file: &std::fs::File) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    writer_in(|buffer: &mut [u8]| {
-        // SAFETY: fgetxattr(2) of an open descriptor into a buffer of the size given (none:
-        // the size needed).
-        unsafe {
-            libc::fgetxattr(
-                file.as_raw_fd(),
-                c"system.posix_acl_access".as_ptr(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-            )
-        }
-    })
+    writer_in(
+        || rustix::fs::fgetxattr_query(file, ACL),
+        |buffer: &mut [u8]| rustix::fs::fgetxattr(file, ACL, buffer),
+    )
 }
 
-/// The writer named in the ACL that `read` (a getxattr(2) call into a buffer) gives: asked its
-/// size first, so that a long ACL is read whole. No ACL, or one that cannot be read, names none.
-fn writer_in(mut read: impl FnMut(&mut [u8]) -> isize) -> Option<u32> {
-    let size = usize::try_from(read(&mut [])).ok()?;
+/// The extended attribute that holds a file's POSIX ACL.
+const ACL: &str = "system.posix_acl_access";
+
+/// The writer named in the ACL that `read` (a getxattr(2) call into a buffer) gives: its size
+/// asked first (`size`), so that a long ACL is read whole. No ACL, or one that cannot be read,
+/// names none.
+fn writer_in(
+    size: impl FnOnce() -> rustix::io::Result<usize>,
+    read: impl FnOnce(&mut [u8]) -> rustix::io::Result<usize>,
+) -> Option<u32> {
+    let size = size().ok()?;
     let mut acl = vec![0u8; size];
-    let len = usize::try_from(read(&mut acl)).ok()?;
-    // SAFETY: geteuid(2) cannot fail.
-    let me = unsafe { libc::geteuid() };
-    named_writer(acl.get(..len)?, me)
+    let len = read(&mut acl).ok()?;
+    named_writer(acl.get(..len)?, rustix::process::geteuid().as_raw())
 }
 
 /// In the ACL `xattr` (as the kernel stores it: a version, then tag, permissions and id for
@@ -195,8 +180,7 @@ mod tests {
     /// file away.)
     #[test]
     fn another_users_file_is_refused_before_its_acl_is_read() {
-        // SAFETY: geteuid(2) cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             crate::test_support::skipped("only root can make a file another user's");
             return;
         }
@@ -258,8 +242,7 @@ mod tests {
 
     #[test]
     fn root_and_this_user_own_their_files_and_everyone_else_is_another() {
-        // SAFETY: geteuid(2) cannot fail.
-        let me = unsafe { libc::geteuid() };
+        let me = rustix::process::geteuid().as_raw();
         assert!(!owned_by_another(0));
         assert!(!owned_by_another(me));
         assert!(owned_by_another(me.wrapping_add(1).max(1)));
@@ -269,7 +252,6 @@ mod tests {
     /// users) is read whole.
     #[test]
     fn a_long_acl_is_read_whole() {
-        use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
         let mut acl = 2u32.to_le_bytes().to_vec();
         let mut entries = vec![(0x01u16, 7u16, u32::MAX)];
@@ -285,18 +267,13 @@ mod tests {
             acl.extend(perm.to_le_bytes());
             acl.extend(id.to_le_bytes());
         }
-        let path = std::ffi::CString::new(dir.path().as_os_str().as_bytes()).unwrap();
-        // SAFETY: setxattr(2) with NUL-terminated names and a buffer of the length given.
-        let set = unsafe {
-            libc::setxattr(
-                path.as_ptr(),
-                c"system.posix_acl_access".as_ptr(),
-                acl.as_ptr().cast(),
-                acl.len(),
-                0,
-            )
-        };
-        if set != 0 {
+        let set = rustix::fs::setxattr(
+            dir.path(),
+            super::ACL,
+            &acl,
+            rustix::fs::XattrFlags::empty(),
+        );
+        if set.is_err() {
             crate::test_support::skipped("no POSIX ACLs here");
             return;
         }

@@ -19,6 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rustix::process::Signal;
+
 use crate::http::{HttpLines, HttpSeen};
 use crate::lines::{LineMatcher, Pattern};
 use crate::outcome::AttemptEnd;
@@ -35,7 +37,7 @@ use crate::text::plain_error;
 /// enough to be still in the core's cache while it is matched and written on (256 KiB reads
 /// took twice as long as 128 KiB ones; see BENCHMARKS.md).
 const CHUNK: usize = 128 * 1024;
-const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
+const PIPE_CAPACITY: usize = 1024 * 1024;
 
 /// Bytes read from a spool at a time, as it is written out or kept.
 const SPOOL_READ: usize = 128 * 1024;
@@ -92,11 +94,8 @@ static STALL_SAID: AtomicU8 = AtomicU8::new(0);
 /// supervising loop to say so.
 pub(crate) fn announce_stall(stream: Stream) {
     if STALLED.fetch_or(stream.bit(), Ordering::AcqRel) & stream.bit() == 0 {
-        // SAFETY: kill(2) of this process with a signal it handles (a spurious SIGCHLD finds
-        // no child ended, and is harmless).
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGCHLD);
-        }
+        // A signal `retry` handles: a spurious SIGCHLD finds no child ended, and is harmless.
+        let _ = rustix::process::kill_process(rustix::process::getpid(), Signal::CHILD);
     }
 }
 
@@ -559,13 +558,13 @@ impl Leftover {
 /// Starts copying `source` to `sink` (`retry`'s `stream`), matching `rules` on the way. Fails
 /// when no thread, or no pipe to say when it ends, can be had.
 pub(crate) fn watch(
-    mut source: impl Read + AsRawFd + Send + 'static,
+    mut source: impl Read + AsFd + Send + 'static,
     sink: Sink,
     stream: Stream,
     rules: &OutputRules,
 ) -> io::Result<Watch> {
     let (link, copy_link) = UnixStream::pair()?;
-    let source_fd = source.as_raw_fd();
+    let source_fd = source.as_fd().as_raw_fd();
     // A copy that outlives `retry` passes on to the same stream; held output, which has no
     // attempt of its own by then, to stderr, so that stdout still carries one attempt's output.
     let after_end = match &sink {
@@ -576,17 +575,15 @@ pub(crate) fn watch(
     let flow = Arc::new(Flow::default());
     let findings = Arc::new(Findings::default());
     let scan = Scan::new(rules, Arc::clone(&findings));
-    // SAFETY: fcntl on a pipe we own; failure (an unprivileged limit) leaves the default size.
-    unsafe {
-        libc::fcntl(source_fd, libc::F_SETPIPE_SZ, PIPE_CAPACITY);
-    }
+    // Failure (an unprivileged limit) leaves the default size.
+    let _ = rustix::pipe::fcntl_setpipe_size(&source, PIPE_CAPACITY);
     let thread_flow = Arc::clone(&flow);
     thread::Builder::new()
         .name("output".into())
         .spawn(move || {
-            let end = copy(&mut source, sink, scan, &thread_flow, copy_link.as_raw_fd());
+            let end = copy(&mut source, sink, scan, &thread_flow, copy_link.as_fd());
             if end == CopyEnd::HandOver {
-                pass_on_in_a_process_of_its_own(source.as_raw_fd(), after_end);
+                pass_on_in_a_process_of_its_own(source.as_fd().as_raw_fd(), after_end);
             }
             // In this order, so that a link not yet ended means `source` is still open (see
             // `more_to_come`), and the helper holds its own.
@@ -618,13 +615,8 @@ fn inject_late_thread_end() {
 }
 
 /// How many bytes wait in the pipe `fd` (0 when it cannot tell).
-fn bytes_waiting(fd: RawFd) -> usize {
-    let mut waiting: libc::c_int = 0;
-    // SAFETY: FIONREAD stores an int through a valid pointer.
-    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut waiting) } < 0 {
-        return 0;
-    }
-    usize::try_from(waiting).unwrap_or(0)
+fn bytes_waiting(fd: BorrowedFd<'_>) -> usize {
+    rustix::io::ioctl_fionread(fd).map_or(0, |waiting| usize::try_from(waiting).unwrap_or(0))
 }
 
 /// How a copy ended: for good, or to hand its source over.
@@ -642,24 +634,24 @@ const HAND_OVER: u8 = b'h';
 /// The copy: passes what `source` gives on to `sink` as it comes, and judges it, until the
 /// source ends or the copy is told to stop (`stop`, its link, readable).
 fn copy(
-    source: &mut (impl Read + AsRawFd),
+    source: &mut (impl Read + AsFd),
     mut sink: Sink,
     mut scan: Scan,
     flow: &Flow,
-    stop: RawFd,
+    stop: BorrowedFd<'_>,
 ) -> CopyEnd {
-    let source_fd = source.as_raw_fd();
+    let source_fd = source.as_fd().as_raw_fd();
     let mut buffer = vec![0u8; CHUNK];
     let mut end = CopyEnd::Done;
     loop {
-        if !await_input(source_fd, stop) {
+        if !await_input(source_fd, stop.as_raw_fd()) {
             end = end_asked_on(stop);
             break;
         }
         // Only held output can be full, and only by bytes that wait: at the source's end the
         // read says so. (A stream passed on as it comes asks nothing more of the kernel.)
         if let Sink::Hold(..) = sink
-            && let waiting = bytes_waiting(source_fd).min(CHUNK)
+            && let waiting = bytes_waiting(source.as_fd()).min(CHUNK)
             && waiting > 0
             && let Some(stream) = sink.full(waiting)
         {
@@ -668,7 +660,7 @@ fn copy(
             // time is up) and `retry` stops the copy.
             flow.stalled.store(true, Ordering::Release);
             announce_stall(stream);
-            wait_for_stop(stop);
+            wait_for_stop(stop.as_raw_fd());
             break;
         }
         let read = match source.read(&mut buffer) {
@@ -703,12 +695,10 @@ fn copy(
 
 /// What the link `stop`, readable, asks of the copy: to hand its source over, or (at its end)
 /// only to stop.
-fn end_asked_on(stop: RawFd) -> CopyEnd {
-    let mut byte = 0u8;
-    // SAFETY: read(2) of one byte into a valid buffer; the link is readable, so it returns at
-    // once.
-    let read = unsafe { libc::read(stop, (&raw mut byte).cast(), 1) };
-    if read == 1 && byte == HAND_OVER {
+fn end_asked_on(stop: BorrowedFd<'_>) -> CopyEnd {
+    // The link is readable: the read returns at once.
+    let mut byte = [0u8];
+    if rustix::io::read(stop, &mut byte) == Ok(1) && byte[0] == HAND_OVER {
         CopyEnd::HandOver
     } else {
         CopyEnd::Done

@@ -2,6 +2,9 @@
 //! start-up the Rust runtime would do and main.rs skips, the panic hook, and the seed.
 
 use std::io::{self, Write};
+use std::os::fd::IntoRawFd;
+
+use rustix::fs::{Mode, OFlags};
 
 use crate::outcome::MISUSE;
 use crate::poll::{self, Wait};
@@ -42,11 +45,10 @@ pub(crate) fn prepare() {
     };
     for revents in streams {
         if revents & libc::POLLNVAL != 0 {
-            // SAFETY: open(2) with a valid C string. Descriptors are taken lowest first, so
-            // each open fills the lowest closed one.
-            unsafe {
-                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-            }
+            // Descriptors are taken lowest first, so each open fills the lowest closed one,
+            // and is kept open for good.
+            let null = rustix::fs::open(c"/dev/null", OFlags::RDWR, Mode::empty());
+            let _ = null.map(IntoRawFd::into_raw_fd);
         }
     }
 }
@@ -79,15 +81,9 @@ pub(crate) fn seed() -> u64 {
 
 pub(crate) fn entropy() -> u64 {
     let mut seed = [0u8; 8];
-    // SAFETY: the buffer is valid for its length; GRND_NONBLOCK never blocks at early boot.
-    let filled = unsafe {
-        libc::getrandom(
-            seed.as_mut_ptr().cast::<libc::c_void>(),
-            seed.len(),
-            libc::GRND_NONBLOCK,
-        )
-    };
-    if filled == seed.len() as isize {
+    // GRND_NONBLOCK never blocks at early boot.
+    let filled = rustix::rand::getrandom(&mut seed, rustix::rand::GetRandomFlags::NONBLOCK);
+    if filled == Ok(seed.len()) {
         return u64::from_ne_bytes(seed);
     }
     // No entropy yet: the pid and the clock still differ between processes.

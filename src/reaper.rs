@@ -14,11 +14,8 @@ use crate::plumbing;
 /// where init collects late or never (PID 1 of a container that is not an init), instead of
 /// after the whole `--kill-after` grace.
 pub(crate) fn adopt_orphans() {
-    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes plain integers. Should it fail, only
-    // the grace may be spent waiting on a zombie.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
+    // Should it fail, only the grace may be spent waiting on a zombie.
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
 /// Collects adopted orphans that have died, so none stays a zombie for long (an attempt that
@@ -28,6 +25,7 @@ pub(crate) fn adopt_orphans() {
 pub(crate) fn reap_orphans(running: Option<&Child>) {
     let running = running.map(|child| child.id() as libc::pid_t);
     loop {
+        // (libc's waitid(2): rustix's does not give the pid it found.)
         // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) with WNOWAIT | WNOHANG only
         // looks at the next ended child, and waitpid(2) with WNOHANG on that pid returns at once.
         unsafe {

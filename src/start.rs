@@ -175,11 +175,7 @@ pub(crate) fn reads_as_text(file: &Path) -> bool {
 }
 
 fn executable_file(path: &Path) -> bool {
-    let Ok(name) = CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access(2) with a NUL-terminated path and a valid mode.
-    path.is_file() && unsafe { libc::access(name.as_ptr(), libc::X_OK) } == 0
+    path.is_file() && rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
 }
 
 /// What a failed spawn of `program` means for the attempt, and the words that say why: not

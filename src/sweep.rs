@@ -24,7 +24,9 @@
 //! refused), and one that a nested `retry` left (it carries the inner run's numbers).
 
 use std::collections::BTreeSet;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use rustix::process::{Pid, PidfdFlags, pidfd_open};
 use std::time::Instant;
 
 use crate::poll::{self, Wait};
@@ -251,12 +253,10 @@ impl Followed {
     /// another namespace's and cannot tell its start: `None` without a pidfd. Whose it is, the
     /// caller checks once the pidfd is open (a cgroup that still lists the number).
     pub(crate) fn by_pidfd(pid: libc::pid_t) -> Option<Followed> {
-        // SAFETY: pidfd_open(2) takes a pid and flags, and returns a new descriptor or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
-        (fd >= 0).then(|| Followed {
+        let pidfd = pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok()?;
+        Some(Followed {
             known: (pid, 0),
-            // SAFETY: a descriptor just opened, owned by nothing else.
-            pidfd: Some(unsafe { OwnedFd::from_raw_fd(fd) }),
+            pidfd: Some(pidfd),
         })
     }
 
@@ -314,14 +314,12 @@ impl Followed {
 /// no one's), `Some(None)` when the kernel has no pidfds.
 fn pidfd_of(known: Known) -> Option<Option<OwnedFd>> {
     let (pid, start) = known;
-    // SAFETY: pidfd_open(2) takes a pid and flags, and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
-    if fd < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+    let pidfd = match pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()) {
+        Ok(pidfd) => Some(pidfd),
+        Err(rustix::io::Errno::NOSYS) => None,
         // Gone, or no descriptor to be had: not signalled rather than signalled by number.
-        return None;
-    }
-    // SAFETY: a descriptor just opened, owned by nothing else.
-    let pidfd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+        Err(_) => return None,
+    };
     // The process that had the number when the pidfd was opened has it still: the pidfd is
     // that process's.
     entry_of(pid)

@@ -10,11 +10,13 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rustix::fs::{FlockOperation, OFlags};
+use rustix::io::Errno;
 
 use super::rules::{Op, Record, millis};
 use super::store::{Applied, Store, StoreError};
@@ -147,7 +149,7 @@ impl FileStore {
         if !self.locks.contains_key(name) {
             let path = self.shown.join(lock_name(name));
             let file = self
-                .open_file(&lock_name(name), libc::O_RDWR | libc::O_CREAT, 0o600)
+                .open_file(&lock_name(name), OFlags::RDWR | OFlags::CREATE, 0o600)
                 .map_err(|error| {
                     StoreError(format!(
                         "cannot open {}: {}",
@@ -166,13 +168,10 @@ impl FileStore {
                 plain_error(&error)
             ))
         };
-        // SAFETY: flock(2) on a descriptor this store holds open.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(file);
-        }
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(failed(error));
+        match rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(Errno::WOULDBLOCK) => {}
+            Err(error) => return Err(failed(error.into())),
         }
         let started = std::time::Instant::now();
         let locked = wait_for_lock(file, LOCK_WAIT.saturating_sub(self.waited));
@@ -199,7 +198,7 @@ impl FileStore {
                 plain_error(&error)
             ))
         };
-        let mut file = match self.open_file(&state_name(name), libc::O_RDONLY, 0) {
+        let mut file = match self.open_file(&state_name(name), OFlags::RDONLY, 0) {
             Ok(file) => regular(file, &path)?,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(unreadable(error)),
@@ -246,7 +245,7 @@ impl FileStore {
         let mut file = self
             .open_file(
                 &temporary,
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
                 0o600,
             )
             .map_err(cannot_write)?;
@@ -266,7 +265,7 @@ impl FileStore {
     /// open), not a way to make `retry` write elsewhere; and never blocking, so that a FIFO
     /// planted there cannot hold the run in `open` beyond any signal (what was opened must then
     /// be a regular file, see `regular`). The command inherits none of them.
-    fn open_file(&self, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
+    fn open_file(&self, name: &str, flags: OFlags, mode: u32) -> io::Result<File> {
         self.dir.open(&c_name(name)?, flags, mode)
     }
 }
@@ -360,21 +359,14 @@ fn wait_for_lock(file: &File, wait: Duration) -> io::Result<bool> {
         .name("state-lock".into())
         .spawn(move || {
             let locked = loop {
-                // SAFETY: flock(2) on the duplicate this thread owns.
-                if unsafe { libc::flock(waiter.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                    break Ok(());
-                }
-                let error = io::Error::last_os_error();
-                if error.kind() != io::ErrorKind::Interrupted {
-                    break Err(error);
+                match rustix::fs::flock(&waiter, FlockOperation::LockExclusive) {
+                    Err(Errno::INTR) => {}
+                    locked => break locked.map_err(io::Error::from),
                 }
             };
             let took = locked.is_ok();
             if answer.send(locked).is_err() && took {
-                // SAFETY: flock(2) on the duplicate this thread owns.
-                unsafe {
-                    libc::flock(waiter.as_raw_fd(), libc::LOCK_UN);
-                }
+                let _ = rustix::fs::flock(&waiter, FlockOperation::Unlock);
             }
         })?;
     match answered.recv_timeout(wait) {
@@ -406,7 +398,7 @@ impl FileStore {
         name: &str,
         decide: &mut dyn FnMut(&mut Record, u64) -> T,
     ) -> Result<(T, bool), StoreError> {
-        let lock = self.lock(name)?.as_raw_fd();
+        self.lock(name)?;
         let result = (|| {
             let (mut record, replaced, stored) = match self.load(name)? {
                 Some(Ok(record)) => (record.clone(), false, Some(record)),
@@ -419,9 +411,8 @@ impl FileStore {
             }
             Ok((value, replaced))
         })();
-        // SAFETY: flock(2) on the descriptor locked above, which this store still holds.
-        unsafe {
-            libc::flock(lock, libc::LOCK_UN);
+        if let Some(lock) = self.locks.get(name) {
+            let _ = rustix::fs::flock(lock, FlockOperation::Unlock);
         }
         result
     }
@@ -556,8 +547,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = FileStore::open(dir.path(), &["api"]).unwrap();
         let holder = File::create(dir.path().join("api.lock")).unwrap();
-        // SAFETY: flock(2) on a file this test holds open.
-        assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
+        rustix::fs::flock(&holder, FlockOperation::LockExclusive).unwrap();
         let started = Instant::now();
         let error = store.transact("api", &mut |_, _| ()).err().unwrap();
         assert!(error.0.contains("held by other processes"), "{error:?}");

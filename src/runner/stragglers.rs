@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use rustix::process::Pid;
+
 use super::target::SignalTarget;
 use crate::cgroup::{self, Cgroups};
 use crate::log::{Event, Logger};
@@ -241,8 +243,7 @@ impl<'a> Stragglers<'a> {
         let lineage = sweep::Lineage {
             root: self.root,
             since,
-            // SAFETY: getpid(2) cannot fail.
-            own: unsafe { libc::getpid() },
+            own: rustix::process::getpid().as_raw_nonzero().get(),
             spared: &helpers,
             adopted: &|pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt)),
         };
@@ -286,9 +287,9 @@ impl<'a> Stragglers<'a> {
             if until.is_some_and(|until| Instant::now() >= until) {
                 return false;
             }
-            // SAFETY: getpgid(2) takes any pid, and fails for one that has gone.
-            let group = unsafe { libc::getpgid(pid) };
-            if group == self.root || group < 0 {
+            let group = Pid::from_raw(pid).and_then(|pid| rustix::process::getpgid(Some(pid)).ok());
+            // (Gone, when it has none.)
+            if group.is_none_or(|group| group.as_raw_nonzero().get() == self.root) {
                 continue;
             }
             // Where /proc is another namespace's, its start cannot be read: the pidfd alone
@@ -435,6 +436,6 @@ fn own_below() -> BTreeSet<sweep::Known> {
     if !sweep::proc_is_ours() {
         return BTreeSet::new();
     }
-    // SAFETY: getpid(2) cannot fail.
-    sweep::below(unsafe { libc::getpid() }, &plumbing::helpers())
+    let own = rustix::process::getpid().as_raw_nonzero().get();
+    sweep::below(own, &plumbing::helpers())
 }

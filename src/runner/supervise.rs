@@ -306,21 +306,16 @@ impl<'s> Supervision<'s> {
 /// The signal that stopped the child, when it was stopped for using the terminal from a
 /// background process group (SIGTTIN, SIGTTOU). Collects the stop report, never an exit.
 fn terminal_stop(child: &Child) -> Option<i32> {
-    // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) with WSTOPPED | WNOHANG on our
-    // own child returns at once and reaps nothing.
-    let info = unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let found = libc::waitid(
-            libc::P_PID,
-            child.id(),
-            &mut info,
-            libc::WSTOPPED | libc::WNOHANG,
-        );
-        (found == 0 && info.si_pid() != 0).then_some(info)?
-    };
-    // SAFETY: si_status is set for a CLD_STOPPED report.
-    let signal = unsafe { info.si_status() };
-    (info.si_code == libc::CLD_STOPPED && [libc::SIGTTIN, libc::SIGTTOU].contains(&signal))
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    let pid = Pid::from_child(child);
+    let stop = waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::STOPPED | WaitIdOptions::NOHANG,
+    )
+    .ok()??;
+    let signal = stop.stopping_signal()?;
+    [libc::SIGTTIN, libc::SIGTTOU]
+        .contains(&signal)
         .then_some(signal)
 }
 

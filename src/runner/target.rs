@@ -5,6 +5,8 @@
 
 use std::process::Child;
 
+use rustix::process::Pid;
+
 use crate::signals;
 
 /// Where a signal meant for the attempt goes.
@@ -40,6 +42,7 @@ impl SignalTarget {
         pid
     }
 
+    /// By libc's kill(2): `signal` may be a real-time one, which rustix takes only unsafely.
     pub(super) fn send(self, signal: i32) {
         // SAFETY: kill(2) with a pid we spawned (or its group); failure (already gone) is fine.
         unsafe {
@@ -73,9 +76,8 @@ impl SignalTarget {
     /// Whether the attempt is in `retry`'s own process group (as under `--foreground`, unless
     /// it left).
     pub(super) fn in_retry_group(self) -> bool {
-        // SAFETY: getpgid(2) on the child we spawned and have not yet reaped; getpgrp(2)
-        // cannot fail.
-        unsafe { libc::getpgid(self.leader()) == libc::getpgrp() }
+        let leader = Pid::from_raw(self.leader());
+        rustix::process::getpgid(leader).is_ok_and(|group| group == rustix::process::getpgrp())
     }
 
     /// Hands `signal` to the attempt itself, the group's leader, as if it had been sent there.
@@ -91,14 +93,14 @@ impl SignalTarget {
     pub(super) fn group_alive(self) -> bool {
         match self {
             SignalTarget::Group(pgid) => {
+                use rustix::process::{WaitOptions, test_kill_process_group, waitpgid};
+                let Some(pgid) = Pid::from_raw(pgid) else {
+                    return false;
+                };
                 // Members adopted by `retry` (see `reaper::adopt_orphans`) that have died are
                 // zombies until collected, and a zombie still counts for kill(2).
-                // SAFETY: waitpid(2) with WNOHANG on the group returns at once; kill(2) with
-                // signal 0 only checks for existence.
-                unsafe {
-                    while libc::waitpid(-pgid, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
-                    libc::kill(-pgid, 0) == 0
-                }
+                while let Ok(Some(_)) = waitpgid(pgid, WaitOptions::NOHANG) {}
+                test_kill_process_group(pgid).is_ok()
             }
             SignalTarget::Process(_) => false,
         }
