@@ -92,7 +92,7 @@ impl Cgroups {
     /// killed is empty a moment later, when the kernel has ended them: `retry` does not wait
     /// for that, a process of its own does (see `remove_when_empty`).
     pub(crate) fn finished(&mut self, attempt: Attempt) {
-        if fs::remove_dir(&attempt.dir).is_err() {
+        if remove_tree(&attempt.dir).is_err() {
             if attempt.killed.get() {
                 remove_when_empty(&attempt.dir);
             } else {
@@ -102,7 +102,7 @@ impl Cgroups {
     }
 
     fn remove_empty(&mut self) {
-        self.finished.retain(|dir| fs::remove_dir(dir).is_err());
+        self.finished.retain(|dir| remove_tree(dir).is_err());
     }
 }
 
@@ -130,15 +130,18 @@ impl Attempt {
         self.procs.as_raw_fd()
     }
 
-    /// Whether process `pid` is in this cgroup.
+    /// Whether process `pid` is in this cgroup or one below it (an attempt may make its own:
+    /// a nested `retry` does).
     pub(crate) fn holds(&self, pid: libc::pid_t) -> bool {
         let Ok(text) = fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
             return false;
         };
-        let name = self.dir.file_name().map(|name| name.as_bytes());
+        let Some(name) = self.dir.file_name() else {
+            return false;
+        };
         text.lines()
             .find_map(|line| line.strip_prefix("0::"))
-            .is_some_and(|path| Path::new(path).file_name().map(|n| n.as_bytes()) == name)
+            .is_some_and(|path| Path::new(path).iter().any(|part| part == name))
     }
 
     /// Whether any process is left in it.
@@ -148,11 +151,19 @@ impl Attempt {
             .unwrap_or(false)
     }
 
-    /// The processes in it now.
+    /// The processes in it now, and in the cgroups below it: `populated` and `cgroup.kill`
+    /// count those too.
     pub(crate) fn processes(&self) -> Vec<libc::pid_t> {
-        fs::read_to_string(self.dir.join("cgroup.procs"))
-            .map(|text| text.lines().filter_map(|pid| pid.parse().ok()).collect())
-            .unwrap_or_default()
+        let mut found = Vec::new();
+        for dir in std::iter::once(self.dir.clone()).chain(below(&self.dir)) {
+            if let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) {
+                found.extend(
+                    text.lines()
+                        .filter_map(|pid| pid.parse::<libc::pid_t>().ok()),
+                );
+            }
+        }
+        found
     }
 
     /// SIGKILL to every process in it, at once, by the kernel; then waits until none is left,
@@ -163,10 +174,12 @@ impl Attempt {
             .write(true)
             .open(self.dir.join("cgroup.kill"))
             .and_then(|mut file| file.write_all(b"1"));
+        // A kernel before 5.14 has no cgroup.kill, and cgroup.kill passes over a process whose
+        // main thread has ended while others run on: each one listed, again until none is,
+        // through a pidfd opened while it was still in the cgroup.
+        let mut each = killed.is_err();
         loop {
-            if killed.is_err() {
-                // A kernel before 5.14 has no cgroup.kill: each one listed, again until none
-                // is, through a pidfd opened while it was still in the cgroup.
+            if each {
                 for pid in self.processes() {
                     let followed = sweep::entry_of(pid)
                         .and_then(|entry| sweep::Followed::new((pid, entry.start), false))
@@ -182,6 +195,7 @@ impl Attempt {
             if Instant::now() >= until {
                 return true;
             }
+            each = true;
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -202,6 +216,12 @@ fn remove_when_empty(dir: &Path) {
     ) else {
         return;
     };
+    // The cgroups an attempt made below its own go first, the deepest first.
+    let nested: Vec<CString> = below(dir)
+        .iter()
+        .rev()
+        .filter_map(|dir| CString::new(dir.as_os_str().as_bytes()).ok())
+        .collect();
     let events = events.as_raw_fd();
     // SAFETY: between fork and _exit, the children call only async-signal-safe functions
     // (fork, setsid, close_range, poll, rmdir, _exit) on memory made before the fork; the parent collects
@@ -223,6 +243,9 @@ fn remove_when_empty(dir: &Path) {
                     [(events, libc::POLLPRI)],
                     Wait::For(Duration::from_millis(1)),
                 );
+                for dir in &nested {
+                    libc::rmdir(dir.as_ptr());
+                }
                 if libc::rmdir(path.as_ptr()) == 0 {
                     break;
                 }
@@ -233,6 +256,40 @@ fn remove_when_empty(dir: &Path) {
             libc::waitpid(child, std::ptr::null_mut(), 0);
         }
     }
+}
+
+/// The cgroups below `dir`, each before those below it (so the deepest come last).
+fn below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut next = 0;
+    let mut at = dir.to_path_buf();
+    loop {
+        if let Ok(entries) = fs::read_dir(&at) {
+            found.extend(
+                entries
+                    .flatten()
+                    .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+                    .map(|entry| entry.path()),
+            );
+        }
+        let Some(dir) = found.get(next) else {
+            return found;
+        };
+        at = dir.clone();
+        next += 1;
+    }
+}
+
+/// Removes the cgroup `dir` and those below it, the deepest first; fails while any holds a
+/// process.
+fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    if fs::remove_dir(dir).is_ok() {
+        return Ok(());
+    }
+    for nested in below(dir).iter().rev() {
+        let _ = fs::remove_dir(nested);
+    }
+    fs::remove_dir(dir)
 }
 
 /// The directory of the cgroup v2 that `/proc/self/cgroup` (`own`) names, under the mount of

@@ -39,7 +39,8 @@ pub(crate) struct Entry {
     pub(crate) group: libc::pid_t,
     /// When it started, in clock ticks since boot.
     pub(crate) start: u64,
-    /// Ended, not yet collected by its parent.
+    /// Ended, not yet collected by its parent: a zombie whose threads have all ended (one
+    /// whose main thread called pthread_exit shows `Z` while its other threads run on).
     pub(crate) zombie: bool,
     /// How many threads it has.
     pub(crate) threads: u64,
@@ -53,13 +54,14 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 20 (num_threads), 22 (starttime): index =
     // field - 3.
+    let threads = fields.get(17)?.parse().ok()?;
     Some(Entry {
         pid,
         parent: fields.get(1)?.parse().ok()?,
         group: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
-        zombie: *fields.first()? == "Z",
-        threads: fields.get(17)?.parse().ok()?,
+        zombie: *fields.first()? == "Z" && threads <= 1,
+        threads,
     })
 }
 
@@ -479,9 +481,12 @@ mod tests {
     fn a_stat_line_is_read_from_after_the_name() {
         let line = b"4242 (a) b) (c 1) S 7 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n";
         assert_eq!(parse_stat(4242, line), Some(entry(4242, 7, 4242, 123_456)));
-        let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 77 0 0\n";
+        let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n";
         assert!(parse_stat(9, zombie).unwrap().zombie);
-        assert_eq!(parse_stat(9, zombie).unwrap().threads, 3);
+        // A main thread ended by pthread_exit, two threads running on: alive.
+        let headless = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 77 0 0\n";
+        assert!(!parse_stat(9, headless).unwrap().zombie);
+        assert_eq!(parse_stat(9, headless).unwrap().threads, 3);
         assert_eq!(parse_stat(1, b"1 (init) S 0 1"), None, "cut short");
         assert_eq!(parse_stat(1, b"no parenthesis"), None);
         assert_eq!(parse_stat(1, b"1 (x) S a b c"), None);

@@ -436,6 +436,101 @@ fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
     }
 }
 
+/// A daemon whose main thread has ended (pthread_exit) while another runs on shows as a zombie
+/// in /proc and is passed over by the kernel's `cgroup.kill`: it is ended with the attempt all
+/// the same, whichever way the sweep takes, also when it ignores SIGTERM.
+#[test]
+fn a_daemon_whose_main_thread_has_ended_is_ended_with_the_attempt() {
+    const HEADLESS: &str = "import ctypes, os, signal, sys, threading, time
+if os.fork(): sys.exit(0)
+os.setsid()
+if sys.argv[2] == 'deaf': signal.signal(signal.SIGTERM, signal.SIG_IGN)
+threading.Thread(target=lambda: time.sleep(600)).start()
+open(sys.argv[1], 'w').write(str(os.getpid()))
+ctypes.CDLL(None).pthread_exit(None)";
+    for (way, env) in WAYS {
+        for hearing in ["hears", "deaf"] {
+            let r = retry();
+            r.write("headless.py", HEADLESS);
+            let pid_file = r.path("pid");
+            let _reap = Reap::new(vec![pid_file.clone()]);
+            let script = format!(
+                "python3 headless.py '{pid}' {hearing} </dev/null >/dev/null 2>&1
+                 while [ \"$(cut -d' ' -f3 /proc/$(cat '{pid}')/stat 2>/dev/null)\" != Z ]; do sleep 0.01; done
+                 exec sleep 600",
+                pid = pid_file.display()
+            );
+            let r = r
+                .args(["--timeout", "1s", "--kill-after", "0.5s", "-r", "0"])
+                .args(sh(&script));
+            let mut command = r.std_command();
+            command.envs(env.iter().copied());
+            let mut child = command.spawn().unwrap();
+            let pid = pid_in(&pid_file);
+            assert_eq!(
+                shell_status(wait_bounded(&mut child)),
+                124,
+                "{way}, {hearing}"
+            );
+            assert!(
+                gone_soon(pid),
+                "{way}, {hearing}: the daemon without its main thread outlived retry"
+            );
+        }
+    }
+}
+
+/// What an attempt left in a cgroup below its own (a nested `retry`'s attempt cgroup, holding
+/// the inner run's earlier attempt's daemon) is sent the terminating signal with the rest,
+/// not only SIGKILL at the grace's end, whichever way the sweep takes.
+#[test]
+fn a_leftover_in_a_cgroup_below_the_attempts_is_sent_the_signal_too() {
+    for (way, env) in WAYS {
+        let r = retry();
+        let (daemon, termed, ready) = (r.path("daemon"), r.path("termed"), r.path("ready"));
+        let _reap = Reap::new(vec![daemon.clone()]);
+        // Attempt 1 of the inner run leaves a daemon and fails; attempt 2 waits for its trap,
+        // then ends the outer run with SIGTERM (the outer `retry` is its grandparent).
+        let inner = format!(
+            "exec </dev/null >/dev/null 2>&1
+             if [ \"$RETRY_ATTEMPT\" = 1 ]; then
+               setsid sh -c 'echo $$ > {daemon}; trap \": > {termed}; exit\" TERM; touch {ready}; while :; do sleep 0.05; done' &
+               exit 1
+             fi
+             while [ ! -e {ready} ]; do sleep 0.01; done
+             kill -TERM \"$(cut -d' ' -f4 /proc/$PPID/stat)\"; exec sleep 600",
+            daemon = daemon.display(),
+            termed = termed.display(),
+            ready = ready.display(),
+        );
+        let r = r
+            .args([
+                "--timeout",
+                "60s",
+                "--kill-after",
+                "5s",
+                "-r",
+                "0",
+                "--",
+                BIN,
+            ])
+            .args(["--retries", "1", "--delays", "0", "--timeout", "60s"])
+            .args(sh(&inner));
+        let mut command = r.std_command();
+        command.envs(env.iter().copied());
+        let status = command.status().unwrap();
+        assert_eq!(shell_status(status), 143, "{way}");
+        assert!(
+            termed.exists(),
+            "{way}: the daemon got no SIGTERM, only the SIGKILL"
+        );
+        assert!(
+            gone_soon(pid_in(&daemon)),
+            "{way}: the daemon outlived retry"
+        );
+    }
+}
+
 /// Whether this machine has cgroup v2, where the default way is a cgroup of each attempt's.
 fn cgroup_v2() -> bool {
     ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]

@@ -55,9 +55,19 @@ pub fn state(pid: i32) -> Option<char> {
         .next()
 }
 
-/// Whether a process is alive (zombies count as gone: they only wait to be reaped).
+/// Whether a process is alive (zombies count as gone: they only wait to be reaped; but one
+/// whose main thread alone has ended shows `Z` while its other threads run on).
 pub fn alive(pid: i32) -> bool {
-    state(pid).is_some_and(|state| state != 'Z' && state != 'X')
+    let threads = || {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after_name = stat.rsplit(')').next().unwrap_or("");
+        // Field 20, num_threads, is the 18th after the name.
+        let field = after_name.split_whitespace().nth(17);
+        field
+            .and_then(|threads| threads.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    state(pid).is_some_and(|state| (state != 'Z' && state != 'X') || threads() > 1)
 }
 
 /// The children of process `pid`, from /proc/PID/task/TID/children.
