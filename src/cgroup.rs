@@ -151,19 +151,12 @@ impl Attempt {
             .unwrap_or(false)
     }
 
-    /// The processes in it now, and in the cgroups below it: `populated` and `cgroup.kill`
-    /// count those too.
+    /// The processes in it now (not in the cgroups below it: a nested `retry` there passes
+    /// the signal on itself, and a second one would cut its grace short).
     pub(crate) fn processes(&self) -> Vec<libc::pid_t> {
-        let mut found = Vec::new();
-        for dir in std::iter::once(self.dir.clone()).chain(below(&self.dir)) {
-            if let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) {
-                found.extend(
-                    text.lines()
-                        .filter_map(|pid| pid.parse::<libc::pid_t>().ok()),
-                );
-            }
-        }
-        found
+        fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|text| text.lines().filter_map(|pid| pid.parse().ok()).collect())
+            .unwrap_or_default()
     }
 
     /// SIGKILL to every process in it, at once, by the kernel; then waits until none is left,
@@ -285,6 +278,11 @@ fn below(dir: &Path) -> Vec<PathBuf> {
 fn remove_tree(dir: &Path) -> std::io::Result<()> {
     if fs::remove_dir(dir).is_ok() {
         return Ok(());
+    }
+    // A tree that still holds a process (an earlier attempt's daemon) is left whole.
+    let events = fs::read_to_string(dir.join("cgroup.events")).unwrap_or_default();
+    if events.lines().any(|line| line == "populated 1") {
+        return Err(std::io::Error::other("populated"));
     }
     for nested in below(dir).iter().rev() {
         let _ = fs::remove_dir(nested);

@@ -480,57 +480,6 @@ ctypes.CDLL(None).pthread_exit(None)";
     }
 }
 
-/// What an attempt left in a cgroup below its own (a nested `retry`'s attempt cgroup, holding
-/// the inner run's earlier attempt's daemon) is sent the terminating signal with the rest,
-/// not only SIGKILL at the grace's end, whichever way the sweep takes.
-#[test]
-fn a_leftover_in_a_cgroup_below_the_attempts_is_sent_the_signal_too() {
-    for (way, env) in WAYS {
-        let r = retry();
-        let (daemon, termed, ready) = (r.path("daemon"), r.path("termed"), r.path("ready"));
-        let _reap = Reap::new(vec![daemon.clone()]);
-        // Attempt 1 of the inner run leaves a daemon and fails; attempt 2 waits for its trap,
-        // then ends the outer run with SIGTERM (the outer `retry` is its grandparent).
-        let inner = format!(
-            "exec </dev/null >/dev/null 2>&1
-             if [ \"$RETRY_ATTEMPT\" = 1 ]; then
-               setsid sh -c 'echo $$ > {daemon}; trap \": > {termed}; exit\" TERM; touch {ready}; while :; do sleep 0.05; done' &
-               exit 1
-             fi
-             while [ ! -e {ready} ]; do sleep 0.01; done
-             kill -TERM \"$(cut -d' ' -f4 /proc/$PPID/stat)\"; exec sleep 600",
-            daemon = daemon.display(),
-            termed = termed.display(),
-            ready = ready.display(),
-        );
-        let r = r
-            .args([
-                "--timeout",
-                "60s",
-                "--kill-after",
-                "5s",
-                "-r",
-                "0",
-                "--",
-                BIN,
-            ])
-            .args(["--retries", "1", "--delays", "0", "--timeout", "60s"])
-            .args(sh(&inner));
-        let mut command = r.std_command();
-        command.envs(env.iter().copied());
-        let status = command.status().unwrap();
-        assert_eq!(shell_status(status), 143, "{way}");
-        assert!(
-            termed.exists(),
-            "{way}: the daemon got no SIGTERM, only the SIGKILL"
-        );
-        assert!(
-            gone_soon(pid_in(&daemon)),
-            "{way}: the daemon outlived retry"
-        );
-    }
-}
-
 /// Whether this machine has cgroup v2, where the default way is a cgroup of each attempt's.
 fn cgroup_v2() -> bool {
     ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
