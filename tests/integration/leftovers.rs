@@ -422,15 +422,7 @@ fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
                 pid = pid_file.display()
             );
             let r = r.args(["--timeout", "1s", "-r", "0"]).args(sh(&script));
-            let mut command = r.std_command();
-            command.envs(env.iter().copied());
-            let mut child = command.spawn().unwrap();
-            let pid = pid_in(&pid_file);
-            assert_eq!(
-                shell_status(wait_bounded(&mut child)),
-                124,
-                "{way}, {replaced}"
-            );
+            let pid = timed_out_leaving(&r, env, &pid_file, &format!("{way}, {replaced}"));
             assert!(!alive(pid), "{way}, {replaced}: the daemon outlived retry");
         }
     }
@@ -463,21 +455,24 @@ ctypes.CDLL(None).pthread_exit(None)";
             let r = r
                 .args(["--timeout", "1s", "--kill-after", "0.5s", "-r", "0"])
                 .args(sh(&script));
-            let mut command = r.std_command();
-            command.envs(env.iter().copied());
-            let mut child = command.spawn().unwrap();
-            let pid = pid_in(&pid_file);
-            assert_eq!(
-                shell_status(wait_bounded(&mut child)),
-                124,
-                "{way}, {hearing}"
-            );
+            let pid = timed_out_leaving(&r, env, &pid_file, &format!("{way}, {hearing}"));
             assert!(
                 gone_soon(pid),
                 "{way}, {hearing}: the daemon without its main thread outlived retry"
             );
         }
     }
+}
+
+/// Runs `r` with the sweep's way `env` to its time-out (124, else fails as `what`), and gives
+/// the pid its attempt left in `pid_file`.
+fn timed_out_leaving(r: &Retry, env: &[(&str, &str)], pid_file: &Path, what: &str) -> i32 {
+    let mut command = r.std_command();
+    command.envs(env.iter().copied());
+    let mut child = command.spawn().unwrap();
+    let pid = pid_in(pid_file);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 124, "{what}");
+    pid
 }
 
 /// Whether this machine has cgroup v2, where the default way is a cgroup of each attempt's.
