@@ -44,12 +44,21 @@ pub(crate) struct Entry {
     pub(crate) zombie: bool,
     /// How many threads it has.
     pub(crate) threads: u64,
+    /// Its name (what /proc/PID/comm says), padded with NULs.
+    pub(crate) name: Name,
 }
+
+/// A process's name as the kernel keeps it: at most 15 bytes.
+pub(crate) type Name = [u8; 16];
 
 /// Reads the line of /proc/PID/stat: the process's name (field 2, in parentheses) may hold
 /// any byte, parentheses and spaces too, so the fields are counted from its last `)`.
 pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
+    let open = line.iter().position(|&byte| byte == b'(')?;
     let close = line.iter().rposition(|&byte| byte == b')')?;
+    let mut name = Name::default();
+    let given = line.get(open + 1..close)?;
+    name[..given.len().min(15)].copy_from_slice(&given[..given.len().min(15)]);
     let rest = std::str::from_utf8(&line[close + 1..]).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 20 (num_threads), 22 (starttime): index =
@@ -62,6 +71,7 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
         start: fields.get(19)?.parse().ok()?,
         zombie: *fields.first()? == "Z" && threads <= 1,
         threads,
+        name,
     })
 }
 
@@ -76,6 +86,9 @@ pub(crate) struct Lineage<'a> {
     pub(crate) spared: &'a [libc::pid_t],
     /// Whether a process re-parented to `retry` is marked as the attempt's, or not marked.
     pub(crate) adopted: &'a dyn Fn(libc::pid_t) -> bool,
+    /// Whether a process of the attempt's is a `retry` like this one (see `is_nested_retry`),
+    /// which passes a terminating signal on to what it supervises.
+    pub(crate) nested: &'a dyn Fn(&Entry) -> bool,
 }
 
 /// Whose a process is.
@@ -156,7 +169,9 @@ impl Source for Table {
 
 /// Walks down from `retry` and hands `found` each process of the ended attempt (its root too,
 /// while it is there), as soon as it is read and before its children are: one that `found`
-/// kills forks no more while the walk goes on. A process re-parented to `retry` is the
+/// kills forks no more while the walk goes on. With each, whether it is below a nested `retry`
+/// (see `Lineage::nested`), whose to pass the terminating signal on to it is: sent it by both,
+/// the nested one would take the second for "again, and harder", and cut its command's grace. A process re-parented to `retry` is the
 /// attempt's when it started since the attempt did, is not `earlier` and is `adopted`;
 /// anything below one of the attempt's is the attempt's. What it finds below an `earlier` one
 /// it adds to `earlier`: a leftover's child stays its attempt's once its parent has gone and it
@@ -165,7 +180,7 @@ pub(crate) fn walk(
     lineage: &Lineage<'_>,
     earlier: &mut BTreeSet<Known>,
     until: Option<Instant>,
-    found: &mut dyn FnMut(&Entry),
+    found: &mut dyn FnMut(&Entry, bool),
 ) -> bool {
     match Proc.children(lineage.own, 2) {
         Some(children) => walk_in(&Proc, children, lineage, earlier, until, found),
@@ -184,12 +199,13 @@ fn walk_in(
     lineage: &Lineage<'_>,
     earlier: &mut BTreeSet<Known>,
     until: Option<Instant>,
-    found: &mut dyn FnMut(&Entry),
+    found: &mut dyn FnMut(&Entry, bool),
 ) -> bool {
     let mut seen = BTreeSet::from([lineage.own]);
-    let mut to_visit: Vec<(libc::pid_t, Option<Kind>)> =
-        children.into_iter().map(|pid| (pid, None)).collect();
-    while let Some((pid, parent)) = to_visit.pop() {
+    // Each with its parent's kind, and whether a nested `retry` is above it.
+    let mut to_visit: Vec<(libc::pid_t, Option<Kind>, bool)> =
+        children.into_iter().map(|pid| (pid, None, false)).collect();
+    while let Some((pid, parent, below_nested)) = to_visit.pop() {
         if until.is_some_and(|until| Instant::now() >= until) {
             return false;
         }
@@ -201,14 +217,20 @@ fn walk_in(
         };
         let kind = lineage.kind(&entry, parent, earlier);
         match kind {
-            Kind::Attempts => found(&entry),
+            Kind::Attempts => found(&entry, below_nested),
             Kind::Earlier => {
                 earlier.insert((entry.pid, entry.start));
             }
             Kind::Other => continue,
         }
         let children = source.children(pid, entry.threads).unwrap_or_default();
-        to_visit.extend(children.into_iter().map(|child| (child, Some(kind))));
+        let below_nested = below_nested
+            || (kind == Kind::Attempts && !children.is_empty() && (lineage.nested)(&entry));
+        to_visit.extend(
+            children
+                .into_iter()
+                .map(|child| (child, Some(kind), below_nested)),
+        );
     }
     true
 }
@@ -223,9 +245,10 @@ pub(crate) fn below(own: libc::pid_t, spared: &[libc::pid_t]) -> BTreeSet<Known>
         own,
         spared,
         adopted: &|_| true,
+        nested: &|_| false,
     };
     let mut below = BTreeSet::new();
-    walk(&lineage, &mut BTreeSet::new(), None, &mut |entry| {
+    walk(&lineage, &mut BTreeSet::new(), None, &mut |entry, _| {
         below.insert((entry.pid, entry.start));
     });
     below
@@ -359,6 +382,26 @@ pub(crate) fn adopted_by(pid: libc::pid_t, attempt: u64) -> bool {
     marked_for(&environ, attempt)
 }
 
+/// Whether `entry` runs this very program, as a `retry` nested in an attempt does: its name is
+/// this process's, and so is its executable file (a program that only took the name, or
+/// another `retry`, may pass no signal on). Such a `retry` passes a terminating signal on to
+/// its own attempt and ends what that leaves behind, as this one does.
+pub(crate) fn is_nested_retry(entry: &Entry) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    static OWN: std::sync::OnceLock<Option<(Name, (u64, u64))>> = std::sync::OnceLock::new();
+    let file = |pid: &str| {
+        let metadata = std::fs::metadata(format!("/proc/{pid}/exe")).ok()?;
+        Some((metadata.dev(), metadata.ino()))
+    };
+    let own = OWN.get_or_init(|| {
+        let name = entry_of(rustix::process::getpid().as_raw_nonzero().get())?.name;
+        Some((name, file("self")?))
+    });
+    own.is_some_and(|(name, own_file)| {
+        entry.name == name && file(&entry.pid.to_string()) == Some(own_file)
+    })
+}
+
 /// `adopted_by` for the environment `environ` (NUL-separated `NAME=VALUE`s, as
 /// /proc/PID/environ gives them). With no mark, the process is taken by lineage alone: a
 /// daemon of the attempt's may have written its title over its environment, cleared it, or
@@ -447,6 +490,7 @@ mod tests {
             start,
             zombie: false,
             threads: 1,
+            name: Name::default(),
         }
     }
 
@@ -465,13 +509,21 @@ mod tests {
             own: 100,
             spared: &[500],
             adopted,
+            nested: &|_| false,
         };
         let mut found = Vec::new();
         let table = Table(table.to_vec());
         let children = table.children(100, 2).unwrap();
-        let whole = walk_in(&table, children, &lineage, earlier, None, &mut |entry| {
-            found.push(entry.pid);
-        });
+        let whole = walk_in(
+            &table,
+            children,
+            &lineage,
+            earlier,
+            None,
+            &mut |entry, _| {
+                found.push(entry.pid);
+            },
+        );
         assert!(whole);
         found.sort_unstable();
         found
@@ -480,7 +532,12 @@ mod tests {
     #[test]
     fn a_stat_line_is_read_from_after_the_name() {
         let line = b"4242 (a) b) (c 1) S 7 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n";
-        assert_eq!(parse_stat(4242, line), Some(entry(4242, 7, 4242, 123_456)));
+        let mut named = entry(4242, 7, 4242, 123_456);
+        named.name[..9].copy_from_slice(b"a) b) (c ");
+        named.name[9] = b'1';
+        assert_eq!(parse_stat(4242, line), Some(named));
+        let long = b"5 (a-very-long-program-name) S 1 5 5 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0\n";
+        assert_eq!(&parse_stat(5, long).unwrap().name, b"a-very-long-pro\0");
         let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n";
         assert!(parse_stat(9, zombie).unwrap().zombie);
         // A main thread ended by pthread_exit, two threads running on: alive.
@@ -577,6 +634,120 @@ mod tests {
         );
     }
 
+    /// What a nested `retry` supervises (its attempt, and what that left behind) is found
+    /// as below it, and is the nested one's to pass the terminating signal on to; the nested
+    /// `retry` itself is not, nor is anything beside it, also where the attempt's root is a
+    /// `retry` (all below it is then) or a shell runs one.
+    #[test]
+    fn what_a_nested_retry_supervises_is_found_below_it() {
+        let table = [
+            entry(100, 1, 100, 10),
+            // The attempt: a shell, with a nested retry in its group, and a setsid'd child.
+            entry(200, 100, 200, 50),
+            entry(210, 200, 200, 51),
+            entry(220, 200, 220, 52),
+            // The nested retry's attempt, in a group of its own, and its setsid'd child.
+            entry(211, 210, 211, 53),
+            entry(212, 211, 212, 54),
+            // A retry with no children: nothing is below it.
+            entry(230, 200, 230, 55),
+        ];
+        let walk = |table: &[Entry], root: i32| {
+            let nested = |entry: &Entry| [210, 230, 200].contains(&entry.pid) && entry.pid != root;
+            let lineage = Lineage {
+                root,
+                since: 50,
+                own: 100,
+                spared: &[],
+                adopted: &|_| true,
+                nested: &nested,
+            };
+            let table = Table(table.to_vec());
+            let mut found = Vec::new();
+            let children = table.children(100, 2).unwrap();
+            walk_in(
+                &table,
+                children,
+                &lineage,
+                &mut BTreeSet::new(),
+                None,
+                &mut |entry, below| {
+                    found.push((entry.pid, below));
+                },
+            );
+            found.sort_unstable();
+            found
+        };
+        assert_eq!(
+            walk(&table, 200),
+            [
+                (200, false),
+                (210, false),
+                (211, true),
+                (212, true),
+                (220, false),
+                (230, false)
+            ]
+        );
+        // The attempt's root is a retry: everything below it is its to pass the signal on to.
+        let nested_root = |entry: &Entry| entry.pid == 200;
+        let lineage = Lineage {
+            root: 200,
+            since: 50,
+            own: 100,
+            spared: &[],
+            adopted: &|_| true,
+            nested: &nested_root,
+        };
+        let mut found = Vec::new();
+        let source = Table(table.to_vec());
+        let children = source.children(100, 2).unwrap();
+        walk_in(
+            &source,
+            children,
+            &lineage,
+            &mut BTreeSet::new(),
+            None,
+            &mut |entry, below| {
+                found.push((entry.pid, below));
+            },
+        );
+        found.sort_unstable();
+        assert_eq!(
+            found,
+            [
+                (200, false),
+                (210, true),
+                (211, true),
+                (212, true),
+                (220, true),
+                (230, true)
+            ]
+        );
+    }
+
+    /// This process runs this program; a child running another (a `sleep`) does not, nor
+    /// does a process given this program's name (`exec -a` cannot: the kernel names a process
+    /// after its file; a copy of another program under the name can).
+    #[test]
+    fn a_nested_retry_is_this_same_program() {
+        let own = entry_of(std::process::id() as i32).unwrap();
+        assert!(is_nested_retry(&own));
+        let mut sleep = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let other = entry_of(sleep.id() as i32).unwrap();
+        assert!(!is_nested_retry(&other));
+        // Another program under this one's name.
+        assert!(!is_nested_retry(&Entry {
+            name: own.name,
+            ..other
+        }));
+        sleep.kill().unwrap();
+        sleep.wait().unwrap();
+    }
+
     /// A walk past its bound stops, and says it was cut short.
     #[test]
     fn a_walk_past_its_bound_is_cut_short() {
@@ -587,6 +758,7 @@ mod tests {
             own: 100,
             spared: &[],
             adopted: &|_| true,
+            nested: &|_| false,
         };
         let mut found = 0;
         let past = Some(Instant::now());
@@ -597,7 +769,7 @@ mod tests {
             &lineage,
             &mut BTreeSet::new(),
             past,
-            &mut |_| found += 1
+            &mut |_, _| found += 1
         ));
         assert_eq!(found, 0);
     }

@@ -174,6 +174,9 @@ pub(super) struct Stragglers<'a> {
     living: Vec<sweep::Followed>,
     /// Those sent `signal` already.
     signalled: BTreeSet<sweep::Known>,
+    /// Those the last look that saw them found below a nested `retry`: `signal` is that
+    /// one's to pass on (see `sweep::walk`), SIGKILL at the end of the grace still this one's.
+    relayed: BTreeSet<sweep::Known>,
     /// The ended ones (not yet collected) the last look found, the child's group and the child
     /// too: their children were re-parented before the next look began.
     ended: BTreeSet<sweep::Known>,
@@ -218,6 +221,7 @@ impl<'a> Stragglers<'a> {
             signal,
             living: Vec::new(),
             signalled: BTreeSet::new(),
+            relayed: BTreeSet::new(),
             ended: BTreeSet::new(),
             kill_at,
             killed: None,
@@ -246,26 +250,38 @@ impl<'a> Stragglers<'a> {
             own: rustix::process::getpid().as_raw_nonzero().get(),
             spared: &helpers,
             adopted: &|pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt)),
+            nested: &sweep::is_nested_retry,
         };
         let mut settled = true;
         let mut ended = BTreeSet::new();
-        let (root, living) = (self.root, &mut self.living);
-        let whole = sweep::walk(&lineage, &mut self.earlier, until, &mut |entry| {
-            let known = (entry.pid, entry.start);
-            if entry.zombie {
-                ended.insert(known);
-            } else if entry.group == root {
-                settled = false;
-            } else if let Some(followed) = living.iter().find(|followed| followed.known == known) {
-                followed.signal(send);
-            } else {
-                let keep = living.len() < HELD_PIDFDS;
-                if let Some(followed) = sweep::Followed::new(known, keep) {
+        let (root, living, relayed) = (self.root, &mut self.living, &mut self.relayed);
+        let whole = sweep::walk(
+            &lineage,
+            &mut self.earlier,
+            until,
+            &mut |entry, below_nested| {
+                let known = (entry.pid, entry.start);
+                match below_nested {
+                    true => relayed.insert(known),
+                    false => relayed.remove(&known),
+                };
+                if entry.zombie {
+                    ended.insert(known);
+                } else if entry.group == root {
+                    settled = false;
+                } else if let Some(followed) =
+                    living.iter().find(|followed| followed.known == known)
+                {
                     followed.signal(send);
-                    living.push(followed);
+                } else {
+                    let keep = living.len() < HELD_PIDFDS;
+                    if let Some(followed) = sweep::Followed::new(known, keep) {
+                        followed.signal(send);
+                        living.push(followed);
+                    }
                 }
-            }
-        });
+            },
+        );
         self.living.retain(|followed| match followed.ended() {
             Some(false) => true,
             Some(true) => {
@@ -337,7 +353,7 @@ impl<'a> Stragglers<'a> {
         }
         let settled = self.look(self.kill_at, &[]);
         for followed in &self.living {
-            if self.signalled.insert(followed.known) {
+            if !self.relayed.contains(&followed.known) && self.signalled.insert(followed.known) {
                 followed.signal(&[self.signal, libc::SIGCONT]);
             }
         }

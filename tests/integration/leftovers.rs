@@ -816,3 +816,85 @@ fn verbose_says_which_way_the_sweep_takes() {
         }
     }
 }
+
+/// A `retry` nested in an attempt passes the terminating signal on to its own attempt, which
+/// hears it once, as from the outer one alone, and keeps its whole grace: the outer sweep sends
+/// it to nothing a nested `retry` supervises, where it would reach the nested one as a second
+/// request ("no more grace") and its command twice. Three `retry`s in a chain, and one that a
+/// shell of the attempt runs, whichever way the sweep takes.
+#[test]
+fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
+    if std::process::Command::new("python3")
+        .arg("-c1")
+        .status()
+        .is_err()
+    {
+        return missing("python3", "a nested retry's command hearing a signal once");
+    }
+    // Its cleanup takes half a second: time enough for a second signal to come, and to cut it.
+    let command = "import signal, sys, time
+heard = open(sys.argv[1], 'a', buffering=1)
+def on_term(*_):
+    heard.write('TERM\\n')
+    if not hasattr(on_term, 'begun'):
+        on_term.begun = True
+        time.sleep(0.5)
+        heard.write('cleanup done\\n')
+        sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+open(sys.argv[2], 'w').close()
+while True:
+    signal.pause()
+";
+    // Timed, for a cgroup of each attempt's where there are cgroups; ended by a signal.
+    let limits = ["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"];
+    for (way, env) in WAYS {
+        for shape in ["three retries", "a retry a shell runs"] {
+            let r = retry();
+            let (heard, ready) = (r.path("heard"), r.path("ready"));
+            let script = r.write("command.py", command);
+            let nested: Vec<String> = [BIN]
+                .iter()
+                .chain(&limits)
+                .chain(&["python3"])
+                .map(|word| word.to_string())
+                .chain([&script, &heard, &ready].map(|path| path.display().to_string()))
+                .collect();
+            let attempt = match shape {
+                "three retries" => [
+                    vec![BIN.to_string()],
+                    limits.map(String::from).to_vec(),
+                    nested,
+                ]
+                .concat(),
+                _ => sh(&format!(
+                    "{} || exit $?",
+                    nested
+                        .iter()
+                        .map(|word| format!("'{word}'"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )),
+            };
+            let r = r.args(limits).args(attempt);
+            let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
+            eventually(&format!("{way}, {shape}: the command is ready"), || {
+                ready.exists()
+            });
+            send(&child.0, libc::SIGTERM);
+            assert_eq!(
+                shell_status(wait_bounded(&mut child.0)),
+                143,
+                "{way}, {shape}"
+            );
+            assert_eq!(
+                fs::read_to_string(&heard)
+                    .unwrap()
+                    .lines()
+                    .collect::<Vec<_>>(),
+                ["TERM", "cleanup done"],
+                "{way}, {shape}"
+            );
+        }
+    }
+}
