@@ -898,3 +898,58 @@ while True:
         }
     }
 }
+
+/// Two thousand descendants that each left the attempt's group (`setsid`) are all ended with
+/// it when a signal ends `retry`, whichever way the sweep takes: none is missed, and `retry`
+/// waits for them.
+#[test]
+fn two_thousand_descendants_out_of_the_group_are_ended_with_the_attempt() {
+    let _churning = churning();
+    let _heavy = one_heavy_test_at_a_time();
+    for (way, env) in WAYS {
+        let r = retry();
+        let marker = r.dir.path().display().to_string();
+        let _cleanup = KillMarked(marker.clone());
+        let ready = r.path("ready");
+        let script = format!(
+            "i=0
+             while [ $i -lt 2000 ]; do setsid sleep 1004 </dev/null >/dev/null 2>&1 & i=$((i+1)); done
+             touch '{}'
+             exec sleep 600",
+            ready.display()
+        );
+        // Timed, for a cgroup where there are cgroups; ended by a signal once all are started.
+        let r = r
+            .args(["--timeout", "10m", "--kill-after", "10s", "-r", "0"])
+            .args(sh(&script));
+        let mut child = Running(
+            r.std_command()
+                .env("STRAGGLER_OF", &marker)
+                .envs(env.iter().copied())
+                .spawn()
+                .unwrap(),
+        );
+        // Two thousand starts take seconds here, many more on a loaded machine: the bound of
+        // each wait is ten times the test's usual one.
+        let bound = BOUND * 10;
+        let started = poll(bound, Duration::from_millis(20), || {
+            ready.exists().then_some(())
+        });
+        assert!(started.is_some(), "{way}: the two thousand never started");
+        // retry, the attempt, and the two thousand.
+        assert!(marked_with(&marker).len() >= 2002, "{way}");
+        send(&child.0, libc::SIGTERM);
+        let ended = poll(bound, Duration::from_millis(20), || {
+            child.0.try_wait().unwrap()
+        });
+        assert_eq!(ended.map(shell_status), Some(143), "{way}");
+        // Ended means sent SIGKILL at the latest: one may take a moment to be gone.
+        let gone = poll(bound, Duration::from_millis(20), || {
+            marked_with(&marker).is_empty().then_some(())
+        });
+        assert!(
+            gone.is_some(),
+            "{way}: some of the two thousand outlived retry"
+        );
+    }
+}
