@@ -5,7 +5,9 @@
 //!   the running attempt, starts nothing more, and exits 128 + N. Ctrl-C ends `retry`, never just
 //!   the current attempt. A Ctrl-C or Ctrl-\ from the terminal is marked (`from_terminal`),
 //!   since it reached the terminal's whole foreground process group, an attempt under
-//!   `--foreground` included, and a second copy would read as "again, and harder".
+//!   `--foreground` included, and a second copy would read as "again, and harder". One that
+//!   another `retry` sent (an outer one passing it on, or its sweep) is marked too
+//!   (`from_retry`): it is never a second request.
 //! - SIGCHLD becomes `Signal::Child`, so the end of an attempt is noticed at once, with no
 //!   polling and no thread. It is unblocked should the parent have blocked it (as `timeout(1)`
 //!   does); the other signals keep the mask `retry` inherited.
@@ -204,7 +206,14 @@ pub enum Signal {
     Child,
     /// `retry` was asked to stop by this signal. `from_terminal`: it is Ctrl-C or Ctrl-\, which
     /// the terminal sent to its whole foreground process group, not to `retry` alone.
-    Shutdown { signal: i32, from_terminal: bool },
+    /// `from_retry`: another `retry` sent it, one this one runs under, passing the signal on
+    /// or ending what its attempt started: never a second request, "again, and harder" (that
+    /// one ends what is left with SIGKILL itself when it means it).
+    Shutdown {
+        signal: i32,
+        from_terminal: bool,
+        from_retry: bool,
+    },
     /// `retry` was asked to suspend (SIGTSTP): the job it runs should stop until continued.
     Suspend,
     /// The terminal's size changed (SIGWINCH).
@@ -437,12 +446,24 @@ impl State {
                         // The kernel itself sends these only from a terminal's keyboard.
                         from_terminal: matches!(signal, SIGINT | SIGQUIT)
                             && info.si_code == libc::SI_KERNEL,
+                        from_retry: sent_by_retry(&info),
                     }),
                 }));
             return Woke::Signals;
         }
         Woke::Ready
     }
+}
+
+/// Whether the signal `info` tells of was sent, by kill(2) or a pidfd, by another process
+/// running this program.
+fn sent_by_retry(info: &libc::siginfo_t) -> bool {
+    if info.si_code != libc::SI_USER {
+        return false;
+    }
+    // SAFETY: a signal sent with SI_USER carries the sender's pid.
+    let sender = unsafe { info.si_pid() };
+    sender > 0 && sender as u32 != std::process::id() && crate::sweep::runs_this_program(sender)
 }
 
 /// Whether `retry`'s process group is not orphaned: some ancestor in the group has its parent

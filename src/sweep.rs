@@ -44,21 +44,12 @@ pub(crate) struct Entry {
     pub(crate) zombie: bool,
     /// How many threads it has.
     pub(crate) threads: u64,
-    /// Its name (what /proc/PID/comm says), padded with NULs.
-    pub(crate) name: Name,
 }
-
-/// A process's name as the kernel keeps it: at most 15 bytes.
-pub(crate) type Name = [u8; 16];
 
 /// Reads the line of /proc/PID/stat: the process's name (field 2, in parentheses) may hold
 /// any byte, parentheses and spaces too, so the fields are counted from its last `)`.
 pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
-    let open = line.iter().position(|&byte| byte == b'(')?;
     let close = line.iter().rposition(|&byte| byte == b')')?;
-    let mut name = Name::default();
-    let given = line.get(open + 1..close)?;
-    name[..given.len().min(15)].copy_from_slice(&given[..given.len().min(15)]);
     let rest = std::str::from_utf8(&line[close + 1..]).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 20 (num_threads), 22 (starttime): index =
@@ -71,7 +62,6 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
         start: fields.get(19)?.parse().ok()?,
         zombie: *fields.first()? == "Z" && threads <= 1,
         threads,
-        name,
     })
 }
 
@@ -86,9 +76,9 @@ pub(crate) struct Lineage<'a> {
     pub(crate) spared: &'a [libc::pid_t],
     /// Whether a process re-parented to `retry` is marked as the attempt's, or not marked.
     pub(crate) adopted: &'a dyn Fn(libc::pid_t) -> bool,
-    /// Whether a process of the attempt's is a `retry` like this one (see `is_nested_retry`),
-    /// which passes a terminating signal on to what it supervises.
-    pub(crate) nested: &'a dyn Fn(&Entry) -> bool,
+    /// Whether a process runs this program (see `runs_this_program`): a `retry` nested in the
+    /// attempt, which passes a terminating signal on to its own attempt's group.
+    pub(crate) nested: &'a dyn Fn(libc::pid_t) -> bool,
 }
 
 /// Whose a process is.
@@ -169,9 +159,9 @@ impl Source for Table {
 
 /// Walks down from `retry` and hands `found` each process of the ended attempt (its root too,
 /// while it is there), as soon as it is read and before its children are: one that `found`
-/// kills forks no more while the walk goes on. With each, whether it is below a nested `retry`
-/// (see `Lineage::nested`), whose to pass the terminating signal on to it is: sent it by both,
-/// the nested one would take the second for "again, and harder", and cut its command's grace. A process re-parented to `retry` is the
+/// kills forks no more while the walk goes on. With each, whether it is in the process group of
+/// a nested `retry`'s attempt (see `relayed_group`), whose to pass the terminating signal on to
+/// it is: sent it by both, it would hear it twice. A process re-parented to `retry` is the
 /// attempt's when it started since the attempt did, is not `earlier` and is `adopted`;
 /// anything below one of the attempt's is the attempt's. What it finds below an `earlier` one
 /// it adds to `earlier`: a leftover's child stays its attempt's once its parent has gone and it
@@ -202,10 +192,11 @@ fn walk_in(
     found: &mut dyn FnMut(&Entry, bool),
 ) -> bool {
     let mut seen = BTreeSet::from([lineage.own]);
-    // Each with its parent's kind, and whether a nested `retry` is above it.
-    let mut to_visit: Vec<(libc::pid_t, Option<Kind>, bool)> =
-        children.into_iter().map(|pid| (pid, None, false)).collect();
-    while let Some((pid, parent, below_nested)) = to_visit.pop() {
+    // The nested `retry`s' attempts' groups, each found before its members (below it).
+    let mut relayed = BTreeSet::new();
+    let mut to_visit: Vec<(libc::pid_t, Option<Kind>)> =
+        children.into_iter().map(|pid| (pid, None)).collect();
+    while let Some((pid, parent)) = to_visit.pop() {
         if until.is_some_and(|until| Instant::now() >= until) {
             return false;
         }
@@ -217,20 +208,18 @@ fn walk_in(
         };
         let kind = lineage.kind(&entry, parent, earlier);
         match kind {
-            Kind::Attempts => found(&entry, below_nested),
+            Kind::Attempts => found(&entry, relayed.contains(&entry.group)),
             Kind::Earlier => {
                 earlier.insert((entry.pid, entry.start));
             }
             Kind::Other => continue,
         }
         let children = source.children(pid, entry.threads).unwrap_or_default();
-        let below_nested = below_nested
-            || (kind == Kind::Attempts && !children.is_empty() && (lineage.nested)(&entry));
-        to_visit.extend(
-            children
-                .into_iter()
-                .map(|child| (child, Some(kind), below_nested)),
-        );
+        if kind == Kind::Attempts && !children.is_empty() && (lineage.nested)(pid) {
+            let entries: Vec<Entry> = children.iter().filter_map(|&c| source.entry(c)).collect();
+            relayed.extend(relayed_group(&entry, &entries));
+        }
+        to_visit.extend(children.into_iter().map(|child| (child, Some(kind))));
     }
     true
 }
@@ -382,24 +371,44 @@ pub(crate) fn adopted_by(pid: libc::pid_t, attempt: u64) -> bool {
     marked_for(&environ, attempt)
 }
 
-/// Whether `entry` runs this very program, as a `retry` nested in an attempt does: its name is
-/// this process's, and so is its executable file (a program that only took the name, or
-/// another `retry`, may pass no signal on). Such a `retry` passes a terminating signal on to
-/// its own attempt and ends what that leaves behind, as this one does.
-pub(crate) fn is_nested_retry(entry: &Entry) -> bool {
+/// Whether process `pid` runs this program, as a `retry` nested in an attempt does: its
+/// executable is this process's file (a copy, or another version, is not, and may pass no
+/// signal on).
+pub(crate) fn runs_this_program(pid: libc::pid_t) -> bool {
     use std::os::unix::fs::MetadataExt;
-    static OWN: std::sync::OnceLock<Option<(Name, (u64, u64))>> = std::sync::OnceLock::new();
+    static OWN: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
     let file = |pid: &str| {
         let metadata = std::fs::metadata(format!("/proc/{pid}/exe")).ok()?;
         Some((metadata.dev(), metadata.ino()))
     };
-    let own = OWN.get_or_init(|| {
-        let name = entry_of(rustix::process::getpid().as_raw_nonzero().get())?.name;
-        Some((name, file("self")?))
-    });
-    own.is_some_and(|(name, own_file)| {
-        entry.name == name && file(&entry.pid.to_string()) == Some(own_file)
-    })
+    let own = OWN.get_or_init(|| file("self"));
+    own.is_some_and(|own| file(&pid.to_string()) == Some(own))
+}
+
+/// The process group a nested `retry` (`nested`, with `children`) passes a terminating signal
+/// on to: its running attempt's (or hook's), the youngest group of its own that a child of it
+/// leads. Not its own group (under `--foreground` its attempt is there, and hears from
+/// whoever signals that group), nor an older child's: a job of the shell it was exec'd from,
+/// or what its earlier attempts left, which it never signals.
+pub(crate) fn relayed_group(nested: &Entry, children: &[Entry]) -> Option<libc::pid_t> {
+    children
+        .iter()
+        .filter(|child| child.pid == child.group && child.group != nested.group)
+        .max_by_key(|child| (child.start, child.pid))
+        .map(|child| child.group)
+}
+
+/// `relayed_group` of process `pid`, if it is a nested `retry`, as /proc shows it now.
+pub(crate) fn relayed_group_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    if !runs_this_program(pid) {
+        return None;
+    }
+    let nested = entry_of(pid)?;
+    let children: Vec<Entry> = children_of(pid, nested.threads)?
+        .into_iter()
+        .filter_map(entry_of)
+        .collect();
+    relayed_group(&nested, &children)
 }
 
 /// `adopted_by` for the environment `environ` (NUL-separated `NAME=VALUE`s, as
@@ -490,7 +499,6 @@ mod tests {
             start,
             zombie: false,
             threads: 1,
-            name: Name::default(),
         }
     }
 
@@ -532,12 +540,7 @@ mod tests {
     #[test]
     fn a_stat_line_is_read_from_after_the_name() {
         let line = b"4242 (a) b) (c 1) S 7 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n";
-        let mut named = entry(4242, 7, 4242, 123_456);
-        named.name[..9].copy_from_slice(b"a) b) (c ");
-        named.name[9] = b'1';
-        assert_eq!(parse_stat(4242, line), Some(named));
-        let long = b"5 (a-very-long-program-name) S 1 5 5 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0\n";
-        assert_eq!(&parse_stat(5, long).unwrap().name, b"a-very-long-pro\0");
+        assert_eq!(parse_stat(4242, line), Some(entry(4242, 7, 4242, 123_456)));
         let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n";
         assert!(parse_stat(9, zombie).unwrap().zombie);
         // A main thread ended by pthread_exit, two threads running on: alive.
@@ -634,118 +637,101 @@ mod tests {
         );
     }
 
-    /// What a nested `retry` supervises (its attempt, and what that left behind) is found
-    /// as below it, and is the nested one's to pass the terminating signal on to; the nested
-    /// `retry` itself is not, nor is anything beside it, also where the attempt's root is a
-    /// `retry` (all below it is then) or a shell runs one.
+    /// The group a nested `retry` passes the signal on to is its running attempt's: the
+    /// youngest group of its own a child of it leads, not its own group (`--foreground`), nor
+    /// an older child's (a job of the shell it was exec'd from, an earlier attempt's daemon).
     #[test]
-    fn what_a_nested_retry_supervises_is_found_below_it() {
+    fn a_nested_retry_passes_the_signal_on_to_its_running_attempts_group() {
+        let nested = entry(210, 200, 200, 51);
+        let job = entry(211, 210, 211, 50);
+        let daemon = entry(212, 210, 212, 52);
+        let attempt = entry(213, 210, 213, 53);
+        let helper = entry(214, 210, 200, 54);
+        assert_eq!(
+            relayed_group(&nested, &[job, daemon, attempt, helper]),
+            Some(213)
+        );
+        assert_eq!(relayed_group(&nested, &[attempt, daemon]), Some(213));
+        // Two started in one clock tick: the later number.
+        let same_tick = entry(215, 210, 215, 53);
+        assert_eq!(relayed_group(&nested, &[same_tick, attempt]), Some(215));
+        // Under --foreground the attempt is in the nested retry's own group.
+        let foreground = entry(216, 210, 200, 60);
+        assert_eq!(relayed_group(&nested, &[foreground]), None);
+        // A child that joined another's group leads none.
+        assert_eq!(relayed_group(&nested, &[entry(217, 210, 211, 61)]), None);
+        assert_eq!(relayed_group(&nested, &[]), None);
+    }
+
+    /// What is in a nested `retry`'s attempt's group is found as that one's to signal, whether
+    /// the `retry` is the attempt's root or a shell of the attempt runs it; nothing else is:
+    /// the nested `retry` itself, what left its attempt's group, what is beside it.
+    #[test]
+    fn what_is_in_a_nested_retrys_attempt_group_is_found_as_its_to_signal() {
         let table = [
             entry(100, 1, 100, 10),
             // The attempt: a shell, with a nested retry in its group, and a setsid'd child.
             entry(200, 100, 200, 50),
             entry(210, 200, 200, 51),
             entry(220, 200, 220, 52),
-            // The nested retry's attempt, in a group of its own, and its setsid'd child.
+            // The nested retry's attempt, a child in its group, and a setsid'd one.
             entry(211, 210, 211, 53),
-            entry(212, 211, 212, 54),
-            // A retry with no children: nothing is below it.
-            entry(230, 200, 230, 55),
+            entry(212, 211, 211, 54),
+            entry(213, 211, 213, 55),
+            // A job the shell started before it exec'd the nested retry.
+            entry(209, 210, 209, 50),
         ];
-        let walk = |table: &[Entry], root: i32| {
-            let nested = |entry: &Entry| [210, 230, 200].contains(&entry.pid) && entry.pid != root;
+        let walk = |nested: &dyn Fn(i32) -> bool| {
             let lineage = Lineage {
-                root,
+                root: 200,
                 since: 50,
                 own: 100,
                 spared: &[],
                 adopted: &|_| true,
-                nested: &nested,
+                nested,
             };
             let table = Table(table.to_vec());
             let mut found = Vec::new();
             let children = table.children(100, 2).unwrap();
+            let mut record = |entry: &Entry, relayed| found.push((entry.pid, relayed));
             walk_in(
                 &table,
                 children,
                 &lineage,
                 &mut BTreeSet::new(),
                 None,
-                &mut |entry, below| {
-                    found.push((entry.pid, below));
-                },
+                &mut record,
             );
             found.sort_unstable();
             found
         };
-        assert_eq!(
-            walk(&table, 200),
-            [
-                (200, false),
-                (210, false),
-                (211, true),
-                (212, true),
-                (220, false),
-                (230, false)
-            ]
-        );
-        // The attempt's root is a retry: everything below it is its to pass the signal on to.
-        let nested_root = |entry: &Entry| entry.pid == 200;
-        let lineage = Lineage {
-            root: 200,
-            since: 50,
-            own: 100,
-            spared: &[],
-            adopted: &|_| true,
-            nested: &nested_root,
+        let expected = |relayed: &[i32]| -> Vec<(i32, bool)> {
+            [200, 209, 210, 211, 212, 213, 220]
+                .into_iter()
+                .map(|pid| (pid, relayed.contains(&pid)))
+                .collect()
         };
-        let mut found = Vec::new();
-        let source = Table(table.to_vec());
-        let children = source.children(100, 2).unwrap();
-        walk_in(
-            &source,
-            children,
-            &lineage,
-            &mut BTreeSet::new(),
-            None,
-            &mut |entry, below| {
-                found.push((entry.pid, below));
-            },
-        );
-        found.sort_unstable();
+        assert_eq!(walk(&|pid| pid == 210), expected(&[211, 212]));
+        assert_eq!(walk(&|_| false), expected(&[]));
+        // The attempt's root is a retry too: its youngest group of its own is its attempt's.
         assert_eq!(
-            found,
-            [
-                (200, false),
-                (210, true),
-                (211, true),
-                (212, true),
-                (220, true),
-                (230, true)
-            ]
+            walk(&|pid| pid == 200 || pid == 210),
+            expected(&[211, 212, 220])
         );
     }
 
-    /// This process runs this program; a child running another (a `sleep`) does not, nor
-    /// does a process given this program's name (`exec -a` cannot: the kernel names a process
-    /// after its file; a copy of another program under the name can).
+    /// This process runs this program; a child running another (a `sleep`) does not.
     #[test]
-    fn a_nested_retry_is_this_same_program() {
-        let own = entry_of(std::process::id() as i32).unwrap();
-        assert!(is_nested_retry(&own));
+    fn a_nested_retry_runs_this_same_program() {
+        assert!(runs_this_program(std::process::id() as i32));
         let mut sleep = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .unwrap();
-        let other = entry_of(sleep.id() as i32).unwrap();
-        assert!(!is_nested_retry(&other));
-        // Another program under this one's name.
-        assert!(!is_nested_retry(&Entry {
-            name: own.name,
-            ..other
-        }));
+        assert!(!runs_this_program(sleep.id() as i32));
         sleep.kill().unwrap();
         sleep.wait().unwrap();
+        assert!(!runs_this_program(i32::MAX), "no such process");
     }
 
     /// A walk past its bound stops, and says it was cut short.

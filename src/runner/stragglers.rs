@@ -174,8 +174,9 @@ pub(super) struct Stragglers<'a> {
     living: Vec<sweep::Followed>,
     /// Those sent `signal` already.
     signalled: BTreeSet<sweep::Known>,
-    /// Those the last look that saw them found below a nested `retry`: `signal` is that
-    /// one's to pass on (see `sweep::walk`), SIGKILL at the end of the grace still this one's.
+    /// Those the last look that saw them found in a nested `retry`'s attempt's group: `signal`
+    /// is that one's to pass on (see `sweep::relayed_group`), SIGKILL at the end of the grace
+    /// still this one's.
     relayed: BTreeSet<sweep::Known>,
     /// The ended ones (not yet collected) the last look found, the child's group and the child
     /// too: their children were re-parented before the next look began.
@@ -250,7 +251,7 @@ impl<'a> Stragglers<'a> {
             own: rustix::process::getpid().as_raw_nonzero().get(),
             spared: &helpers,
             adopted: &|pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt)),
-            nested: &sweep::is_nested_retry,
+            nested: &sweep::runs_this_program,
         };
         let mut settled = true;
         let mut ended = BTreeSet::new();
@@ -299,24 +300,41 @@ impl<'a> Stragglers<'a> {
     /// listed there, and none is left once it is empty. A look cut short at `until` settles
     /// nothing.
     fn look_in(&mut self, cgroup: &cgroup::Attempt, until: Option<Instant>, send: &[i32]) -> bool {
-        for pid in cgroup.processes() {
+        let listed = cgroup.processes();
+        // Where /proc is another namespace's, its start cannot be read: the pidfd alone
+        // follows it, and the cgroup's own list (in this namespace's numbers) says whose.
+        let ours = sweep::proc_is_ours();
+        // A nested `retry` without a cgroup of its own has its attempt here: that attempt's
+        // group is the nested one's to pass the signal on to.
+        let relayed_groups: BTreeSet<libc::pid_t> = match ours {
+            true => listed
+                .iter()
+                .filter_map(|&pid| sweep::relayed_group_of(pid))
+                .collect(),
+            false => BTreeSet::new(),
+        };
+        for pid in listed {
             if until.is_some_and(|until| Instant::now() >= until) {
                 return false;
             }
             let group = Pid::from_raw(pid).and_then(|pid| rustix::process::getpgid(Some(pid)).ok());
             // (Gone, when it has none.)
-            if group.is_none_or(|group| group.as_raw_nonzero().get() == self.root) {
+            let Some(group) = group.map(|group| group.as_raw_nonzero().get()) else {
+                continue;
+            };
+            if group == self.root {
                 continue;
             }
-            // Where /proc is another namespace's, its start cannot be read: the pidfd alone
-            // follows it, and the cgroup's own list (in this namespace's numbers) says whose.
-            let ours = sweep::proc_is_ours();
             let start = match ours {
                 true => match sweep::entry_of(pid) {
                     Some(entry) => entry.start,
                     None => continue,
                 },
                 false => 0,
+            };
+            match relayed_groups.contains(&group) {
+                true => self.relayed.insert((pid, start)),
+                false => self.relayed.remove(&(pid, start)),
             };
             if self
                 .living
@@ -386,7 +404,8 @@ impl<'a> Stragglers<'a> {
 }
 
 /// After a terminated attempt has died, gives what is left of its group until `kill_at`,
-/// then SIGKILL. Returns a shutdown signal received meanwhile, which also cuts the grace.
+/// then SIGKILL. Returns a shutdown signal received meanwhile, which also cuts the grace
+/// unless another `retry` sent it.
 ///
 /// Members that are not `retry`'s children (those whose parent still lives) send it no
 /// SIGCHLD, so this one rare path checks the group at growing intervals (1ms to 50ms)
@@ -398,6 +417,7 @@ pub(super) fn clear_group(
     mut stragglers: Option<&mut Stragglers<'_>>,
 ) -> Option<i32> {
     let mut pause = Duration::from_millis(1);
+    let mut asked = None;
     let left = |stragglers: &mut Option<&mut Stragglers<'_>>| {
         let group = target.group_alive();
         // Those re-parented to `retry` that have died are its to collect.
@@ -417,9 +437,18 @@ pub(super) fn clear_group(
         let now = Instant::now();
         if now >= kill_at {
             kill(&mut stragglers);
-            return None;
+            return asked;
         }
         match events.next(Some((now + pause).min(kill_at))) {
+            // From a `retry` above this one, it is no request to hurry (see
+            // `Signal::Shutdown`): the grace runs on, and `retry` stops after it.
+            Some(Signal::Shutdown {
+                signal,
+                from_retry: true,
+                ..
+            }) => {
+                asked.get_or_insert(signal);
+            }
             Some(Signal::Shutdown { signal, .. }) => {
                 kill(&mut stragglers);
                 return Some(signal);
@@ -433,7 +462,7 @@ pub(super) fn clear_group(
     }
     // The last of them may have died since they were last collected.
     reap_orphans(None);
-    None
+    asked
 }
 
 /// Whether the attempts of a run with `settings` may be ended at a time limit.

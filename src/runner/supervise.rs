@@ -142,7 +142,8 @@ impl Supervisor<'_> {
                 Some(Signal::Shutdown {
                     signal,
                     from_terminal,
-                }) => supervision.on_shutdown(signal, from_terminal),
+                    from_retry,
+                }) => supervision.on_shutdown(signal, from_terminal, from_retry),
                 None => supervision.on_wake(deadline),
             }
         };
@@ -220,9 +221,11 @@ impl<'s> Supervision<'s> {
 
     /// `retry` was asked to stop by `signal`: the child gets it, and the grace begins; asked
     /// again, SIGKILL.
-    fn on_shutdown(&mut self, signal: i32, from_terminal: bool) {
+    fn on_shutdown(&mut self, signal: i32, from_terminal: bool, from_retry: bool) {
         let target = self.target;
-        if self.interrupted.is_some() {
+        if self.interrupted.is_some() && from_retry {
+            // The same request again, from a `retry` above this one (see `Signal::Shutdown`).
+        } else if self.interrupted.is_some() {
             // A second request (Ctrl-C again): no more grace.
             let stragglers = self.stragglers(signal);
             target.send(libc::SIGKILL);

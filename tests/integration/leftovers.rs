@@ -12,7 +12,9 @@ use crate::support::*;
 /// Kills, when the test ends however it ends, the processes whose pids were written to the
 /// given files: a failing test leaves no `sleep 600` behind. While one lives, no test of this
 /// module churns through pids (see `churning`): a pid read back from a file after its process
-/// died is another's only once the numbers wrap around.
+/// died is another's only once the numbers wrap around. Declared after the last binding of the
+/// builder whose directory holds the files, so that it is dropped first and finds them there
+/// (dropped after, it found none, and left a shell's job looping for ever).
 struct Reap(
     Vec<std::path::PathBuf>,
     #[allow(dead_code)] RwLockReadGuard<'static, ()>,
@@ -126,7 +128,6 @@ fn a_timeout_ends_what_left_the_group_too() {
     for how in ["setsid", "daemon"] {
         let r = retry();
         let pid_file = r.path("pid");
-        let _reap = Reap::new(vec![pid_file.clone()]);
         let script = straggler(
             how,
             &pid_file,
@@ -138,6 +139,7 @@ fn a_timeout_ends_what_left_the_group_too() {
         // A limit that the attempt's shell, and the straggler's, beat by far on a loaded
         // machine: it waits for the straggler's pid before it hangs.
         let r = r.args(["--timeout", "3s", "-r", "0"]).args(sh(&script));
+        let _reap = Reap::new(vec![pid_file.clone()]);
         let mut child = r.spawn();
         let pid = pid_in(&pid_file);
         assert_eq!(shell_status(wait_bounded(&mut child)), 124, "{how}");
@@ -151,7 +153,6 @@ fn a_timeout_ends_what_left_the_group_too() {
 fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = format!(
         "setsid sh -c 'trap \"\" TERM; echo $$ > {pid}; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & \
          while [ ! -s '{pid}' ]; do sleep 0.01; done; exec sleep 600",
@@ -160,6 +161,7 @@ fn a_straggler_that_ignores_sigterm_is_killed_after_the_grace() {
     let r = r
         .args(["--timeout", "2s", "--kill-after", "300ms", "-r", "0"])
         .args(sh(&script));
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let mut child = r.spawn();
     let pid = pid_in(&pid_file);
     assert_eq!(shell_status(wait_bounded(&mut child)), 124);
@@ -201,9 +203,9 @@ fn the_next_attempt_starts_after_the_stragglers_are_gone() {
 fn a_signal_to_retry_ends_the_stragglers_too() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap::new(vec![pid_file.clone()]);
     let script = straggler("daemon", &pid_file, "exec sleep 600");
     let r = r.args(["-r", "0"]).args(sh(&script));
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let mut child = r.spawn();
     let pid = pid_in(&pid_file);
     let since = Instant::now();
@@ -302,7 +304,6 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
     );
     // The earlier attempt's background job is left alone too: the test ends it.
     let job = r.path("job");
-    let _reap = Reap::new(vec![earlier.clone(), own.clone(), job.clone()]);
     let daemon = |pid_file: &Path| {
         format!(
             "sh -c \"setsid sh -c 'echo \\$\\$ > {}; exec sleep 600' </dev/null >/dev/null 2>&1 &\"",
@@ -332,6 +333,7 @@ fn what_an_earlier_attempt_left_is_left_alone_when_a_later_one_is_ended() {
         own_daemon = daemon(&own),
     );
     let r = r.args(["-r", "1", "--delays", "0"]).args(sh(&script));
+    let _reap = Reap::new(vec![earlier.clone(), own.clone(), job.clone()]);
     let mut child = r.spawn();
     eventually("both daemons re-parented to retry", || ready.exists());
     let since = Instant::now();
@@ -383,12 +385,12 @@ fn processes_that_fork_as_they_are_killed_leave_nothing() {
 fn what_a_signalled_hook_started_is_ended_with_it() {
     let r = retry();
     let pid_file = r.path("pid");
-    let _reap = Reap::new(vec![pid_file.clone()]);
     let hook = format!(
         "setsid sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
         pid = pid_file.display()
     );
     let r = r.args(["-r", "1", "--delays", "0", "--on-retry", &hook, "false"]);
+    let _reap = Reap::new(vec![pid_file.clone()]);
     let mut child = r.spawn();
     let pid = pid_in(&pid_file);
     let since = Instant::now();
@@ -414,7 +416,6 @@ fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
         ] {
             let r = retry();
             let pid_file = r.path("pid");
-            let _reap = Reap::new(vec![pid_file.clone()]);
             let script = format!(
                 "(setsid {replaced} sh -c 'echo $$ > {pid}; exec sleep 600' </dev/null >/dev/null 2>&1 &)
                  while [ ! -s '{pid}' ] || [ \"$(cut -d' ' -f4 /proc/$(cat '{pid}')/stat)\" != $PPID ]; do sleep 0.01; done
@@ -422,6 +423,7 @@ fn a_daemon_without_its_environment_is_ended_with_the_attempt() {
                 pid = pid_file.display()
             );
             let r = r.args(["--timeout", "1s", "-r", "0"]).args(sh(&script));
+            let _reap = Reap::new(vec![pid_file.clone()]);
             let pid = timed_out_leaving(&r, env, &pid_file, &format!("{way}, {replaced}"));
             assert!(!alive(pid), "{way}, {replaced}: the daemon outlived retry");
         }
@@ -445,7 +447,6 @@ ctypes.CDLL(None).pthread_exit(None)";
             let r = retry();
             r.write("headless.py", HEADLESS);
             let pid_file = r.path("pid");
-            let _reap = Reap::new(vec![pid_file.clone()]);
             let script = format!(
                 "python3 headless.py '{pid}' {hearing} </dev/null >/dev/null 2>&1
                  while [ \"$(cut -d' ' -f3 /proc/$(cat '{pid}')/stat 2>/dev/null)\" != Z ]; do sleep 0.01; done
@@ -455,6 +456,7 @@ ctypes.CDLL(None).pthread_exit(None)";
             let r = r
                 .args(["--timeout", "1s", "--kill-after", "0.5s", "-r", "0"])
                 .args(sh(&script));
+            let _reap = Reap::new(vec![pid_file.clone()]);
             let pid = timed_out_leaving(&r, env, &pid_file, &format!("{way}, {hearing}"));
             assert!(
                 gone_soon(pid),
@@ -507,7 +509,6 @@ fn the_jobs_of_the_shell_retry_was_execd_from_are_no_attempts() {
             r.path("go"),
             r.path("ready"),
         );
-        let _reap = Reap::new(vec![daemon.clone(), job.clone()]);
         let job_script = format!(
             "echo $$ > '{job}'; trap 'echo TERM >> {got}' TERM
              while [ ! -e '{go}' ]; do sleep 0.01; done
@@ -529,6 +530,7 @@ fn the_jobs_of_the_shell_retry_was_execd_from_are_no_attempts() {
         r.write("job.sh", &job_script);
         let wrapper = "sh job.sh </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"";
         let r = r.args(["--timeout", "60s", "-r", "0"]).args(sh(&attempt));
+        let _reap = Reap::new(vec![daemon.clone(), job.clone()]);
         let mut command = r.std_command_under(&["sh", "-c", wrapper]);
         command.envs(env.iter().copied());
         let mut child = command.spawn().unwrap();
@@ -818,10 +820,12 @@ fn verbose_says_which_way_the_sweep_takes() {
 }
 
 /// A `retry` nested in an attempt passes the terminating signal on to its own attempt, which
-/// hears it once, as from the outer one alone, and keeps its whole grace: the outer sweep sends
-/// it to nothing a nested `retry` supervises, where it would reach the nested one as a second
-/// request ("no more grace") and its command twice. Three `retry`s in a chain, and one that a
-/// shell of the attempt runs, whichever way the sweep takes.
+/// hears it once, as from the outer one alone, and keeps its whole grace: the outer `retry`
+/// sends it to nothing in a nested one's attempt's group (the nested one would take a copy
+/// from both for a second request, "no more grace", and its command would hear it twice), and
+/// a nested `retry` takes a copy from one above it for no second request. What a nested
+/// `retry` does not pass it on to (a process that left its `--foreground` attempt's group, a
+/// job of the shell that exec'd it) hears it from the outer one. Whichever way the sweep takes.
 #[test]
 fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
     if std::process::Command::new("python3")
@@ -832,51 +836,65 @@ fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
         return missing("python3", "a nested retry's command hearing a signal once");
     }
     // Its cleanup takes half a second: time enough for a second signal to come, and to cut it.
-    let command = "import signal, sys, time
-heard = open(sys.argv[1], 'a', buffering=1)
+    let command = "import os, signal, sys, time
+heard = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+begun = []
 def on_term(*_):
-    heard.write('TERM\\n')
-    if not hasattr(on_term, 'begun'):
-        on_term.begun = True
+    os.write(heard, b'TERM\\n')
+    if not begun:
+        begun.append(True)
         time.sleep(0.5)
-        heard.write('cleanup done\\n')
-        sys.exit(0)
+        os.write(heard, b'cleanup done\\n')
+        os._exit(0)
 signal.signal(signal.SIGTERM, on_term)
 open(sys.argv[2], 'w').close()
 while True:
     signal.pause()
 ";
-    // Timed, for a cgroup of each attempt's where there are cgroups; ended by a signal.
-    let limits = ["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"];
+    // `$0` is retry; timed, for a cgroup of each attempt's where there are cgroups.
+    let timed = "--timeout 60s --kill-after 20s -r 0 --";
+    let untimed = "--kill-after 20s -r 0 --";
+    let command_line = "python3 command.py heard ready";
+    let until_done = "until grep -qs 'cleanup done' heard; do sleep 0.01; done";
+    let shapes = [
+        (
+            "three retries, each timed",
+            format!("exec \"$0\" {timed} \"$0\" {timed} {command_line}"),
+        ),
+        (
+            "three retries, the inner ones untimed",
+            format!("exec \"$0\" {untimed} \"$0\" {untimed} {command_line}"),
+        ),
+        (
+            "a retry a shell runs",
+            format!("\"$0\" {timed} {command_line}; exit $?"),
+        ),
+        (
+            "a --foreground retry between",
+            format!("exec \"$0\" --foreground {timed} \"$0\" {timed} {command_line}"),
+        ),
+        (
+            "a command that left a --foreground retry's attempt group",
+            format!(
+                "exec \"$0\" --foreground {untimed} sh -c 'setsid {command_line} & trap \"\" TERM; wait'"
+            ),
+        ),
+        (
+            "a job of the shell that exec'd a retry",
+            format!(
+                "setsid {command_line} & exec \"$0\" {untimed} sh -c \"trap '' TERM; {}\"",
+                until_done.replace('\'', "\\\"")
+            ),
+        ),
+    ];
     for (way, env) in WAYS {
-        for shape in ["three retries", "a retry a shell runs"] {
+        for (shape, script) in &shapes {
             let r = retry();
+            r.write("command.py", command);
             let (heard, ready) = (r.path("heard"), r.path("ready"));
-            let script = r.write("command.py", command);
-            let nested: Vec<String> = [BIN]
-                .iter()
-                .chain(&limits)
-                .chain(&["python3"])
-                .map(|word| word.to_string())
-                .chain([&script, &heard, &ready].map(|path| path.display().to_string()))
-                .collect();
-            let attempt = match shape {
-                "three retries" => [
-                    vec![BIN.to_string()],
-                    limits.map(String::from).to_vec(),
-                    nested,
-                ]
-                .concat(),
-                _ => sh(&format!(
-                    "{} || exit $?",
-                    nested
-                        .iter()
-                        .map(|word| format!("'{word}'"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )),
-            };
-            let r = r.args(limits).args(attempt);
+            let r = r
+                .args(timed.split(' '))
+                .args(["sh", "-c", script.as_str(), BIN]);
             let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
             eventually(&format!("{way}, {shape}: the command is ready"), || {
                 ready.exists()

@@ -758,6 +758,26 @@ fn an_attempt_ignoring_the_signal_is_killed_after_the_grace() {
     }
 }
 
+/// A second request to stop, once the first was passed on, skips the rest of the grace: the
+/// attempt, which ignores the signal, is killed at once, not after its ten minutes.
+#[test]
+fn a_second_signal_skips_the_rest_of_the_grace() {
+    let r = retry();
+    let (got, ready) = (r.path("got"), r.path("ready"));
+    let script = format!(
+        "trap 'echo TERM >> {}' TERM; touch '{}'; while :; do sleep 0.01; done",
+        got.display(),
+        ready.display()
+    );
+    let r = r.args(["--kill-after", "10m", "-r", "0"]).args(sh(&script));
+    let mut child = Running(r.spawn());
+    eventually("the attempt is ready", || ready.exists());
+    send(&child.0, libc::SIGTERM);
+    wait_for_lines(&got, 1);
+    send(&child.0, libc::SIGTERM);
+    assert_eq!(shell_status(wait_bounded(&mut child.0)), 143);
+}
+
 #[test]
 fn fail_exit_does_not_replace_an_interruption() {
     let r = retry().args(["--fail-exit", "1", "--base", "1h", "false"]);
