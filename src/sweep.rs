@@ -76,8 +76,8 @@ pub(crate) struct Lineage<'a> {
     pub(crate) spared: &'a [libc::pid_t],
     /// Whether a process re-parented to `retry` is marked as the attempt's, or not marked.
     pub(crate) adopted: &'a dyn Fn(libc::pid_t) -> bool,
-    /// Whether a process runs this program (see `runs_this_program`): a `retry` nested in the
-    /// attempt, which passes a terminating signal on to its own attempt's group.
+    /// Whether a process is a `retry` nested in the attempt that passes the terminating signal
+    /// on to its own attempt's group (see `passes_on`).
     pub(crate) nested: &'a dyn Fn(libc::pid_t) -> bool,
 }
 
@@ -398,9 +398,32 @@ pub(crate) fn relayed_group(nested: &Entry, children: &[Entry]) -> Option<libc::
         .map(|child| child.group)
 }
 
-/// `relayed_group` of process `pid`, if it is a nested `retry`, as /proc shows it now.
-pub(crate) fn relayed_group_of(pid: libc::pid_t) -> Option<libc::pid_t> {
-    if !runs_this_program(pid) {
+/// Whether process `pid` is a nested `retry` that passes `signal` on to its attempt: the
+/// shutdown signals and SIGUSR1/2, but not one it keeps ignored as it was started with (SIGHUP
+/// under `nohup`), nor one that ends it at once (SIGALRM, ...).
+pub(crate) fn passes_on(pid: libc::pid_t, signal: i32) -> bool {
+    let passed = match signal {
+        libc::SIGTERM | libc::SIGINT | libc::SIGQUIT | libc::SIGUSR1 | libc::SIGUSR2 => true,
+        libc::SIGHUP => !ignores(pid, signal),
+        _ => false,
+    };
+    passed && runs_this_program(pid)
+}
+
+/// Whether process `pid` ignores `signal`, by its `SigIgn` in /proc/PID/status (unknown: no).
+fn ignores(pid: libc::pid_t, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
+/// `relayed_group` of process `pid`, if it is a nested `retry` that passes `signal` on, as
+/// /proc shows it now.
+pub(crate) fn relayed_group_of(pid: libc::pid_t, signal: i32) -> Option<libc::pid_t> {
+    if !passes_on(pid, signal) {
         return None;
     }
     let nested = entry_of(pid)?;
@@ -732,6 +755,8 @@ mod tests {
         sleep.kill().unwrap();
         sleep.wait().unwrap();
         assert!(!runs_this_program(i32::MAX), "no such process");
+        let own = std::process::id() as i32;
+        assert!(passes_on(own, libc::SIGTERM) && !passes_on(own, libc::SIGALRM));
     }
 
     /// A walk past its bound stops, and says it was cut short.

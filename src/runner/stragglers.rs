@@ -244,14 +244,14 @@ impl<'a> Stragglers<'a> {
             return self.look_in(cgroup, until, send);
         }
         let helpers = plumbing::helpers();
-        let attempt = self.attempt;
+        let (attempt, signal) = (self.attempt, self.signal);
         let lineage = sweep::Lineage {
             root: self.root,
             since,
             own: rustix::process::getpid().as_raw_nonzero().get(),
             spared: &helpers,
             adopted: &|pid| attempt.is_some_and(|attempt| sweep::adopted_by(pid, attempt)),
-            nested: &sweep::runs_this_program,
+            nested: &|pid| sweep::passes_on(pid, signal),
         };
         let mut settled = true;
         let mut ended = BTreeSet::new();
@@ -309,7 +309,7 @@ impl<'a> Stragglers<'a> {
         let relayed_groups: BTreeSet<libc::pid_t> = match ours {
             true => listed
                 .iter()
-                .filter_map(|&pid| sweep::relayed_group_of(pid))
+                .filter_map(|&pid| sweep::relayed_group_of(pid, self.signal))
                 .collect(),
             false => BTreeSet::new(),
         };
