@@ -23,7 +23,7 @@
 //! through another subreaper (a service manager), one of another user (`sudo`: signals are
 //! refused), and one that a nested `retry` left (it carries the inner run's numbers).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
@@ -37,6 +37,7 @@ pub(crate) struct Entry {
     pub(crate) pid: libc::pid_t,
     pub(crate) parent: libc::pid_t,
     pub(crate) group: libc::pid_t,
+    pub(crate) session: libc::pid_t,
     /// When it started, in clock ticks since boot.
     pub(crate) start: u64,
     /// Ended, not yet collected by its parent: a zombie whose threads have all ended (one
@@ -52,13 +53,14 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
     let close = line.iter().rposition(|&byte| byte == b')')?;
     let rest = std::str::from_utf8(&line[close + 1..]).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 20 (num_threads), 22 (starttime): index =
-    // field - 3.
+    // Fields 3 (state), 4 (ppid), 5 (pgrp), 6 (session), ... 20 (num_threads), 22
+    // (starttime): index = field - 3.
     let threads = fields.get(17)?.parse().ok()?;
     Some(Entry {
         pid,
         parent: fields.get(1)?.parse().ok()?,
         group: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
         zombie: *fields.first()? == "Z" && threads <= 1,
         threads,
@@ -122,6 +124,8 @@ trait Source {
     fn entry(&self, pid: libc::pid_t) -> Option<Entry>;
     /// The children of `pid` (which has `threads` threads); `None` when there is no list.
     fn children(&self, pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>>;
+    /// Its environment (NUL-separated `NAME=VALUE`s); empty where it cannot be read.
+    fn environ(&self, pid: libc::pid_t) -> Vec<u8>;
 }
 
 /// /proc, now.
@@ -135,20 +139,35 @@ impl Source for Proc {
     fn children(&self, pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>> {
         children_of(pid, threads)
     }
+
+    fn environ(&self, pid: libc::pid_t) -> Vec<u8> {
+        environ_of(pid)
+    }
 }
 
 /// A table of processes, whose children are found by their parent's number: every process of
-/// /proc where the kernel keeps no lists of children, and the tests' tables.
-struct Table(Vec<Entry>);
+/// /proc where the kernel keeps no lists of children (their environments read there), and the
+/// tests' tables (with the environments they give).
+struct Table {
+    entries: Vec<Entry>,
+    environs: Option<BTreeMap<libc::pid_t, Vec<u8>>>,
+}
 
 impl Source for Table {
     fn entry(&self, pid: libc::pid_t) -> Option<Entry> {
-        self.0.iter().find(|entry| entry.pid == pid).copied()
+        self.entries.iter().find(|entry| entry.pid == pid).copied()
+    }
+
+    fn environ(&self, pid: libc::pid_t) -> Vec<u8> {
+        match &self.environs {
+            Some(environs) => environs.get(&pid).cloned().unwrap_or_default(),
+            None => environ_of(pid),
+        }
     }
 
     fn children(&self, pid: libc::pid_t, _: u64) -> Option<Vec<libc::pid_t>> {
         Some(
-            self.0
+            self.entries
                 .iter()
                 .filter(|entry| entry.parent == pid)
                 .map(|entry| entry.pid)
@@ -159,25 +178,29 @@ impl Source for Table {
 
 /// Walks down from `retry` and hands `found` each process of the ended attempt (its root too,
 /// while it is there), as soon as it is read and before its children are: one that `found`
-/// kills forks no more while the walk goes on. With each, whether it is in the process group of
-/// a nested `retry`'s attempt (see `relayed_group`), whose to pass the terminating signal on to
-/// it is: sent it by both, it would hear it twice. A process re-parented to `retry` is the
-/// attempt's when it started since the attempt did, is not `earlier` and is `adopted`;
-/// anything below one of the attempt's is the attempt's. What it finds below an `earlier` one
-/// it adds to `earlier`: a leftover's child stays its attempt's once its parent has gone and it
-/// is re-parented to `retry`. Whether the walk was whole, not cut short at `until`.
+/// kills forks no more while the walk goes on. With each, whether it is a nested `retry`'s to
+/// signal (see `Relayed`): sent the terminating signal by both, it would hear it twice. A
+/// process re-parented to `retry` is the attempt's when it started since the attempt did, is
+/// not `earlier` and is `adopted`; anything below one of the attempt's is the attempt's. What
+/// it finds below an `earlier` one it adds to `earlier`: a leftover's child stays its
+/// attempt's once its parent has gone and it is re-parented to `retry`. Whether the walk was
+/// whole, not cut short at `until`.
 pub(crate) fn walk(
     lineage: &Lineage<'_>,
     earlier: &mut BTreeSet<Known>,
+    relayed: &mut Relayed,
     until: Option<Instant>,
     found: &mut dyn FnMut(&Entry, bool),
 ) -> bool {
     match Proc.children(lineage.own, 2) {
-        Some(children) => walk_in(&Proc, children, lineage, earlier, until, found),
+        Some(children) => walk_in(&Proc, children, lineage, earlier, relayed, until, found),
         None => {
-            let table = Table(every_process());
+            let table = Table {
+                entries: every_process(),
+                environs: None,
+            };
             let children = table.children(lineage.own, 2).unwrap_or_default();
-            walk_in(&table, children, lineage, earlier, until, found)
+            walk_in(&table, children, lineage, earlier, relayed, until, found)
         }
     }
 }
@@ -188,13 +211,12 @@ fn walk_in(
     children: Vec<libc::pid_t>,
     lineage: &Lineage<'_>,
     earlier: &mut BTreeSet<Known>,
+    relayed: &mut Relayed,
     until: Option<Instant>,
     found: &mut dyn FnMut(&Entry, bool),
 ) -> bool {
     let mut seen = BTreeSet::from([lineage.own]);
-    // The nested `retry`s' attempts' groups, each found before its members (below it).
-    let mut relayed = BTreeSet::new();
-    let mut to_visit: Vec<(libc::pid_t, Option<Kind>)> =
+    let mut to_visit: Vec<(libc::pid_t, Option<(Kind, Entry)>)> =
         children.into_iter().map(|pid| (pid, None)).collect();
     while let Some((pid, parent)) = to_visit.pop() {
         if until.is_some_and(|until| Instant::now() >= until) {
@@ -206,20 +228,28 @@ fn walk_in(
         let Some(entry) = source.entry(pid) else {
             continue;
         };
-        let kind = lineage.kind(&entry, parent, earlier);
+        let kind = lineage.kind(&entry, parent.map(|(kind, _)| kind), earlier);
         match kind {
-            Kind::Attempts => found(&entry, relayed.contains(&entry.group)),
+            Kind::Attempts => {
+                let parent = parent.map(|(_, parent)| parent);
+                found(&entry, relayed.judge(&entry, parent.as_ref(), source));
+            }
             Kind::Earlier => {
                 earlier.insert((entry.pid, entry.start));
             }
             Kind::Other => continue,
         }
         let children = source.children(pid, entry.threads).unwrap_or_default();
+        // A nested `retry` is noted before its attempt's processes, below it, are judged.
         if kind == Kind::Attempts && !children.is_empty() && (lineage.nested)(pid) {
             let entries: Vec<Entry> = children.iter().filter_map(|&c| source.entry(c)).collect();
-            relayed.extend(relayed_group(&entry, &entries));
+            relayed.note(&entry, &entries, source);
         }
-        to_visit.extend(children.into_iter().map(|child| (child, Some(kind))));
+        to_visit.extend(
+            children
+                .into_iter()
+                .map(|child| (child, Some((kind, entry)))),
+        );
     }
     true
 }
@@ -237,9 +267,16 @@ pub(crate) fn below(own: libc::pid_t, spared: &[libc::pid_t]) -> BTreeSet<Known>
         nested: &|_| false,
     };
     let mut below = BTreeSet::new();
-    walk(&lineage, &mut BTreeSet::new(), None, &mut |entry, _| {
-        below.insert((entry.pid, entry.start));
-    });
+    let mut relayed = Relayed::default();
+    walk(
+        &lineage,
+        &mut BTreeSet::new(),
+        &mut relayed,
+        None,
+        &mut |entry, _| {
+            below.insert((entry.pid, entry.start));
+        },
+    );
     below
 }
 
@@ -367,8 +404,20 @@ pub(crate) fn rounds_until(
 /// that cleared it (`env -i`), or one whose environment cannot be read (it made itself
 /// undumpable, as ssh-agent does).
 pub(crate) fn adopted_by(pid: libc::pid_t, attempt: u64) -> bool {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    marked_for(&environ, attempt)
+    marked_for(&environ_of(pid), attempt)
+}
+
+/// Process `pid`'s environment, as /proc/PID/environ gives it; empty where it cannot be read.
+fn environ_of(pid: libc::pid_t) -> Vec<u8> {
+    std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default()
+}
+
+/// The attempt number an environment's first `RETRY_ATTEMPT` gives, if any.
+fn attempt_number(environ: &[u8]) -> Option<u64> {
+    let mark = environ
+        .split(|&byte| byte == 0)
+        .find_map(|variable| variable.strip_prefix(b"RETRY_ATTEMPT="))?;
+    std::str::from_utf8(mark).ok()?.parse().ok()
 }
 
 /// Whether process `pid` runs this program, as a `retry` nested in an attempt does: its
@@ -385,17 +434,131 @@ pub(crate) fn runs_this_program(pid: libc::pid_t) -> bool {
     own.is_some_and(|own| file(&pid.to_string()) == Some(own))
 }
 
-/// The process group a nested `retry` (`nested`, with `children`) passes a terminating signal
-/// on to: its running attempt's (or hook's), the youngest group of its own that a child of it
-/// leads. Not its own group (under `--foreground` its attempt is there, and hears from
-/// whoever signals that group), nor an older child's: a job of the shell it was exec'd from,
-/// or what its earlier attempts left, which it never signals.
-pub(crate) fn relayed_group(nested: &Entry, children: &[Entry]) -> Option<libc::pid_t> {
+/// A nested `retry`'s (`nested`'s, with `children`) running attempt (or hook), the group a
+/// terminating signal is passed on to: the youngest child of it that leads a group of its own
+/// in its session. Not one in its own group (under `--foreground` its attempt is there, and
+/// hears from whoever signals that group), nor an older child (a job of the shell it was
+/// exec'd from, or what its earlier attempts left, which it never signals), nor a daemon its
+/// attempt started that left the session (`setsid`) and was re-parented to it.
+fn attempt_of<'e>(nested: &Entry, children: &'e [Entry]) -> Option<&'e Entry> {
     children
         .iter()
-        .filter(|child| child.pid == child.group && child.group != nested.group)
+        .filter(|child| {
+            child.pid == child.group
+                && child.group != nested.group
+                && child.session == nested.session
+        })
         .max_by_key(|child| (child.start, child.pid))
-        .map(|child| child.group)
+}
+
+/// What, below `retry`, nested `retry`s that pass the terminating signal on (see `passes_on`)
+/// signal themselves: each one's running attempt's group, what that attempt started, in the
+/// group or out of it, and what the nested one adopted since its attempt started, by the same
+/// marks as this one's sweep (`adopted_by`). Kept from look to look, from the first, before
+/// any signal is sent: once an attempt's shell has died of the signal and what it started is
+/// re-parented, or a process has left the group, /proc shows no more whose they are. Sent the
+/// terminating signal by both `retry`s, a command would hear it twice.
+#[derive(Default)]
+pub(crate) struct Relayed {
+    /// Each nested `retry` seen with a running attempt, and that attempt, as first seen.
+    attempts: BTreeMap<Known, NestedAttempt>,
+    /// The processes found to be theirs.
+    processes: BTreeSet<Known>,
+}
+
+/// A nested `retry`'s running attempt: its group, when it started, and its number (from its
+/// environment, if that can be read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NestedAttempt {
+    group: libc::pid_t,
+    since: u64,
+    number: Option<u64>,
+}
+
+impl Relayed {
+    /// Whether a nested `retry` signals `process` itself.
+    pub(crate) fn contains(&self, process: &Known) -> bool {
+        self.processes.contains(process)
+    }
+
+    /// Notes `nested`, with `children`, a `retry` that passes the terminating signal on, the
+    /// first time it is seen running an attempt.
+    fn note(&mut self, nested: &Entry, children: &[Entry], source: &dyn Source) {
+        let known = (nested.pid, nested.start);
+        if self.attempts.contains_key(&known) {
+            return;
+        }
+        if let Some(attempt) = attempt_of(nested, children) {
+            let number = attempt_number(&source.environ(attempt.pid));
+            let attempt = NestedAttempt {
+                group: attempt.group,
+                since: attempt.start,
+                number,
+            };
+            self.attempts.insert(known, attempt);
+        }
+    }
+
+    /// Whether `entry`, a child of `parent` (`None`: of this `retry`), is a nested `retry`'s
+    /// to signal: found so before, in the group of its attempt, below one that is, or adopted
+    /// by it since its attempt started.
+    fn judge(&mut self, entry: &Entry, parent: Option<&Entry>, source: &dyn Source) -> bool {
+        let known = (entry.pid, entry.start);
+        let adopted = |attempt: &NestedAttempt| {
+            entry.start >= attempt.since
+                && attempt
+                    .number
+                    .is_none_or(|number| marked_for(&source.environ(entry.pid), number))
+        };
+        let theirs = self.processes.contains(&known)
+            || self
+                .attempts
+                .values()
+                .any(|attempt| attempt.group == entry.group)
+            || parent.is_some_and(|parent| {
+                let parent = (parent.pid, parent.start);
+                self.processes.contains(&parent) || self.attempts.get(&parent).is_some_and(adopted)
+            });
+        if theirs {
+            self.processes.insert(known);
+        }
+        theirs
+    }
+
+    /// `note` and `judge` over `listed`, the processes of an attempt's cgroup as /proc shows
+    /// them now, of which those `passes_on(signal)` tells are nested `retry`s.
+    pub(crate) fn judge_listed(&mut self, listed: &[Entry], signal: i32) {
+        self.judge_in(listed, &|pid| passes_on(pid, signal), &Proc);
+    }
+
+    /// `judge_listed` in `source`: `listed` has no order, so each is judged again until none
+    /// more is found theirs.
+    fn judge_in(
+        &mut self,
+        listed: &[Entry],
+        nested: &dyn Fn(libc::pid_t) -> bool,
+        source: &dyn Source,
+    ) {
+        for nested in listed.iter().filter(|entry| nested(entry.pid)) {
+            let children: Vec<Entry> = source
+                .children(nested.pid, nested.threads)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|child| source.entry(child))
+                .collect();
+            self.note(nested, &children, source);
+        }
+        loop {
+            let before = self.processes.len();
+            for entry in listed {
+                let parent = listed.iter().find(|parent| parent.pid == entry.parent);
+                self.judge(entry, parent, source);
+            }
+            if self.processes.len() == before {
+                return;
+            }
+        }
+    }
 }
 
 /// Whether process `pid` is a nested `retry` that passes `signal` on to its attempt: the
@@ -418,20 +581,6 @@ fn ignores(pid: libc::pid_t, signal: i32) -> bool {
         .find_map(|line| line.strip_prefix("SigIgn:"))
         .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
         .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
-}
-
-/// `relayed_group` of process `pid`, if it is a nested `retry` that passes `signal` on, as
-/// /proc shows it now.
-pub(crate) fn relayed_group_of(pid: libc::pid_t, signal: i32) -> Option<libc::pid_t> {
-    if !passes_on(pid, signal) {
-        return None;
-    }
-    let nested = entry_of(pid)?;
-    let children: Vec<Entry> = children_of(pid, nested.threads)?
-        .into_iter()
-        .filter_map(entry_of)
-        .collect();
-    relayed_group(&nested, &children)
 }
 
 /// `adopted_by` for the environment `environ` (NUL-separated `NAME=VALUE`s, as
@@ -514,14 +663,42 @@ mod tests {
 
     use super::*;
 
+    /// A process of session 1.
     fn entry(pid: i32, parent: i32, group: i32, start: u64) -> Entry {
         Entry {
             pid,
             parent,
             group,
+            session: 1,
             start,
             zombie: false,
             threads: 1,
+        }
+    }
+
+    /// A process that leads a session of its own (`setsid`).
+    fn leader(pid: i32, parent: i32, start: u64) -> Entry {
+        Entry {
+            session: pid,
+            ..entry(pid, parent, pid, start)
+        }
+    }
+
+    /// `entries`, with the `RETRY_ATTEMPT` each of `marks` gives a process: no other
+    /// environment can be read.
+    fn table(entries: &[Entry], marks: &[(i32, u64)]) -> Table {
+        let environs = marks
+            .iter()
+            .map(|&(pid, number)| {
+                (
+                    pid,
+                    format!("HOME=/\0RETRY_ATTEMPT={number}\0").into_bytes(),
+                )
+            })
+            .collect();
+        Table {
+            entries: entries.to_vec(),
+            environs: Some(environs),
         }
     }
 
@@ -543,13 +720,14 @@ mod tests {
             nested: &|_| false,
         };
         let mut found = Vec::new();
-        let table = Table(table.to_vec());
+        let table = self::table(table, &[]);
         let children = table.children(100, 2).unwrap();
         let whole = walk_in(
             &table,
             children,
             &lineage,
             earlier,
+            &mut Relayed::default(),
             None,
             &mut |entry, _| {
                 found.push(entry.pid);
@@ -563,7 +741,11 @@ mod tests {
     #[test]
     fn a_stat_line_is_read_from_after_the_name() {
         let line = b"4242 (a) b) (c 1) S 7 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n";
-        assert_eq!(parse_stat(4242, line), Some(entry(4242, 7, 4242, 123_456)));
+        let read = Entry {
+            session: 4242,
+            ..entry(4242, 7, 4242, 123_456)
+        };
+        assert_eq!(parse_stat(4242, line), Some(read));
         let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n";
         assert!(parse_stat(9, zombie).unwrap().zombie);
         // A main thread ended by pthread_exit, two threads running on: alive.
@@ -660,87 +842,191 @@ mod tests {
         );
     }
 
-    /// The group a nested `retry` passes the signal on to is its running attempt's: the
-    /// youngest group of its own a child of it leads, not its own group (`--foreground`), nor
-    /// an older child's (a job of the shell it was exec'd from, an earlier attempt's daemon).
+    /// A nested `retry`'s running attempt is the youngest child of it that leads a group of its
+    /// own in its session: not one in its own group (`--foreground`), nor an older child (a
+    /// job of the shell it was exec'd from, an earlier attempt's daemon), nor a daemon its
+    /// attempt started that left the session and was re-parented to it.
     #[test]
-    fn a_nested_retry_passes_the_signal_on_to_its_running_attempts_group() {
+    fn a_nested_retrys_running_attempt_is_its_youngest_group_in_its_session() {
         let nested = entry(210, 200, 200, 51);
         let job = entry(211, 210, 211, 50);
         let daemon = entry(212, 210, 212, 52);
         let attempt = entry(213, 210, 213, 53);
         let helper = entry(214, 210, 200, 54);
+        let setsid_daemon = leader(218, 210, 70);
+        let attempt_of = |children: &[Entry]| attempt_of(&nested, children).map(|e| e.pid);
         assert_eq!(
-            relayed_group(&nested, &[job, daemon, attempt, helper]),
+            attempt_of(&[job, daemon, attempt, helper, setsid_daemon]),
             Some(213)
         );
-        assert_eq!(relayed_group(&nested, &[attempt, daemon]), Some(213));
+        assert_eq!(attempt_of(&[attempt, daemon]), Some(213));
         // Two started in one clock tick: the later number.
         let same_tick = entry(215, 210, 215, 53);
-        assert_eq!(relayed_group(&nested, &[same_tick, attempt]), Some(215));
+        assert_eq!(attempt_of(&[same_tick, attempt]), Some(215));
         // Under --foreground the attempt is in the nested retry's own group.
         let foreground = entry(216, 210, 200, 60);
-        assert_eq!(relayed_group(&nested, &[foreground]), None);
+        assert_eq!(attempt_of(&[foreground]), None);
         // A child that joined another's group leads none.
-        assert_eq!(relayed_group(&nested, &[entry(217, 210, 211, 61)]), None);
-        assert_eq!(relayed_group(&nested, &[]), None);
+        assert_eq!(attempt_of(&[entry(217, 210, 211, 61)]), None);
+        assert_eq!(attempt_of(&[setsid_daemon]), None);
+        assert_eq!(attempt_of(&[]), None);
     }
 
-    /// What is in a nested `retry`'s attempt's group is found as that one's to signal, whether
-    /// the `retry` is the attempt's root or a shell of the attempt runs it; nothing else is:
-    /// the nested `retry` itself, what left its attempt's group, what is beside it.
-    #[test]
-    fn what_is_in_a_nested_retrys_attempt_group_is_found_as_its_to_signal() {
-        let table = [
+    /// retry 100's attempt 200, a shell running a nested retry (210) whose attempt 2 runs.
+    fn nested_table() -> Vec<Entry> {
+        vec![
             entry(100, 1, 100, 10),
-            // The attempt: a shell, with a nested retry in its group, and a setsid'd child.
+            // The attempt: a shell, with a nested retry in its group, and a child leading a
+            // group of its own.
             entry(200, 100, 200, 50),
             entry(210, 200, 200, 51),
             entry(220, 200, 220, 52),
-            // The nested retry's attempt, a child in its group, and a setsid'd one.
+            // The nested retry's attempt 2, a child in its group, and a setsid'd one.
             entry(211, 210, 211, 53),
             entry(212, 211, 211, 54),
-            entry(213, 211, 213, 55),
+            leader(213, 211, 55),
+            // A daemon of its attempt 2's, re-parented to it; one its attempt 1 left, and
+            // that one's child, forked since and re-parented too.
+            leader(214, 210, 56),
+            leader(215, 210, 52),
+            entry(216, 210, 215, 57),
             // A job the shell started before it exec'd the nested retry.
             entry(209, 210, 209, 50),
-        ];
-        let walk = |nested: &dyn Fn(i32) -> bool| {
-            let lineage = Lineage {
-                root: 200,
-                since: 50,
-                own: 100,
-                spared: &[],
-                adopted: &|_| true,
-                nested,
-            };
-            let table = Table(table.to_vec());
-            let mut found = Vec::new();
-            let children = table.children(100, 2).unwrap();
-            let mut record = |entry: &Entry, relayed| found.push((entry.pid, relayed));
-            walk_in(
-                &table,
-                children,
-                &lineage,
-                &mut BTreeSet::new(),
-                None,
-                &mut record,
-            );
-            found.sort_unstable();
-            found
+        ]
+    }
+
+    /// The marks in `nested_table`: the nested retry's attempts' and their daemons'.
+    const NESTED_MARKS: [(i32, u64); 4] = [(211, 2), (214, 2), (215, 1), (216, 1)];
+
+    /// Walks `table` (see `nested_table`), telling the nested retrys by `nested`: what it finds,
+    /// each with whether a nested retry signals it itself.
+    fn walk_nested(
+        table: &Table,
+        nested: &dyn Fn(i32) -> bool,
+        relayed: &mut Relayed,
+    ) -> Vec<(i32, bool)> {
+        let lineage = Lineage {
+            root: 200,
+            since: 50,
+            own: 100,
+            spared: &[],
+            adopted: &|_| true,
+            nested,
         };
-        let expected = |relayed: &[i32]| -> Vec<(i32, bool)> {
-            [200, 209, 210, 211, 212, 213, 220]
-                .into_iter()
-                .map(|pid| (pid, relayed.contains(&pid)))
-                .collect()
-        };
-        assert_eq!(walk(&|pid| pid == 210), expected(&[211, 212]));
-        assert_eq!(walk(&|_| false), expected(&[]));
-        // The attempt's root is a retry too: its youngest group of its own is its attempt's.
+        let mut found = Vec::new();
+        let children = table.children(100, 2).unwrap();
+        let mut record = |entry: &Entry, relayed| found.push((entry.pid, relayed));
+        let whole = walk_in(
+            table,
+            children,
+            &lineage,
+            &mut BTreeSet::new(),
+            relayed,
+            None,
+            &mut record,
+        );
+        assert!(whole);
+        found.sort_unstable();
+        found
+    }
+
+    /// Each of `found`, with whether it is in `relayed`.
+    fn relayed_among(found: &[i32], relayed: &[i32]) -> Vec<(i32, bool)> {
+        found
+            .iter()
+            .map(|&pid| (pid, relayed.contains(&pid)))
+            .collect()
+    }
+
+    /// What a nested `retry` signals itself is found so: its running attempt's group, what
+    /// that attempt started out of the group, and what it adopted since, marked as its
+    /// attempt's or not marked; not the nested `retry` itself, nor what is beside it, nor what
+    /// its earlier attempt left, nor the job of the shell that exec'd it.
+    #[test]
+    fn what_a_nested_retry_signals_itself_is_found_as_its_own() {
+        let found = [200, 209, 210, 211, 212, 213, 214, 215, 216, 220];
+        let table = table(&nested_table(), &NESTED_MARKS);
+        let walk =
+            |nested: &dyn Fn(i32) -> bool| walk_nested(&table, nested, &mut Relayed::default());
+        let theirs = [211, 212, 213, 214];
+        assert_eq!(walk(&|pid| pid == 210), relayed_among(&found, &theirs));
+        assert_eq!(walk(&|_| false), relayed_among(&found, &[]));
+        // The attempt's root is a retry too: its attempt is the group 220 leads (the nested
+        // retry in its own group is no attempt of its).
         assert_eq!(
             walk(&|pid| pid == 200 || pid == 210),
-            expected(&[211, 212, 220])
+            relayed_among(&found, &[211, 212, 213, 214, 220])
         );
+        // Where its attempt's environment cannot be read, what it adopted since is its.
+        let unmarked = self::table(&nested_table(), &[]);
+        assert_eq!(
+            walk_nested(&unmarked, &|pid| pid == 210, &mut Relayed::default()),
+            relayed_among(&found, &[211, 212, 213, 214, 216])
+        );
+    }
+
+    /// What a nested `retry` was once found to signal stays its own, look after look: its
+    /// attempt's shell has died of the signal and what it started was re-parented to the
+    /// nested retry, a member has left the group, or the nested retry itself has gone.
+    #[test]
+    fn what_a_nested_retry_signals_stays_its_own_from_look_to_look() {
+        let mut relayed = Relayed::default();
+        let first = table(&nested_table(), &NESTED_MARKS);
+        walk_nested(&first, &|pid| pid == 210, &mut relayed);
+        let later = [
+            entry(100, 1, 100, 10),
+            entry(200, 100, 200, 50),
+            entry(210, 200, 200, 51),
+            // 211 died: 212 and 213 were re-parented to the nested retry, and 212 forked a
+            // child that left the group and the session.
+            entry(212, 210, 211, 54),
+            leader(213, 210, 55),
+            leader(230, 212, 80),
+            // What 214 forked in the group it leads; 215's child is still not its.
+            leader(214, 210, 56),
+            entry(231, 214, 214, 81),
+            entry(216, 210, 215, 57),
+        ];
+        let later = table(&later, &NESTED_MARKS);
+        assert_eq!(
+            walk_nested(&later, &|pid| pid == 210, &mut relayed),
+            relayed_among(
+                &[200, 210, 212, 213, 214, 216, 230, 231],
+                &[212, 213, 214, 230, 231]
+            )
+        );
+        // The nested retry has gone too: what it left is re-parented to retry.
+        let orphaned = [
+            entry(100, 1, 100, 10),
+            entry(212, 100, 211, 54),
+            leader(213, 100, 55),
+            leader(230, 212, 80),
+            entry(216, 100, 215, 57),
+        ];
+        let orphaned = table(&orphaned, &NESTED_MARKS);
+        assert_eq!(
+            walk_nested(&orphaned, &|_| false, &mut relayed),
+            relayed_among(&[212, 213, 216, 230], &[212, 213, 230])
+        );
+    }
+
+    /// In an attempt's cgroup, listed in no order (a child before its parent), what a nested
+    /// `retry` signals itself is found as in a walk.
+    #[test]
+    fn what_a_nested_retry_signals_is_found_in_a_list_in_any_order() {
+        let entries = nested_table();
+        let source = table(&entries, &NESTED_MARKS);
+        let mut listed: Vec<Entry> = entries[1..].to_vec();
+        listed.sort_by_key(|entry| std::cmp::Reverse(entry.start));
+        let mut relayed = Relayed::default();
+        relayed.judge_in(&listed, &|pid| pid == 210, &source);
+        let mut theirs: Vec<i32> = listed
+            .iter()
+            .filter(|entry| relayed.contains(&(entry.pid, entry.start)))
+            .map(|entry| entry.pid)
+            .collect();
+        theirs.sort_unstable();
+        assert_eq!(theirs, [211, 212, 213, 214]);
     }
 
     /// This process runs this program; a child running another (a `sleep`) does not.
@@ -762,7 +1048,7 @@ mod tests {
     /// A walk past its bound stops, and says it was cut short.
     #[test]
     fn a_walk_past_its_bound_is_cut_short() {
-        let table = Table(vec![entry(100, 1, 100, 10), entry(200, 100, 200, 50)]);
+        let table = table(&[entry(100, 1, 100, 10), entry(200, 100, 200, 50)], &[]);
         let lineage = Lineage {
             root: 200,
             since: 50,
@@ -779,6 +1065,7 @@ mod tests {
             children,
             &lineage,
             &mut BTreeSet::new(),
+            &mut Relayed::default(),
             past,
             &mut |_, _| found += 1
         ));

@@ -174,10 +174,9 @@ pub(super) struct Stragglers<'a> {
     living: Vec<sweep::Followed>,
     /// Those sent `signal` already.
     signalled: BTreeSet<sweep::Known>,
-    /// Those the last look that saw them found in a nested `retry`'s attempt's group: `signal`
-    /// is that one's to pass on (see `sweep::relayed_group`), SIGKILL at the end of the grace
-    /// still this one's.
-    relayed: BTreeSet<sweep::Known>,
+    /// Those a nested `retry` signals itself: `signal` is that one's to pass on (see
+    /// `sweep::Relayed`), SIGKILL at the end of the grace still this one's.
+    relayed: sweep::Relayed,
     /// The ended ones (not yet collected) the last look found, the child's group and the child
     /// too: their children were re-parented before the next look began.
     ended: BTreeSet<sweep::Known>,
@@ -222,7 +221,7 @@ impl<'a> Stragglers<'a> {
             signal,
             living: Vec::new(),
             signalled: BTreeSet::new(),
-            relayed: BTreeSet::new(),
+            relayed: sweep::Relayed::default(),
             ended: BTreeSet::new(),
             kill_at,
             killed: None,
@@ -255,17 +254,14 @@ impl<'a> Stragglers<'a> {
         };
         let mut settled = true;
         let mut ended = BTreeSet::new();
-        let (root, living, relayed) = (self.root, &mut self.living, &mut self.relayed);
+        let (root, living) = (self.root, &mut self.living);
         let whole = sweep::walk(
             &lineage,
             &mut self.earlier,
+            &mut self.relayed,
             until,
-            &mut |entry, below_nested| {
+            &mut |entry, _| {
                 let known = (entry.pid, entry.start);
-                match below_nested {
-                    true => relayed.insert(known),
-                    false => relayed.remove(&known),
-                };
                 if entry.zombie {
                     ended.insert(known);
                 } else if entry.group == root {
@@ -304,15 +300,15 @@ impl<'a> Stragglers<'a> {
         // Where /proc is another namespace's, its start cannot be read: the pidfd alone
         // follows it, and the cgroup's own list (in this namespace's numbers) says whose.
         let ours = sweep::proc_is_ours();
-        // A nested `retry` without a cgroup of its own has its attempt here: that attempt's
-        // group is the nested one's to pass the signal on to.
-        let relayed_groups: BTreeSet<libc::pid_t> = match ours {
-            true => listed
+        // A nested `retry` without a cgroup of its own has its attempt here: what it signals
+        // itself is found first.
+        if ours {
+            let entries: Vec<sweep::Entry> = listed
                 .iter()
-                .filter_map(|&pid| sweep::relayed_group_of(pid, self.signal))
-                .collect(),
-            false => BTreeSet::new(),
-        };
+                .filter_map(|&pid| sweep::entry_of(pid))
+                .collect();
+            self.relayed.judge_listed(&entries, self.signal);
+        }
         for pid in listed {
             if until.is_some_and(|until| Instant::now() >= until) {
                 return false;
@@ -331,10 +327,6 @@ impl<'a> Stragglers<'a> {
                     None => continue,
                 },
                 false => 0,
-            };
-            match relayed_groups.contains(&group) {
-                true => self.relayed.insert((pid, start)),
-                false => self.relayed.remove(&(pid, start)),
             };
             if self
                 .living

@@ -821,11 +821,13 @@ fn verbose_says_which_way_the_sweep_takes() {
 
 /// A `retry` nested in an attempt passes the terminating signal on to its own attempt, which
 /// hears it once, as from the outer one alone, and keeps its whole grace: the outer `retry`
-/// sends it to nothing in a nested one's attempt's group (the nested one would take a copy
-/// from both for a second request, "no more grace", and its command would hear it twice), and
-/// a nested `retry` takes a copy from one above it for no second request. What a nested
-/// `retry` does not pass it on to (a process that left its `--foreground` attempt's group, a
-/// job of the shell that exec'd it) hears it from the outer one. Whichever way the sweep takes.
+/// sends it to nothing a nested one signals itself (its attempt's group, what that attempt
+/// started out of the group, what is left of the group once its shell has died of the signal):
+/// the nested one would take a copy from both for a second request, "no more grace", and its
+/// command would hear it twice; and a nested `retry` takes a copy from one above it for no
+/// second request. What a nested `retry` does not pass it on to (a process that left its
+/// `--foreground` attempt's group, a job of the shell that exec'd it) hears it from the outer
+/// one. Whichever way the sweep takes.
 #[test]
 fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
     if std::process::Command::new("python3")
@@ -878,6 +880,18 @@ while True:
             format!(
                 "exec \"$0\" --foreground {untimed} sh -c 'setsid {command_line} & trap \"\" TERM; wait'"
             ),
+        ),
+        (
+            "a command a nested retry's attempt started out of its group",
+            format!("exec \"$0\" {untimed} sh -c 'setsid {command_line} & trap \"\" TERM; wait'"),
+        ),
+        (
+            "a nested retry's attempt whose shell the signal ends",
+            format!("exec \"$0\" {untimed} sh -c '{command_line} & wait'"),
+        ),
+        (
+            "a nested retry's attempt that left a daemon",
+            format!("exec \"$0\" {untimed} sh -c '(setsid sleep 1000 &); exec {command_line}'"),
         ),
         (
             "a job of the shell that exec'd a retry",
