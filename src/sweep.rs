@@ -501,11 +501,14 @@ impl Relayed {
 
     /// Whether `entry`, a child of `parent` (`None`: of this `retry`), is a nested `retry`'s
     /// to signal: found so before, in the group of its attempt, below one that is, or adopted
-    /// by it since its attempt started.
+    /// by it since its attempt started. Since, by a later clock tick: what the nested `retry`
+    /// held before its attempt started (a job of the shell that exec'd it, which may carry
+    /// the same `RETRY_ATTEMPT`) it never signals, and may have started in the attempt's tick;
+    /// a daemon of the attempt's that did too is sent the signal by both.
     fn judge(&mut self, entry: &Entry, parent: Option<&Entry>, source: &dyn Source) -> bool {
         let known = (entry.pid, entry.start);
         let adopted = |attempt: &NestedAttempt| {
-            entry.start >= attempt.since
+            entry.start > attempt.since
                 && attempt
                     .number
                     .is_none_or(|number| marked_for(&source.environ(entry.pid), number))
@@ -890,13 +893,15 @@ mod tests {
             leader(214, 210, 56),
             leader(215, 210, 52),
             entry(216, 210, 215, 57),
-            // A job the shell started before it exec'd the nested retry.
+            // Jobs the shell started before it exec'd the nested retry, one of them in the
+            // tick its attempt started, carrying the same number (the outer retry's attempt 2).
             entry(209, 210, 209, 50),
+            leader(208, 210, 53),
         ]
     }
 
     /// The marks in `nested_table`: the nested retry's attempts' and their daemons'.
-    const NESTED_MARKS: [(i32, u64); 4] = [(211, 2), (214, 2), (215, 1), (216, 1)];
+    const NESTED_MARKS: [(i32, u64); 5] = [(211, 2), (214, 2), (215, 1), (216, 1), (208, 2)];
 
     /// Walks `table` (see `nested_table`), telling the nested retrys by `nested`: what it finds,
     /// each with whether a nested retry signals it itself.
@@ -944,7 +949,7 @@ mod tests {
     /// its earlier attempt left, nor the job of the shell that exec'd it.
     #[test]
     fn what_a_nested_retry_signals_itself_is_found_as_its_own() {
-        let found = [200, 209, 210, 211, 212, 213, 214, 215, 216, 220];
+        let found = [200, 208, 209, 210, 211, 212, 213, 214, 215, 216, 220];
         let table = table(&nested_table(), &NESTED_MARKS);
         let walk =
             |nested: &dyn Fn(i32) -> bool| walk_nested(&table, nested, &mut Relayed::default());

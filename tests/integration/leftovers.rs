@@ -819,6 +819,34 @@ fn verbose_says_which_way_the_sweep_takes() {
     }
 }
 
+/// A command (`command.py HEARD READY SIGNAL`) that says each time it hears SIGNAL (its name
+/// without `SIG`) in file HEARD, once READY is made; the first time, it cleans up for half a
+/// second (time enough for a second signal to come, and to cut it), then exits 0.
+const HEARS_A_SIGNAL: &str = "import os, signal, sys, time
+heard = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+name = sys.argv[3]
+begun = []
+def on_signal(*_):
+    os.write(heard, name.encode() + b'\\n')
+    if not begun:
+        begun.append(True)
+        time.sleep(0.5)
+        os.write(heard, b'cleanup done\\n')
+        os._exit(0)
+signal.signal(getattr(signal, 'SIG' + name), on_signal)
+open(sys.argv[2], 'w').close()
+while True:
+    signal.pause()
+";
+
+/// Whether python3 runs here.
+fn has_python() -> bool {
+    std::process::Command::new("python3")
+        .arg("-c1")
+        .status()
+        .is_ok()
+}
+
 /// A `retry` nested in an attempt passes the terminating signal on to its own attempt, which
 /// hears it once, as from the outer one alone, and keeps its whole grace: the outer `retry`
 /// sends it to nothing a nested one signals itself (its attempt's group, what that attempt
@@ -830,33 +858,13 @@ fn verbose_says_which_way_the_sweep_takes() {
 /// one. Whichever way the sweep takes.
 #[test]
 fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
-    if std::process::Command::new("python3")
-        .arg("-c1")
-        .status()
-        .is_err()
-    {
+    if !has_python() {
         return missing("python3", "a nested retry's command hearing a signal once");
     }
-    // Its cleanup takes half a second: time enough for a second signal to come, and to cut it.
-    let command = "import os, signal, sys, time
-heard = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-begun = []
-def on_term(*_):
-    os.write(heard, b'TERM\\n')
-    if not begun:
-        begun.append(True)
-        time.sleep(0.5)
-        os.write(heard, b'cleanup done\\n')
-        os._exit(0)
-signal.signal(signal.SIGTERM, on_term)
-open(sys.argv[2], 'w').close()
-while True:
-    signal.pause()
-";
     // `$0` is retry; timed, for a cgroup of each attempt's where there are cgroups.
     let timed = "--timeout 60s --kill-after 20s -r 0 --";
     let untimed = "--kill-after 20s -r 0 --";
-    let command_line = "python3 command.py heard ready";
+    let command_line = "python3 command.py heard ready TERM";
     let until_done = "until grep -qs 'cleanup done' heard; do sleep 0.01; done";
     let shapes = [
         (
@@ -904,7 +912,7 @@ while True:
     for (way, env) in WAYS {
         for (shape, script) in &shapes {
             let r = retry();
-            r.write("command.py", command);
+            r.write("command.py", HEARS_A_SIGNAL);
             let (heard, ready) = (r.path("heard"), r.path("ready"));
             let r = r
                 .args(timed.split(' '))
@@ -928,6 +936,38 @@ while True:
                 "{way}, {shape}"
             );
         }
+    }
+}
+
+/// A nested `retry` that keeps SIGHUP ignored (started under `nohup`) passes none on: the
+/// outer one's SIGHUP reaches its command, once, and its cleanup runs. Whichever way the sweep
+/// takes.
+#[test]
+fn a_nested_retry_under_nohup_leaves_sighup_to_the_outer_one() {
+    if !has_python() {
+        return missing("python3", "a nested retry under nohup");
+    }
+    // `$0` is retry; timed, for a cgroup of each attempt's where there are cgroups.
+    let script = "exec nohup \"$0\" --kill-after 20s -r 0 -- python3 command.py heard ready HUP";
+    for (way, env) in WAYS {
+        let r = retry();
+        r.write("command.py", HEARS_A_SIGNAL);
+        let (heard, ready) = (r.path("heard"), r.path("ready"));
+        let r = r
+            .args(["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"])
+            .args(["sh", "-c", script, BIN]);
+        let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
+        eventually(&format!("{way}: the command is ready"), || ready.exists());
+        send(&child.0, libc::SIGHUP);
+        assert_eq!(shell_status(wait_bounded(&mut child.0)), 129, "{way}");
+        assert_eq!(
+            fs::read_to_string(&heard)
+                .unwrap()
+                .lines()
+                .collect::<Vec<_>>(),
+            ["HUP", "cleanup done"],
+            "{way}"
+        );
     }
 }
 
