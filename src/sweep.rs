@@ -37,7 +37,6 @@ pub(crate) struct Entry {
     pub(crate) pid: libc::pid_t,
     pub(crate) parent: libc::pid_t,
     pub(crate) group: libc::pid_t,
-    pub(crate) session: libc::pid_t,
     /// When it started, in clock ticks since boot.
     pub(crate) start: u64,
     /// Ended, not yet collected by its parent: a zombie whose threads have all ended (one
@@ -53,14 +52,13 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
     let close = line.iter().rposition(|&byte| byte == b')')?;
     let rest = std::str::from_utf8(&line[close + 1..]).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // Fields 3 (state), 4 (ppid), 5 (pgrp), 6 (session), ... 20 (num_threads), 22
-    // (starttime): index = field - 3.
+    // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 20 (num_threads), 22 (starttime): index =
+    // field - 3.
     let threads = fields.get(17)?.parse().ok()?;
     Some(Entry {
         pid,
         parent: fields.get(1)?.parse().ok()?,
         group: fields.get(2)?.parse().ok()?,
-        session: fields.get(3)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
         zombie: *fields.first()? == "Z" && threads <= 1,
         threads,
@@ -126,6 +124,8 @@ trait Source {
     fn children(&self, pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>>;
     /// Its environment (NUL-separated `NAME=VALUE`s); empty where it cannot be read.
     fn environ(&self, pid: libc::pid_t) -> Vec<u8>;
+    /// The processes it holds pidfds for (see `supervised_by`).
+    fn supervised(&self, pid: libc::pid_t) -> Vec<libc::pid_t>;
 }
 
 /// /proc, now.
@@ -143,14 +143,25 @@ impl Source for Proc {
     fn environ(&self, pid: libc::pid_t) -> Vec<u8> {
         environ_of(pid)
     }
+
+    fn supervised(&self, pid: libc::pid_t) -> Vec<libc::pid_t> {
+        supervised_by(pid)
+    }
 }
 
 /// A table of processes, whose children are found by their parent's number: every process of
-/// /proc where the kernel keeps no lists of children (their environments read there), and the
-/// tests' tables (with the environments they give).
+/// /proc where the kernel keeps no lists of children (the rest read there too), and the tests'
+/// tables (with the rest they give).
 struct Table {
     entries: Vec<Entry>,
-    environs: Option<BTreeMap<libc::pid_t, Vec<u8>>>,
+    given: Option<Given>,
+}
+
+/// What a test's table gives of its processes besides their entries.
+#[derive(Default)]
+struct Given {
+    environs: BTreeMap<libc::pid_t, Vec<u8>>,
+    supervised: BTreeMap<libc::pid_t, Vec<libc::pid_t>>,
 }
 
 impl Source for Table {
@@ -159,9 +170,16 @@ impl Source for Table {
     }
 
     fn environ(&self, pid: libc::pid_t) -> Vec<u8> {
-        match &self.environs {
-            Some(environs) => environs.get(&pid).cloned().unwrap_or_default(),
+        match &self.given {
+            Some(given) => given.environs.get(&pid).cloned().unwrap_or_default(),
             None => environ_of(pid),
+        }
+    }
+
+    fn supervised(&self, pid: libc::pid_t) -> Vec<libc::pid_t> {
+        match &self.given {
+            Some(given) => given.supervised.get(&pid).cloned().unwrap_or_default(),
+            None => supervised_by(pid),
         }
     }
 
@@ -197,7 +215,7 @@ pub(crate) fn walk(
         None => {
             let table = Table {
                 entries: every_process(),
-                environs: None,
+                given: None,
             };
             let children = table.children(lineage.own, 2).unwrap_or_default();
             walk_in(&table, children, lineage, earlier, relayed, until, found)
@@ -434,21 +452,41 @@ pub(crate) fn runs_this_program(pid: libc::pid_t) -> bool {
     own.is_some_and(|own| file(&pid.to_string()) == Some(own))
 }
 
-/// A nested `retry`'s (`nested`'s, with `children`) running attempt (or hook), the group a
-/// terminating signal is passed on to: the youngest child of it that leads a group of its own
-/// in its session. Not one in its own group (under `--foreground` its attempt is there, and
-/// hears from whoever signals that group), nor an older child (a job of the shell it was
-/// exec'd from, or what its earlier attempts left, which it never signals), nor a daemon its
-/// attempt started that left the session (`setsid`) and was re-parented to it.
-fn attempt_of<'e>(nested: &Entry, children: &'e [Entry]) -> Option<&'e Entry> {
+/// A nested `retry`'s (`nested`'s, with `children`) running attempt (or hook), whose group a
+/// terminating signal is passed on to: the child it holds a pidfd for (`supervised`, see
+/// `supervised_by`) that leads a group of its own. Not one in its own group (under
+/// `--foreground` its attempt is there, and hears from whoever signals that group). None
+/// between two attempts.
+fn attempt_of<'e>(
+    nested: &Entry,
+    children: &'e [Entry],
+    supervised: &[libc::pid_t],
+) -> Option<&'e Entry> {
     children
         .iter()
         .filter(|child| {
-            child.pid == child.group
+            supervised.contains(&child.pid)
+                && child.pid == child.group
                 && child.group != nested.group
-                && child.session == nested.session
         })
         .max_by_key(|child| (child.start, child.pid))
+}
+
+/// The processes `pid` holds pidfds for, by their numbers in /proc/PID/fdinfo: for a nested
+/// `retry`, the attempt or hook it supervises (it holds one for just that, see `supervise`),
+/// and, once it is ending that, what it follows of its leftovers, which it signals itself too.
+fn supervised_by(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return Vec::new();
+    };
+    descriptors
+        .flatten()
+        .filter_map(|descriptor| {
+            let info = std::fs::read_to_string(descriptor.path()).ok()?;
+            let pid = info.lines().find_map(|line| line.strip_prefix("Pid:"))?;
+            pid.trim().parse().ok()
+        })
+        .collect()
 }
 
 /// What, below `retry`, nested `retry`s that pass the terminating signal on (see `passes_on`)
@@ -488,7 +526,8 @@ impl Relayed {
         if self.attempts.contains_key(&known) {
             return;
         }
-        if let Some(attempt) = attempt_of(nested, children) {
+        let supervised = source.supervised(nested.pid);
+        if let Some(attempt) = attempt_of(nested, children, &supervised) {
             let number = attempt_number(&source.environ(attempt.pid));
             let attempt = NestedAttempt {
                 group: attempt.group,
@@ -666,42 +705,36 @@ mod tests {
 
     use super::*;
 
-    /// A process of session 1.
     fn entry(pid: i32, parent: i32, group: i32, start: u64) -> Entry {
         Entry {
             pid,
             parent,
             group,
-            session: 1,
             start,
             zombie: false,
             threads: 1,
         }
     }
 
-    /// A process that leads a session of its own (`setsid`).
+    /// A process that leads a group of its own.
     fn leader(pid: i32, parent: i32, start: u64) -> Entry {
-        Entry {
-            session: pid,
-            ..entry(pid, parent, pid, start)
-        }
+        entry(pid, parent, pid, start)
     }
 
-    /// `entries`, with the `RETRY_ATTEMPT` each of `marks` gives a process: no other
-    /// environment can be read.
-    fn table(entries: &[Entry], marks: &[(i32, u64)]) -> Table {
-        let environs = marks
-            .iter()
-            .map(|&(pid, number)| {
-                (
-                    pid,
-                    format!("HOME=/\0RETRY_ATTEMPT={number}\0").into_bytes(),
-                )
-            })
-            .collect();
+    /// `entries`, with the `RETRY_ATTEMPT` each of `marks` gives a process (no other
+    /// environment can be read), and the processes each of `supervised` holds pidfds for.
+    fn table(entries: &[Entry], marks: &[(i32, u64)], supervised: &[(i32, i32)]) -> Table {
+        let mut given = Given::default();
+        for &(pid, number) in marks {
+            let environ = format!("HOME=/\0RETRY_ATTEMPT={number}\0");
+            given.environs.insert(pid, environ.into_bytes());
+        }
+        for &(pid, child) in supervised {
+            given.supervised.entry(pid).or_default().push(child);
+        }
         Table {
             entries: entries.to_vec(),
-            environs: Some(environs),
+            given: Some(given),
         }
     }
 
@@ -723,7 +756,7 @@ mod tests {
             nested: &|_| false,
         };
         let mut found = Vec::new();
-        let table = self::table(table, &[]);
+        let table = self::table(table, &[], &[]);
         let children = table.children(100, 2).unwrap();
         let whole = walk_in(
             &table,
@@ -744,11 +777,7 @@ mod tests {
     #[test]
     fn a_stat_line_is_read_from_after_the_name() {
         let line = b"4242 (a) b) (c 1) S 7 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n";
-        let read = Entry {
-            session: 4242,
-            ..entry(4242, 7, 4242, 123_456)
-        };
-        assert_eq!(parse_stat(4242, line), Some(read));
+        assert_eq!(parse_stat(4242, line), Some(entry(4242, 7, 4242, 123_456)));
         let zombie = b"9 (sh) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n";
         assert!(parse_stat(9, zombie).unwrap().zombie);
         // A main thread ended by pthread_exit, two threads running on: alive.
@@ -845,34 +874,32 @@ mod tests {
         );
     }
 
-    /// A nested `retry`'s running attempt is the youngest child of it that leads a group of its
-    /// own in its session: not one in its own group (`--foreground`), nor an older child (a
-    /// job of the shell it was exec'd from, an earlier attempt's daemon), nor a daemon its
-    /// attempt started that left the session and was re-parented to it.
+    /// A nested `retry`'s running attempt is the child it holds a pidfd for that leads a group
+    /// of its own: not an older or a younger one that leads one (a job of the shell it was
+    /// exec'd from, an earlier attempt's daemon, a daemon of this attempt's re-parented to
+    /// it), nor one in its own group (`--foreground`); none between two attempts.
     #[test]
-    fn a_nested_retrys_running_attempt_is_its_youngest_group_in_its_session() {
+    fn a_nested_retrys_running_attempt_is_the_child_it_holds_a_pidfd_for() {
         let nested = entry(210, 200, 200, 51);
-        let job = entry(211, 210, 211, 50);
-        let daemon = entry(212, 210, 212, 52);
-        let attempt = entry(213, 210, 213, 53);
+        let job = leader(211, 210, 50);
+        let daemon = leader(212, 210, 52);
+        let attempt = leader(213, 210, 53);
         let helper = entry(214, 210, 200, 54);
-        let setsid_daemon = leader(218, 210, 70);
-        let attempt_of = |children: &[Entry]| attempt_of(&nested, children).map(|e| e.pid);
-        assert_eq!(
-            attempt_of(&[job, daemon, attempt, helper, setsid_daemon]),
-            Some(213)
-        );
-        assert_eq!(attempt_of(&[attempt, daemon]), Some(213));
-        // Two started in one clock tick: the later number.
-        let same_tick = entry(215, 210, 215, 53);
-        assert_eq!(attempt_of(&[same_tick, attempt]), Some(215));
+        let younger_daemon = leader(218, 210, 70);
+        let children = [job, daemon, attempt, helper, younger_daemon];
+        let attempt_of = |children: &[Entry], supervised: &[i32]| {
+            attempt_of(&nested, children, supervised).map(|e| e.pid)
+        };
+        assert_eq!(attempt_of(&children, &[213]), Some(213));
+        // It follows its leftovers once it ends its attempt: they are its to signal too.
+        assert_eq!(attempt_of(&children, &[218, 213, 9999]), Some(218));
+        assert_eq!(attempt_of(&children, &[]), None, "between two attempts");
+        assert_eq!(attempt_of(&children, &[214]), None, "in its own group");
         // Under --foreground the attempt is in the nested retry's own group.
         let foreground = entry(216, 210, 200, 60);
-        assert_eq!(attempt_of(&[foreground]), None);
+        assert_eq!(attempt_of(&[foreground], &[216]), None);
         // A child that joined another's group leads none.
-        assert_eq!(attempt_of(&[entry(217, 210, 211, 61)]), None);
-        assert_eq!(attempt_of(&[setsid_daemon]), None);
-        assert_eq!(attempt_of(&[]), None);
+        assert_eq!(attempt_of(&[entry(217, 210, 211, 61)], &[217]), None);
     }
 
     /// retry 100's attempt 200, a shell running a nested retry (210) whose attempt 2 runs.
@@ -889,10 +916,12 @@ mod tests {
             entry(212, 211, 211, 54),
             leader(213, 211, 55),
             // A daemon of its attempt 2's, re-parented to it; one its attempt 1 left, and
-            // that one's child, forked since and re-parented too.
+            // that one's child, forked since and re-parented too; a younger one of attempt
+            // 1's, leading a group of its own.
             leader(214, 210, 56),
             leader(215, 210, 52),
             entry(216, 210, 215, 57),
+            leader(217, 210, 58),
             // Jobs the shell started before it exec'd the nested retry, one of them in the
             // tick its attempt started, carrying the same number (the outer retry's attempt 2).
             entry(209, 210, 209, 50),
@@ -901,7 +930,11 @@ mod tests {
     }
 
     /// The marks in `nested_table`: the nested retry's attempts' and their daemons'.
-    const NESTED_MARKS: [(i32, u64); 5] = [(211, 2), (214, 2), (215, 1), (216, 1), (208, 2)];
+    const NESTED_MARKS: [(i32, u64); 6] =
+        [(211, 2), (214, 2), (215, 1), (216, 1), (217, 1), (208, 2)];
+
+    /// What each retry in `nested_table` holds a pidfd for: its attempt.
+    const NESTED_SUPERVISED: [(i32, i32); 2] = [(210, 211), (200, 220)];
 
     /// Walks `table` (see `nested_table`), telling the nested retrys by `nested`: what it finds,
     /// each with whether a nested retry signals it itself.
@@ -949,8 +982,8 @@ mod tests {
     /// its earlier attempt left, nor the job of the shell that exec'd it.
     #[test]
     fn what_a_nested_retry_signals_itself_is_found_as_its_own() {
-        let found = [200, 208, 209, 210, 211, 212, 213, 214, 215, 216, 220];
-        let table = table(&nested_table(), &NESTED_MARKS);
+        let found = [200, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 220];
+        let table = table(&nested_table(), &NESTED_MARKS, &NESTED_SUPERVISED);
         let walk =
             |nested: &dyn Fn(i32) -> bool| walk_nested(&table, nested, &mut Relayed::default());
         let theirs = [211, 212, 213, 214];
@@ -963,10 +996,16 @@ mod tests {
             relayed_among(&found, &[211, 212, 213, 214, 220])
         );
         // Where its attempt's environment cannot be read, what it adopted since is its.
-        let unmarked = self::table(&nested_table(), &[]);
+        let unmarked = self::table(&nested_table(), &[], &NESTED_SUPERVISED);
         assert_eq!(
             walk_nested(&unmarked, &|pid| pid == 210, &mut Relayed::default()),
-            relayed_among(&found, &[211, 212, 213, 214, 216])
+            relayed_among(&found, &[211, 212, 213, 214, 216, 217])
+        );
+        // Between two attempts, it holds none: nothing is its.
+        let between = self::table(&nested_table(), &NESTED_MARKS, &[]);
+        assert_eq!(
+            walk_nested(&between, &|pid| pid == 210, &mut Relayed::default()),
+            relayed_among(&found, &[])
         );
     }
 
@@ -976,7 +1015,7 @@ mod tests {
     #[test]
     fn what_a_nested_retry_signals_stays_its_own_from_look_to_look() {
         let mut relayed = Relayed::default();
-        let first = table(&nested_table(), &NESTED_MARKS);
+        let first = table(&nested_table(), &NESTED_MARKS, &NESTED_SUPERVISED);
         walk_nested(&first, &|pid| pid == 210, &mut relayed);
         let later = [
             entry(100, 1, 100, 10),
@@ -992,7 +1031,7 @@ mod tests {
             entry(231, 214, 214, 81),
             entry(216, 210, 215, 57),
         ];
-        let later = table(&later, &NESTED_MARKS);
+        let later = table(&later, &NESTED_MARKS, &[]);
         assert_eq!(
             walk_nested(&later, &|pid| pid == 210, &mut relayed),
             relayed_among(
@@ -1008,7 +1047,7 @@ mod tests {
             leader(230, 212, 80),
             entry(216, 100, 215, 57),
         ];
-        let orphaned = table(&orphaned, &NESTED_MARKS);
+        let orphaned = table(&orphaned, &NESTED_MARKS, &[]);
         assert_eq!(
             walk_nested(&orphaned, &|_| false, &mut relayed),
             relayed_among(&[212, 213, 216, 230], &[212, 213, 230])
@@ -1020,7 +1059,7 @@ mod tests {
     #[test]
     fn what_a_nested_retry_signals_is_found_in_a_list_in_any_order() {
         let entries = nested_table();
-        let source = table(&entries, &NESTED_MARKS);
+        let source = table(&entries, &NESTED_MARKS, &NESTED_SUPERVISED);
         let mut listed: Vec<Entry> = entries[1..].to_vec();
         listed.sort_by_key(|entry| std::cmp::Reverse(entry.start));
         let mut relayed = Relayed::default();
@@ -1050,10 +1089,34 @@ mod tests {
         assert!(passes_on(own, libc::SIGTERM) && !passes_on(own, libc::SIGALRM));
     }
 
+    /// What a process holds pidfds for is read in its fdinfo: this one, for a child.
+    #[test]
+    fn what_a_process_holds_pidfds_for_is_read_in_its_fdinfo() {
+        let own = std::process::id() as i32;
+        let mut sleep = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let child = sleep.id() as i32;
+        assert!(!supervised_by(own).contains(&child));
+        let pid = Pid::from_raw(child).unwrap();
+        let pidfd = pidfd_open(pid, PidfdFlags::empty()).unwrap();
+        assert!(supervised_by(own).contains(&child));
+        drop(pidfd);
+        assert!(!supervised_by(own).contains(&child));
+        sleep.kill().unwrap();
+        sleep.wait().unwrap();
+        assert!(supervised_by(i32::MAX).is_empty(), "no such process");
+    }
+
     /// A walk past its bound stops, and says it was cut short.
     #[test]
     fn a_walk_past_its_bound_is_cut_short() {
-        let table = table(&[entry(100, 1, 100, 10), entry(200, 100, 200, 50)], &[]);
+        let table = table(
+            &[entry(100, 1, 100, 10), entry(200, 100, 200, 50)],
+            &[],
+            &[],
+        );
         let lineage = Lineage {
             root: 200,
             since: 50,

@@ -112,6 +112,13 @@ impl Supervisor<'_> {
         notify: &mut dyn FnMut(SupervisionNotice),
         lookout: Lookout<'_>,
     ) -> Supervised {
+        // Held while the child is supervised, so that a `retry` above this one knows which of
+        // this one's children it is (see `sweep::supervised_by`): what this one signals
+        // itself, that one does not. Without one, it signals them too.
+        let _shown = rustix::process::pidfd_open(
+            rustix::process::Pid::from_child(child),
+            rustix::process::PidfdFlags::empty(),
+        );
         let mut supervision = Supervision {
             child,
             target,

@@ -839,6 +839,19 @@ while True:
     signal.pause()
 ";
 
+/// A daemon (`daemon.py [COMMAND...]`, by default `sleep 1000`) that forks twice and leads a
+/// group of its own in the session it was started in (setpgid, not setsid); its parent exits,
+/// so it is re-parented to the nearest subreaper.
+const DAEMON_IN_ITS_OWN_GROUP: &str = "import os, sys
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.setpgid(0, 0)
+        command = sys.argv[1:] or ['sleep', '1000']
+        os.execvp(command[0], command)
+    os._exit(0)
+os.wait()
+";
+
 /// Whether python3 runs here.
 fn has_python() -> bool {
     std::process::Command::new("python3")
@@ -898,8 +911,8 @@ fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
             format!("exec \"$0\" {untimed} sh -c '{command_line} & wait'"),
         ),
         (
-            "a nested retry's attempt that left a daemon",
-            format!("exec \"$0\" {untimed} sh -c '(setsid sleep 1000 &); exec {command_line}'"),
+            "a nested retry's attempt that double-forked a daemon into a group of its own",
+            format!("exec \"$0\" {untimed} sh -c 'python3 daemon.py; exec {command_line}'"),
         ),
         (
             "a job of the shell that exec'd a retry",
@@ -913,6 +926,7 @@ fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
         for (shape, script) in &shapes {
             let r = retry();
             r.write("command.py", HEARS_A_SIGNAL);
+            r.write("daemon.py", DAEMON_IN_ITS_OWN_GROUP);
             let (heard, ready) = (r.path("heard"), r.path("ready"));
             let r = r
                 .args(timed.split(' '))
@@ -968,6 +982,53 @@ fn a_nested_retry_under_nohup_leaves_sighup_to_the_outer_one() {
             ["HUP", "cleanup done"],
             "{way}"
         );
+    }
+}
+
+/// A worker that a nested `retry`'s earlier attempt's leftover starts while its next attempt
+/// runs, in a group of its own, re-parented to the nested `retry`, is no attempt of that one's
+/// (it never signals it): the outer one sends it the signal, at once, and the running
+/// attempt's command hears it once. Whichever way the sweep takes.
+#[test]
+fn a_worker_an_earlier_nested_attempt_left_hears_the_signal_from_the_outer_retry() {
+    if !has_python() {
+        return missing("python3", "an earlier nested attempt's worker");
+    }
+    // Attempt 1 leaves a process in its group that, once attempt 2's command is ready,
+    // starts the worker (with attempt 1's RETRY_ATTEMPT); attempt 2 is the command.
+    let attempts = "if [ \"$RETRY_ATTEMPT\" = 1 ]; then
+           (until [ -e ready ]; do sleep 0.01; done
+            exec python3 daemon.py python3 command.py worker worker-ready TERM) &
+           exit 1
+         fi
+         exec python3 command.py heard ready TERM";
+    let script = format!("exec \"$0\" -r 1 --delays 0 --kill-after 20s -- sh -c '{attempts}'");
+    for (way, env) in WAYS {
+        let r = retry();
+        r.write("command.py", HEARS_A_SIGNAL);
+        r.write("daemon.py", DAEMON_IN_ITS_OWN_GROUP);
+        let (heard, worker) = (r.path("heard"), r.path("worker"));
+        let worker_ready = r.path("worker-ready");
+        let r = r
+            .args(["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"])
+            .args(["sh", "-c", script.as_str(), BIN]);
+        let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
+        eventually(&format!("{way}: the worker is ready"), || {
+            worker_ready.exists()
+        });
+        send(&child.0, libc::SIGTERM);
+        // Sent no SIGTERM, the worker would hold retry until the grace's end, past the bound.
+        assert_eq!(shell_status(wait_bounded(&mut child.0)), 143, "{way}");
+        for (who, file) in [("the command", &heard), ("the worker", &worker)] {
+            assert_eq!(
+                fs::read_to_string(file)
+                    .unwrap()
+                    .lines()
+                    .collect::<Vec<_>>(),
+                ["TERM", "cleanup done"],
+                "{way}: {who}"
+            );
+        }
     }
 }
 
