@@ -124,8 +124,8 @@ trait Source {
     fn children(&self, pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>>;
     /// Its environment (NUL-separated `NAME=VALUE`s); empty where it cannot be read.
     fn environ(&self, pid: libc::pid_t) -> Vec<u8>;
-    /// The processes it holds pidfds for (see `supervised_by`).
-    fn supervised(&self, pid: libc::pid_t) -> Vec<libc::pid_t>;
+    /// The child it says it supervises, if it is a `retry` (see `supervised_by`).
+    fn supervised(&self, pid: libc::pid_t) -> Option<Supervising>;
 }
 
 /// /proc, now.
@@ -144,7 +144,7 @@ impl Source for Proc {
         environ_of(pid)
     }
 
-    fn supervised(&self, pid: libc::pid_t) -> Vec<libc::pid_t> {
+    fn supervised(&self, pid: libc::pid_t) -> Option<Supervising> {
         supervised_by(pid)
     }
 }
@@ -161,7 +161,7 @@ struct Table {
 #[derive(Default)]
 struct Given {
     environs: BTreeMap<libc::pid_t, Vec<u8>>,
-    supervised: BTreeMap<libc::pid_t, Vec<libc::pid_t>>,
+    supervised: BTreeMap<libc::pid_t, Supervising>,
 }
 
 impl Source for Table {
@@ -176,9 +176,9 @@ impl Source for Table {
         }
     }
 
-    fn supervised(&self, pid: libc::pid_t) -> Vec<libc::pid_t> {
+    fn supervised(&self, pid: libc::pid_t) -> Option<Supervising> {
         match &self.given {
-            Some(given) => given.supervised.get(&pid).cloned().unwrap_or_default(),
+            Some(given) => given.supervised.get(&pid).copied(),
             None => supervised_by(pid),
         }
     }
@@ -453,40 +453,74 @@ pub(crate) fn runs_this_program(pid: libc::pid_t) -> bool {
 }
 
 /// A nested `retry`'s (`nested`'s, with `children`) running attempt (or hook), whose group a
-/// terminating signal is passed on to: the child it holds a pidfd for (`supervised`, see
-/// `supervised_by`) that leads a group of its own. Not one in its own group (under
+/// terminating signal is passed on to: the child it says it supervises (`supervising`, see
+/// `supervised_by`), where that leads a group of its own. Not one in its own group (under
 /// `--foreground` its attempt is there, and hears from whoever signals that group). None
 /// between two attempts.
 fn attempt_of<'e>(
     nested: &Entry,
     children: &'e [Entry],
-    supervised: &[libc::pid_t],
+    supervising: Option<Supervising>,
 ) -> Option<&'e Entry> {
-    children
-        .iter()
-        .filter(|child| {
-            supervised.contains(&child.pid)
-                && child.pid == child.group
-                && child.group != nested.group
-        })
-        .max_by_key(|child| (child.start, child.pid))
+    let supervising = supervising?;
+    children.iter().find(|child| {
+        child.pid == supervising.pid && child.pid == child.group && child.group != nested.group
+    })
 }
 
-/// The processes `pid` holds pidfds for, by their numbers in /proc/PID/fdinfo: for a nested
-/// `retry`, the attempt or hook it supervises (it holds one for just that, see `supervise`),
-/// and, once it is ending that, what it follows of its leftovers, which it signals itself too.
-fn supervised_by(pid: libc::pid_t) -> Vec<libc::pid_t> {
-    let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return Vec::new();
+/// The child a `retry` supervises, as it says it in the name of a memfd it holds meanwhile
+/// (`supervision_name`): an attempt or a hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Supervising {
+    pub(crate) pid: libc::pid_t,
+    pub(crate) attempt: bool,
+}
+
+/// The name of the memfd a `retry` holds while it supervises `supervising`: a `retry` above it
+/// reads it (`supervised_by`) to know which of its children that is, and what it signals
+/// itself. A name no other program gives (`ls -l /proc/PID/fd` shows it as
+/// `/memfd:retry-attempt-PID (deleted)`).
+pub(crate) fn supervision_name(supervising: Supervising) -> String {
+    let kind = if supervising.attempt {
+        "attempt"
+    } else {
+        "hook"
     };
+    format!("retry-{kind}-{}", supervising.pid)
+}
+
+/// How many of a process's descriptors are looked at for the memfd `supervision_name` names:
+/// made while `retry` holds only its own few, it takes one of the lowest numbers free; a
+/// `retry` started with thousands open is not read through, which would delay the signal.
+const SUPERVISION_SCANNED: usize = 64;
+
+/// The child process `pid` supervises, if it is a `retry` that says so (see
+/// `supervision_name`), read in its /proc/PID/fd, lowest numbers first.
+fn supervised_by(pid: libc::pid_t) -> Option<Supervising> {
+    let descriptors = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     descriptors
         .flatten()
-        .filter_map(|descriptor| {
-            let info = std::fs::read_to_string(descriptor.path()).ok()?;
-            let pid = info.lines().find_map(|line| line.strip_prefix("Pid:"))?;
-            pid.trim().parse().ok()
+        .take(SUPERVISION_SCANNED)
+        .find_map(|descriptor| {
+            let link = std::fs::read_link(descriptor.path()).ok()?;
+            supervision_of(link.to_str()?)
         })
-        .collect()
+}
+
+/// The child a descriptor's link text (`/memfd:NAME (deleted)`) names, if NAME is a
+/// `supervision_name`.
+fn supervision_of(link: &str) -> Option<Supervising> {
+    let name = link
+        .strip_prefix("/memfd:retry-")?
+        .strip_suffix(" (deleted)")?;
+    let (kind, pid) = name.split_once('-')?;
+    let attempt = match kind {
+        "attempt" => true,
+        "hook" => false,
+        _ => return None,
+    };
+    let pid = pid.parse().ok().filter(|&pid: &libc::pid_t| pid > 0)?;
+    Some(Supervising { pid, attempt })
 }
 
 /// What, below `retry`, nested `retry`s that pass the terminating signal on (see `passes_on`)
@@ -504,13 +538,25 @@ pub(crate) struct Relayed {
     processes: BTreeSet<Known>,
 }
 
-/// A nested `retry`'s running attempt: its group, when it started, and its number (from its
-/// environment, if that can be read).
+/// A nested `retry`'s running attempt (or hook): its group, when it started, and what it adopts
+/// of what is re-parented to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct NestedAttempt {
     group: libc::pid_t,
     since: u64,
-    number: Option<u64>,
+    adopts: Adopts,
+}
+
+/// What a nested `retry` takes for its running child's of what is re-parented to it since that
+/// child started, by the same rule as this one's sweep (`adopted_by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Adopts {
+    /// Marked with this attempt's number, or not marked.
+    Marked(u64),
+    /// Everything: the attempt's environment cannot be read, so neither can its number.
+    All,
+    /// Nothing: a hook is swept by parentage only.
+    Nothing,
 }
 
 impl Relayed {
@@ -526,13 +572,17 @@ impl Relayed {
         if self.attempts.contains_key(&known) {
             return;
         }
-        let supervised = source.supervised(nested.pid);
-        if let Some(attempt) = attempt_of(nested, children, &supervised) {
-            let number = attempt_number(&source.environ(attempt.pid));
+        let supervising = source.supervised(nested.pid);
+        if let Some(attempt) = attempt_of(nested, children, supervising) {
+            let adopts = match attempt_number(&source.environ(attempt.pid)) {
+                _ if supervising.is_some_and(|supervising| !supervising.attempt) => Adopts::Nothing,
+                Some(number) => Adopts::Marked(number),
+                None => Adopts::All,
+            };
             let attempt = NestedAttempt {
                 group: attempt.group,
                 since: attempt.start,
-                number,
+                adopts,
             };
             self.attempts.insert(known, attempt);
         }
@@ -548,9 +598,11 @@ impl Relayed {
         let known = (entry.pid, entry.start);
         let adopted = |attempt: &NestedAttempt| {
             entry.start > attempt.since
-                && attempt
-                    .number
-                    .is_none_or(|number| marked_for(&source.environ(entry.pid), number))
+                && match attempt.adopts {
+                    Adopts::Marked(number) => marked_for(&source.environ(entry.pid), number),
+                    Adopts::All => true,
+                    Adopts::Nothing => false,
+                }
         };
         let theirs = self.processes.contains(&known)
             || self
@@ -722,15 +774,20 @@ mod tests {
     }
 
     /// `entries`, with the `RETRY_ATTEMPT` each of `marks` gives a process (no other
-    /// environment can be read), and the processes each of `supervised` holds pidfds for.
-    fn table(entries: &[Entry], marks: &[(i32, u64)], supervised: &[(i32, i32)]) -> Table {
+    /// environment can be read), and the child each of `supervised` says it supervises, an
+    /// attempt or not (a hook).
+    fn table(entries: &[Entry], marks: &[(i32, u64)], supervised: &[(i32, i32, bool)]) -> Table {
         let mut given = Given::default();
         for &(pid, number) in marks {
             let environ = format!("HOME=/\0RETRY_ATTEMPT={number}\0");
             given.environs.insert(pid, environ.into_bytes());
         }
-        for &(pid, child) in supervised {
-            given.supervised.entry(pid).or_default().push(child);
+        for &(pid, child, attempt) in supervised {
+            let supervising = Supervising {
+                pid: child,
+                attempt,
+            };
+            given.supervised.insert(pid, supervising);
         }
         Table {
             entries: entries.to_vec(),
@@ -874,12 +931,13 @@ mod tests {
         );
     }
 
-    /// A nested `retry`'s running attempt is the child it holds a pidfd for that leads a group
-    /// of its own: not an older or a younger one that leads one (a job of the shell it was
-    /// exec'd from, an earlier attempt's daemon, a daemon of this attempt's re-parented to
-    /// it), nor one in its own group (`--foreground`); none between two attempts.
+    /// A nested `retry`'s running attempt is the child it says it supervises, where that
+    /// leads a group of its own: not an older or a younger one that leads one (a job of the
+    /// shell it was exec'd from, an earlier attempt's daemon, a daemon of this attempt's
+    /// re-parented to it), nor one in its own group (`--foreground`); none between two
+    /// attempts.
     #[test]
-    fn a_nested_retrys_running_attempt_is_the_child_it_holds_a_pidfd_for() {
+    fn a_nested_retrys_running_attempt_is_the_child_it_says_it_supervises() {
         let nested = entry(210, 200, 200, 51);
         let job = leader(211, 210, 50);
         let daemon = leader(212, 210, 52);
@@ -887,19 +945,95 @@ mod tests {
         let helper = entry(214, 210, 200, 54);
         let younger_daemon = leader(218, 210, 70);
         let children = [job, daemon, attempt, helper, younger_daemon];
-        let attempt_of = |children: &[Entry], supervised: &[i32]| {
-            attempt_of(&nested, children, supervised).map(|e| e.pid)
+        let attempt_of = |children: &[Entry], pid: Option<i32>| {
+            let supervising = pid.map(|pid| Supervising { pid, attempt: true });
+            attempt_of(&nested, children, supervising).map(|e| e.pid)
         };
-        assert_eq!(attempt_of(&children, &[213]), Some(213));
-        // It follows its leftovers once it ends its attempt: they are its to signal too.
-        assert_eq!(attempt_of(&children, &[218, 213, 9999]), Some(218));
-        assert_eq!(attempt_of(&children, &[]), None, "between two attempts");
-        assert_eq!(attempt_of(&children, &[214]), None, "in its own group");
+        assert_eq!(attempt_of(&children, Some(213)), Some(213));
+        assert_eq!(attempt_of(&children, None), None, "between two attempts");
+        assert_eq!(attempt_of(&children, Some(214)), None, "in its own group");
+        assert_eq!(attempt_of(&children, Some(9999)), None, "not its child");
         // Under --foreground the attempt is in the nested retry's own group.
         let foreground = entry(216, 210, 200, 60);
-        assert_eq!(attempt_of(&[foreground], &[216]), None);
+        assert_eq!(attempt_of(&[foreground], Some(216)), None);
         // A child that joined another's group leads none.
-        assert_eq!(attempt_of(&[entry(217, 210, 211, 61)], &[217]), None);
+        assert_eq!(attempt_of(&[entry(217, 210, 211, 61)], Some(217)), None);
+    }
+
+    /// The memfd a `retry` holds while it supervises a child names that child, and nothing
+    /// else reads as such a name.
+    #[test]
+    fn a_supervised_child_is_read_from_the_memfds_name() {
+        for supervising in [
+            Supervising {
+                pid: 4242,
+                attempt: true,
+            },
+            Supervising {
+                pid: 7,
+                attempt: false,
+            },
+        ] {
+            let link = format!("/memfd:{} (deleted)", supervision_name(supervising));
+            assert_eq!(supervision_of(&link), Some(supervising));
+        }
+        for link in [
+            "/memfd:retry-attempt-12",
+            "/memfd:retry-daemon-12 (deleted)",
+            "/memfd:retry-attempt-0 (deleted)",
+            "/memfd:retry-attempt--3 (deleted)",
+            "/memfd:retry-attempt-x (deleted)",
+            "/memfd:other-attempt-12 (deleted)",
+            "/tmp/retry-attempt-12 (deleted)",
+            "anon_inode:[pidfd]",
+            "pipe:[123]",
+        ] {
+            assert_eq!(supervision_of(link), None, "{link}");
+        }
+    }
+
+    /// What a process says it supervises is read in its descriptors, among the lowest numbers
+    /// only: one past them is not looked for.
+    #[test]
+    fn what_a_process_supervises_is_read_in_its_lowest_descriptors() {
+        use std::io::BufRead;
+        // A child process, so that what the other tests of this process hold is not in the way.
+        let script = "import os, sys
+name = sys.argv[1]
+held = [os.open('/dev/null', os.O_RDONLY) for _ in range(int(sys.argv[2]))]
+fd = os.memfd_create(name)
+print(fd, flush=True)
+sys.stdin.read()";
+        let name = supervision_name(Supervising {
+            pid: 4242,
+            attempt: true,
+        });
+        for (held, found) in [(0, true), (SUPERVISION_SCANNED + 10, false)] {
+            let Ok(mut child) = std::process::Command::new("python3")
+                .args(["-c", script, &name, &held.to_string()])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+            else {
+                return; // No python3 here.
+            };
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let expected = Supervising {
+                pid: 4242,
+                attempt: true,
+            };
+            assert_eq!(
+                supervised_by(child.id() as i32),
+                found.then_some(expected),
+                "{held} held first"
+            );
+            drop(child.stdin.take());
+            child.wait().unwrap();
+        }
+        assert_eq!(supervised_by(i32::MAX), None, "no such process");
     }
 
     /// retry 100's attempt 200, a shell running a nested retry (210) whose attempt 2 runs.
@@ -933,8 +1067,8 @@ mod tests {
     const NESTED_MARKS: [(i32, u64); 6] =
         [(211, 2), (214, 2), (215, 1), (216, 1), (217, 1), (208, 2)];
 
-    /// What each retry in `nested_table` holds a pidfd for: its attempt.
-    const NESTED_SUPERVISED: [(i32, i32); 2] = [(210, 211), (200, 220)];
+    /// What each retry in `nested_table` says it supervises: its attempt.
+    const NESTED_SUPERVISED: [(i32, i32, bool); 2] = [(210, 211, true), (200, 220, true)];
 
     /// Walks `table` (see `nested_table`), telling the nested retrys by `nested`: what it finds,
     /// each with whether a nested retry signals it itself.
@@ -1001,7 +1135,14 @@ mod tests {
             walk_nested(&unmarked, &|pid| pid == 210, &mut Relayed::default()),
             relayed_among(&found, &[211, 212, 213, 214, 216, 217])
         );
-        // Between two attempts, it holds none: nothing is its.
+        // Running a hook, it takes nothing re-parented to it for the hook's: only its group
+        // and what is below that.
+        let hook = self::table(&nested_table(), &NESTED_MARKS, &[(210, 211, false)]);
+        assert_eq!(
+            walk_nested(&hook, &|pid| pid == 210, &mut Relayed::default()),
+            relayed_among(&found, &[211, 212, 213])
+        );
+        // Between two attempts, it says it supervises none: nothing is its.
         let between = self::table(&nested_table(), &NESTED_MARKS, &[]);
         assert_eq!(
             walk_nested(&between, &|pid| pid == 210, &mut Relayed::default()),
@@ -1087,26 +1228,6 @@ mod tests {
         assert!(!runs_this_program(i32::MAX), "no such process");
         let own = std::process::id() as i32;
         assert!(passes_on(own, libc::SIGTERM) && !passes_on(own, libc::SIGALRM));
-    }
-
-    /// What a process holds pidfds for is read in its fdinfo: this one, for a child.
-    #[test]
-    fn what_a_process_holds_pidfds_for_is_read_in_its_fdinfo() {
-        let own = std::process::id() as i32;
-        let mut sleep = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let child = sleep.id() as i32;
-        assert!(!supervised_by(own).contains(&child));
-        let pid = Pid::from_raw(child).unwrap();
-        let pidfd = pidfd_open(pid, PidfdFlags::empty()).unwrap();
-        assert!(supervised_by(own).contains(&child));
-        drop(pidfd);
-        assert!(!supervised_by(own).contains(&child));
-        sleep.kill().unwrap();
-        sleep.wait().unwrap();
-        assert!(supervised_by(i32::MAX).is_empty(), "no such process");
     }
 
     /// A walk past its bound stops, and says it was cut short.

@@ -17,6 +17,7 @@ use crate::plumbing;
 use crate::reaper::{reap, reap_orphans};
 use crate::signals::{Events, Signal};
 use crate::stdio::Stream;
+use crate::sweep;
 
 /// How the run's children are waited for and ended: where the signals to `retry` come from,
 /// where the attempt's go, the terminating signal and the grace before SIGKILL.
@@ -113,11 +114,15 @@ impl Supervisor<'_> {
         lookout: Lookout<'_>,
     ) -> Supervised {
         // Held while the child is supervised, so that a `retry` above this one knows which of
-        // this one's children it is (see `sweep::supervised_by`): what this one signals
-        // itself, that one does not. Without one, it signals them too.
-        let _shown = rustix::process::pidfd_open(
-            rustix::process::Pid::from_child(child),
-            rustix::process::PidfdFlags::empty(),
+        // this one's children it is (see `sweep::supervision_name`): what this one signals
+        // itself, that one does not. Without it, that one signals them too.
+        let supervising = sweep::Supervising {
+            pid: child.id() as libc::pid_t,
+            attempt: matches!(lookout.supervisee, Supervisee::Attempt(_)),
+        };
+        let _said = rustix::fs::memfd_create(
+            sweep::supervision_name(supervising),
+            rustix::fs::MemfdFlags::CLOEXEC,
         );
         let mut supervision = Supervision {
             child,

@@ -1032,6 +1032,41 @@ fn a_worker_an_earlier_nested_attempt_left_hears_the_signal_from_the_outer_retry
     }
 }
 
+/// A daemon that a nested `retry`'s hook starts, in a group of its own, re-parented to the
+/// nested `retry`, is no hook's to that one (a hook is swept by parentage only): the outer one
+/// sends it the signal, at once. Whichever way the sweep takes.
+#[test]
+fn a_daemon_a_nested_retrys_hook_started_hears_the_signal_from_the_outer_retry() {
+    if !has_python() {
+        return missing("python3", "a nested retry's hook's daemon");
+    }
+    let hook = "python3 daemon.py python3 command.py daemon ready TERM; exec sleep 1000";
+    let script =
+        format!("exec \"$0\" -r 1 --delays 0 --kill-after 20s --on-retry '{hook}' -- false");
+    for (way, env) in WAYS {
+        let r = retry();
+        r.write("command.py", HEARS_A_SIGNAL);
+        r.write("daemon.py", DAEMON_IN_ITS_OWN_GROUP);
+        let (daemon, ready) = (r.path("daemon"), r.path("ready"));
+        let r = r
+            .args(["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"])
+            .args(["sh", "-c", script.as_str(), BIN]);
+        let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
+        eventually(&format!("{way}: the daemon is ready"), || ready.exists());
+        send(&child.0, libc::SIGTERM);
+        // Sent no SIGTERM, the daemon would hold retry until the grace's end, past the bound.
+        assert_eq!(shell_status(wait_bounded(&mut child.0)), 143, "{way}");
+        assert_eq!(
+            fs::read_to_string(&daemon)
+                .unwrap()
+                .lines()
+                .collect::<Vec<_>>(),
+            ["TERM", "cleanup done"],
+            "{way}"
+        );
+    }
+}
+
 /// Two thousand descendants that each left the attempt's group (`setsid`) are all ended with
 /// it when a signal ends `retry`, whichever way the sweep takes: none is missed, and `retry`
 /// waits for them.
