@@ -922,34 +922,8 @@ fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
             ),
         ),
     ];
-    for (way, env) in WAYS {
-        for (shape, script) in &shapes {
-            let r = retry();
-            r.write("command.py", HEARS_A_SIGNAL);
-            r.write("daemon.py", DAEMON_IN_ITS_OWN_GROUP);
-            let (heard, ready) = (r.path("heard"), r.path("ready"));
-            let r = r
-                .args(timed.split(' '))
-                .args(["sh", "-c", script.as_str(), BIN]);
-            let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
-            eventually(&format!("{way}, {shape}: the command is ready"), || {
-                ready.exists()
-            });
-            send(&child.0, libc::SIGTERM);
-            assert_eq!(
-                shell_status(wait_bounded(&mut child.0)),
-                143,
-                "{way}, {shape}"
-            );
-            assert_eq!(
-                fs::read_to_string(&heard)
-                    .unwrap()
-                    .lines()
-                    .collect::<Vec<_>>(),
-                ["TERM", "cleanup done"],
-                "{way}, {shape}"
-            );
-        }
+    for (shape, script) in &shapes {
+        each_hears_it_once(shape, script, "ready", (libc::SIGTERM, "TERM"), &["heard"]);
     }
 }
 
@@ -961,28 +935,8 @@ fn a_nested_retry_under_nohup_leaves_sighup_to_the_outer_one() {
     if !has_python() {
         return missing("python3", "a nested retry under nohup");
     }
-    // `$0` is retry; timed, for a cgroup of each attempt's where there are cgroups.
     let script = "exec nohup \"$0\" --kill-after 20s -r 0 -- python3 command.py heard ready HUP";
-    for (way, env) in WAYS {
-        let r = retry();
-        r.write("command.py", HEARS_A_SIGNAL);
-        let (heard, ready) = (r.path("heard"), r.path("ready"));
-        let r = r
-            .args(["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"])
-            .args(["sh", "-c", script, BIN]);
-        let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
-        eventually(&format!("{way}: the command is ready"), || ready.exists());
-        send(&child.0, libc::SIGHUP);
-        assert_eq!(shell_status(wait_bounded(&mut child.0)), 129, "{way}");
-        assert_eq!(
-            fs::read_to_string(&heard)
-                .unwrap()
-                .lines()
-                .collect::<Vec<_>>(),
-            ["HUP", "cleanup done"],
-            "{way}"
-        );
-    }
+    each_hears_it_once("nohup", script, "ready", (libc::SIGHUP, "HUP"), &["heard"]);
 }
 
 /// A worker that a nested `retry`'s earlier attempt's leftover starts while its next attempt
@@ -1003,33 +957,14 @@ fn a_worker_an_earlier_nested_attempt_left_hears_the_signal_from_the_outer_retry
          fi
          exec python3 command.py heard ready TERM";
     let script = format!("exec \"$0\" -r 1 --delays 0 --kill-after 20s -- sh -c '{attempts}'");
-    for (way, env) in WAYS {
-        let r = retry();
-        r.write("command.py", HEARS_A_SIGNAL);
-        r.write("daemon.py", DAEMON_IN_ITS_OWN_GROUP);
-        let (heard, worker) = (r.path("heard"), r.path("worker"));
-        let worker_ready = r.path("worker-ready");
-        let r = r
-            .args(["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"])
-            .args(["sh", "-c", script.as_str(), BIN]);
-        let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
-        eventually(&format!("{way}: the worker is ready"), || {
-            worker_ready.exists()
-        });
-        send(&child.0, libc::SIGTERM);
-        // Sent no SIGTERM, the worker would hold retry until the grace's end, past the bound.
-        assert_eq!(shell_status(wait_bounded(&mut child.0)), 143, "{way}");
-        for (who, file) in [("the command", &heard), ("the worker", &worker)] {
-            assert_eq!(
-                fs::read_to_string(file)
-                    .unwrap()
-                    .lines()
-                    .collect::<Vec<_>>(),
-                ["TERM", "cleanup done"],
-                "{way}: {who}"
-            );
-        }
-    }
+    // Sent no SIGTERM, the worker would hold retry until the grace's end, past the bound.
+    each_hears_it_once(
+        "a worker",
+        &script,
+        "worker-ready",
+        (libc::SIGTERM, "TERM"),
+        &["heard", "worker"],
+    );
 }
 
 /// A daemon that a nested `retry`'s hook starts, in a group of its own, re-parented to the
@@ -1043,27 +978,52 @@ fn a_daemon_a_nested_retrys_hook_started_hears_the_signal_from_the_outer_retry()
     let hook = "python3 daemon.py python3 command.py daemon ready TERM; exec sleep 1000";
     let script =
         format!("exec \"$0\" -r 1 --delays 0 --kill-after 20s --on-retry '{hook}' -- false");
+    // Sent no SIGTERM, the daemon would hold retry until the grace's end, past the bound.
+    each_hears_it_once(
+        "a hook",
+        &script,
+        "ready",
+        (libc::SIGTERM, "TERM"),
+        &["daemon"],
+    );
+}
+
+/// Runs `retry --timeout 60s --kill-after 20s -r 0 -- sh -c SCRIPT retry` (timed, for a cgroup
+/// of each attempt's where there are cgroups) beside `command.py` and `daemon.py`, each way of
+/// the sweep; once the file `ready` is made, sends it `signal` (with its name, as `command.py`
+/// takes it): `retry` ends by it, and the command of each of `heard` heard it once and cleaned
+/// up. `shape` names the case in what a failure says.
+fn each_hears_it_once(shape: &str, script: &str, ready: &str, signal: (i32, &str), heard: &[&str]) {
+    let (signal, name) = signal;
     for (way, env) in WAYS {
         let r = retry();
         r.write("command.py", HEARS_A_SIGNAL);
         r.write("daemon.py", DAEMON_IN_ITS_OWN_GROUP);
-        let (daemon, ready) = (r.path("daemon"), r.path("ready"));
+        let ready = r.path(ready);
+        let heard: Vec<_> = heard.iter().map(|file| (*file, r.path(file))).collect();
         let r = r
             .args(["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"])
-            .args(["sh", "-c", script.as_str(), BIN]);
+            .args(["sh", "-c", script, BIN]);
         let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
-        eventually(&format!("{way}: the daemon is ready"), || ready.exists());
-        send(&child.0, libc::SIGTERM);
-        // Sent no SIGTERM, the daemon would hold retry until the grace's end, past the bound.
-        assert_eq!(shell_status(wait_bounded(&mut child.0)), 143, "{way}");
+        eventually(&format!("{way}: {} is made", ready.display()), || {
+            ready.exists()
+        });
+        send(&child.0, signal);
         assert_eq!(
-            fs::read_to_string(&daemon)
-                .unwrap()
-                .lines()
-                .collect::<Vec<_>>(),
-            ["TERM", "cleanup done"],
+            shell_status(wait_bounded(&mut child.0)),
+            128 + signal,
             "{way}"
         );
+        for (file, path) in heard {
+            assert_eq!(
+                fs::read_to_string(path)
+                    .unwrap()
+                    .lines()
+                    .collect::<Vec<_>>(),
+                [name, "cleanup done"],
+                "{way}, {shape}: {file}"
+            );
+        }
     }
 }
 
