@@ -495,7 +495,9 @@ pub(crate) fn supervision_name(supervising: Supervising) -> String {
 const SUPERVISION_SCANNED: usize = 64;
 
 /// The child process `pid` supervises, if it is a `retry` that says so (see
-/// `supervision_name`), read in its /proc/PID/fd, lowest numbers first.
+/// `supervision_name`), read in its /proc/PID/fd, lowest numbers first. Only a memfd closed on
+/// exec is its own: one it was handed across its exec (by whatever exec'd it, under any name)
+/// is not.
 fn supervised_by(pid: libc::pid_t) -> Option<Supervising> {
     let descriptors = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     descriptors
@@ -503,7 +505,13 @@ fn supervised_by(pid: libc::pid_t) -> Option<Supervising> {
         .take(SUPERVISION_SCANNED)
         .find_map(|descriptor| {
             let link = std::fs::read_link(descriptor.path()).ok()?;
-            supervision_of(link.to_str()?)
+            let supervising = supervision_of(link.to_str()?)?;
+            let number = descriptor.file_name();
+            let info =
+                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", number.to_str()?)).ok()?;
+            let flags = info.lines().find_map(|line| line.strip_prefix("flags:"))?;
+            let flags = u32::from_str_radix(flags.trim(), 8).ok()?;
+            (flags & libc::O_CLOEXEC as u32 != 0).then_some(supervising)
         })
 }
 
@@ -1001,16 +1009,22 @@ mod tests {
         let script = "import os, sys
 name = sys.argv[1]
 held = [os.open('/dev/null', os.O_RDONLY) for _ in range(int(sys.argv[2]))]
-fd = os.memfd_create(name)
+fd = os.memfd_create(name, os.MFD_CLOEXEC if sys.argv[3] == 'own' else 0)
 print(fd, flush=True)
 sys.stdin.read()";
         let name = supervision_name(Supervising {
             pid: 4242,
             attempt: true,
         });
-        for (held, found) in [(0, true), (SUPERVISION_SCANNED + 10, false)] {
+        // One not closed on exec could have been handed across it: not its own.
+        let cases = [
+            (0, "own", true),
+            (SUPERVISION_SCANNED + 10, "own", false),
+            (0, "inherited", false),
+        ];
+        for (held, whose, found) in cases {
             let Ok(mut child) = std::process::Command::new("python3")
-                .args(["-c", script, &name, &held.to_string()])
+                .args(["-c", script, &name, &held.to_string(), whose])
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
@@ -1028,7 +1042,7 @@ sys.stdin.read()";
             assert_eq!(
                 supervised_by(child.id() as i32),
                 found.then_some(expected),
-                "{held} held first"
+                "{held} held first, {whose}"
             );
             drop(child.stdin.take());
             child.wait().unwrap();
