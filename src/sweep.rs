@@ -454,81 +454,177 @@ pub(crate) fn runs_this_program(pid: libc::pid_t) -> bool {
 
 /// A nested `retry`'s (`nested`'s, with `children`) running attempt (or hook), whose group a
 /// terminating signal is passed on to: the child it says it supervises (`supervising`, see
-/// `supervised_by`), where that leads a group of its own. Not one in its own group (under
-/// `--foreground` its attempt is there, and hears from whoever signals that group). None
-/// between two attempts.
-fn attempt_of<'e>(
+/// `supervised_by`), where that leads a group of its own, read as it is now. Not one in its own
+/// group (under `--foreground` its attempt is there, and hears from whoever signals that
+/// group). Once that child is gone, and the nested `retry` gives what is left of it the rest of
+/// its grace, as that one said it began ending it (`Ending`); none if it said nothing: the
+/// child ended on its own, and what it left the nested `retry` never signals.
+fn attempt_of(
     nested: &Entry,
-    children: &'e [Entry],
-    supervising: Option<Supervising>,
-) -> Option<&'e Entry> {
-    let supervising = supervising?;
-    children.iter().find(|child| {
-        child.pid == supervising.pid && child.pid == child.group && child.group != nested.group
+    children: &[Entry],
+    supervising: Supervising,
+    environ: &dyn Fn(libc::pid_t) -> Vec<u8>,
+) -> Option<NestedAttempt> {
+    let Some(child) = children.iter().find(|child| child.pid == supervising.pid) else {
+        let ending = supervising.ending?;
+        return Some(match ending.adopting {
+            Some(adopting) => NestedAttempt {
+                group: supervising.pid,
+                since: adopting.since,
+                adopts: Adopts::Marked(adopting.attempt),
+            },
+            None => NestedAttempt {
+                group: supervising.pid,
+                since: u64::MAX,
+                adopts: Adopts::Nothing,
+            },
+        });
+    };
+    if child.pid != child.group || child.group == nested.group {
+        return None;
+    }
+    let adopts = match attempt_number(&environ(child.pid)) {
+        _ if !supervising.attempt => Adopts::Nothing,
+        Some(number) => Adopts::Marked(number),
+        None => Adopts::All,
+    };
+    Some(NestedAttempt {
+        group: child.group,
+        since: child.start,
+        adopts,
     })
 }
 
 /// The child a `retry` supervises, as it says it in the name of a memfd it holds meanwhile
-/// (`supervision_name`): an attempt or a hook.
+/// (`supervision_name`): an attempt or a hook; and, once it has begun ending that child, how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Supervising {
     pub(crate) pid: libc::pid_t,
     pub(crate) attempt: bool,
+    pub(crate) ending: Option<Ending>,
 }
 
-/// The name of the memfd a `retry` holds while it supervises `supervising`: a `retry` above it
+/// How a `retry` ending the child it supervises (`pid`) takes what that child left, as it says
+/// it in the name of a second memfd (`ending_name`), held until its grace is over: the child
+/// may be gone by then, and /proc no longer shows when it started or what its number was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ending {
+    pub(crate) pid: libc::pid_t,
+    /// What it adopts besides the child's group, if anything: re-parented processes marked
+    /// with `attempt` (or not marked) started after `since` (see `Relayed::judge`).
+    pub(crate) adopting: Option<Adopting>,
+}
+
+/// An attempt's number, and the clock tick it started in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Adopting {
+    pub(crate) attempt: u64,
+    pub(crate) since: u64,
+}
+
+/// The name of the memfd a `retry` holds while it supervises its child `pid` (an `attempt`, or
+/// a hook): a `retry` above it
 /// reads it (`supervised_by`) to know which of its children that is, and what it signals
 /// itself. A name no other program gives (`ls -l /proc/PID/fd` shows it as
 /// `/memfd:retry-attempt-PID (deleted)`).
-pub(crate) fn supervision_name(supervising: Supervising) -> String {
-    let kind = if supervising.attempt {
-        "attempt"
-    } else {
-        "hook"
-    };
-    format!("retry-{kind}-{}", supervising.pid)
+pub(crate) fn supervision_name(pid: libc::pid_t, attempt: bool) -> String {
+    let kind = if attempt { "attempt" } else { "hook" };
+    format!("retry-{kind}-{pid}")
 }
 
-/// How many of a process's descriptors are looked at for the memfd `supervision_name` names:
-/// made while `retry` holds only its own few, it takes one of the lowest numbers free; a
-/// `retry` started with thousands open is not read through, which would delay the signal.
+/// The name of the memfd a `retry` holds from when it begins ending its child to the end of
+/// that child's grace (`retry-ending-PID`, or `retry-ending-PID-ATTEMPT-SINCE` where it adopts
+/// what is re-parented to it).
+pub(crate) fn ending_name(ending: Ending) -> String {
+    match ending.adopting {
+        Some(Adopting { attempt, since }) => {
+            format!("retry-ending-{}-{attempt}-{since}", ending.pid)
+        }
+        None => format!("retry-ending-{}", ending.pid),
+    }
+}
+
+/// How many of a process's descriptors are looked at for the memfds `supervision_name` and
+/// `ending_name` name: made while `retry` holds only its own few, they take the lowest
+/// numbers free; a `retry` started with thousands open is not read through, which would delay
+/// the signal.
 const SUPERVISION_SCANNED: usize = 64;
 
 /// The child process `pid` supervises, if it is a `retry` that says so (see
-/// `supervision_name`), read in its /proc/PID/fd, lowest numbers first. Only a memfd closed on
-/// exec is its own: one it was handed across its exec (by whatever exec'd it, under any name)
-/// is not.
+/// `supervision_name`), with how it is ending it (`ending_name`), read in its /proc/PID/fd,
+/// lowest numbers first. Only a memfd closed on exec is its own: one it was handed across its
+/// exec (by whatever exec'd it, under any name) is not.
 fn supervised_by(pid: libc::pid_t) -> Option<Supervising> {
     let descriptors = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
-    descriptors
-        .flatten()
-        .take(SUPERVISION_SCANNED)
-        .find_map(|descriptor| {
-            let link = std::fs::read_link(descriptor.path()).ok()?;
-            let supervising = supervision_of(link.to_str()?)?;
+    let (mut supervising, mut ending) = (None, None);
+    for descriptor in descriptors.flatten().take(SUPERVISION_SCANNED) {
+        let Some(said) = std::fs::read_link(descriptor.path())
+            .ok()
+            .and_then(|link| said_by(link.to_str()?))
+        else {
+            continue;
+        };
+        let own = || {
             let number = descriptor.file_name();
             let info =
                 std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", number.to_str()?)).ok()?;
             let flags = info.lines().find_map(|line| line.strip_prefix("flags:"))?;
             let flags = u32::from_str_radix(flags.trim(), 8).ok()?;
-            (flags & libc::O_CLOEXEC as u32 != 0).then_some(supervising)
-        })
+            Some(flags & libc::O_CLOEXEC as u32 != 0)
+        };
+        if own() != Some(true) {
+            continue;
+        }
+        match said {
+            Said::Supervising(said) => supervising = supervising.or(Some(said)),
+            Said::Ending(said) => ending = ending.or(Some(said)),
+        }
+    }
+    let mut supervising: Supervising = supervising?;
+    supervising.ending = ending.filter(|ending| ending.pid == supervising.pid);
+    Some(supervising)
 }
 
-/// The child a descriptor's link text (`/memfd:NAME (deleted)`) names, if NAME is a
-/// `supervision_name`.
-fn supervision_of(link: &str) -> Option<Supervising> {
+/// What a memfd's name says, one of `retry`'s.
+#[derive(Debug, PartialEq, Eq)]
+enum Said {
+    Supervising(Supervising),
+    Ending(Ending),
+}
+
+/// What a descriptor's link text (`/memfd:NAME (deleted)`) says, if NAME is a
+/// `supervision_name` or an `ending_name`.
+fn said_by(link: &str) -> Option<Said> {
     let name = link
         .strip_prefix("/memfd:retry-")?
         .strip_suffix(" (deleted)")?;
-    let (kind, pid) = name.split_once('-')?;
-    let attempt = match kind {
-        "attempt" => true,
-        "hook" => false,
-        _ => return None,
-    };
-    let pid = pid.parse().ok().filter(|&pid: &libc::pid_t| pid > 0)?;
-    Some(Supervising { pid, attempt })
+    let (kind, rest) = name.split_once('-')?;
+    let number = |text: &str| text.parse().ok().filter(|&number: &u64| number > 0);
+    let pid = |text: &str| number(text).and_then(|pid| libc::pid_t::try_from(pid).ok());
+    match kind {
+        "attempt" | "hook" => Some(Said::Supervising(Supervising {
+            pid: pid(rest)?,
+            attempt: kind == "attempt",
+            ending: None,
+        })),
+        "ending" => {
+            let mut fields = rest.split('-');
+            let ending_pid = pid(fields.next()?)?;
+            let adopting = match (fields.next(), fields.next(), fields.next()) {
+                (None, None, None) => None,
+                (Some(attempt), Some(since), None) => Some(Adopting {
+                    attempt: number(attempt)?,
+                    since: since.parse().ok()?,
+                }),
+                _ => return None,
+            };
+            Some(Said::Ending(Ending {
+                pid: ending_pid,
+                adopting,
+            }))
+        }
+        _ => None,
+    }
 }
 
 /// What, below `retry`, nested `retry`s that pass the terminating signal on (see `passes_on`)
@@ -580,18 +676,11 @@ impl Relayed {
         if self.attempts.contains_key(&known) {
             return;
         }
-        let supervising = source.supervised(nested.pid);
-        if let Some(attempt) = attempt_of(nested, children, supervising) {
-            let adopts = match attempt_number(&source.environ(attempt.pid)) {
-                _ if supervising.is_some_and(|supervising| !supervising.attempt) => Adopts::Nothing,
-                Some(number) => Adopts::Marked(number),
-                None => Adopts::All,
-            };
-            let attempt = NestedAttempt {
-                group: attempt.group,
-                since: attempt.start,
-                adopts,
-            };
+        let Some(supervising) = source.supervised(nested.pid) else {
+            return;
+        };
+        if let Some(attempt) = attempt_of(nested, children, supervising, &|pid| source.environ(pid))
+        {
             self.attempts.insert(known, attempt);
         }
     }
@@ -794,6 +883,7 @@ mod tests {
             let supervising = Supervising {
                 pid: child,
                 attempt,
+                ending: None,
             };
             given.supervised.insert(pid, supervising);
         }
@@ -942,8 +1032,8 @@ mod tests {
     /// A nested `retry`'s running attempt is the child it says it supervises, where that
     /// leads a group of its own: not an older or a younger one that leads one (a job of the
     /// shell it was exec'd from, an earlier attempt's daemon, a daemon of this attempt's
-    /// re-parented to it), nor one in its own group (`--foreground`); none between two
-    /// attempts.
+    /// re-parented to it), nor one in its own group (`--foreground`). Once that child is gone,
+    /// what the nested `retry` said as it began ending it: without that, none.
     #[test]
     fn a_nested_retrys_running_attempt_is_the_child_it_says_it_supervises() {
         let nested = entry(210, 200, 200, 51);
@@ -953,37 +1043,110 @@ mod tests {
         let helper = entry(214, 210, 200, 54);
         let younger_daemon = leader(218, 210, 70);
         let children = [job, daemon, attempt, helper, younger_daemon];
-        let attempt_of = |children: &[Entry], pid: Option<i32>| {
-            let supervising = pid.map(|pid| Supervising { pid, attempt: true });
-            attempt_of(&nested, children, supervising).map(|e| e.pid)
+        let environ = |pid: i32| match pid {
+            213 => b"RETRY_ATTEMPT=3\0".to_vec(),
+            _ => Vec::new(),
         };
-        assert_eq!(attempt_of(&children, Some(213)), Some(213));
-        assert_eq!(attempt_of(&children, None), None, "between two attempts");
-        assert_eq!(attempt_of(&children, Some(214)), None, "in its own group");
-        assert_eq!(attempt_of(&children, Some(9999)), None, "not its child");
+        let attempt_of = |children: &[Entry], pid: i32, attempt: bool, ending: Option<Ending>| {
+            let supervising = Supervising {
+                pid,
+                attempt,
+                ending,
+            };
+            attempt_of(&nested, children, supervising, &environ)
+        };
+        let running = |group, since, adopts| {
+            Some(NestedAttempt {
+                group,
+                since,
+                adopts,
+            })
+        };
+        let marked = running(213, 53, Adopts::Marked(3));
+        assert_eq!(attempt_of(&children, 213, true, None), marked);
+        assert_eq!(
+            attempt_of(&children, 213, false, None),
+            running(213, 53, Adopts::Nothing),
+            "a hook adopts nothing"
+        );
+        assert_eq!(
+            attempt_of(&children, 214, true, None),
+            None,
+            "in its own group"
+        );
         // Under --foreground the attempt is in the nested retry's own group.
         let foreground = entry(216, 210, 200, 60);
-        assert_eq!(attempt_of(&[foreground], Some(216)), None);
+        assert_eq!(attempt_of(&[foreground], 216, true, None), None);
         // A child that joined another's group leads none.
-        assert_eq!(attempt_of(&[entry(217, 210, 211, 61)], Some(217)), None);
+        assert_eq!(
+            attempt_of(&[entry(217, 210, 211, 61)], 217, true, None),
+            None
+        );
+        // Its environment cannot be read: what is re-parented to the nested retry since is its.
+        let unread = leader(219, 210, 71);
+        assert_eq!(
+            attempt_of(&[unread], 219, true, None),
+            running(219, 71, Adopts::All)
+        );
+        // Gone: what the nested retry said as it began ending it, and what it did not say
+        // (the child ended on its own) is nothing.
+        assert_eq!(
+            attempt_of(&children, 9999, true, None),
+            None,
+            "gone, unsaid"
+        );
+        let adopting = Some(Adopting {
+            attempt: 4,
+            since: 80,
+        });
+        let ending = |adopting| {
+            Some(Ending {
+                pid: 9999,
+                adopting,
+            })
+        };
+        assert_eq!(
+            attempt_of(&children, 9999, true, ending(adopting)),
+            running(9999, 80, Adopts::Marked(4))
+        );
+        assert_eq!(
+            attempt_of(&children, 9999, false, ending(None)),
+            running(9999, u64::MAX, Adopts::Nothing)
+        );
+        // While the child is there, it is read as it is now.
+        let said = Some(Ending { pid: 213, adopting });
+        assert_eq!(attempt_of(&children, 213, true, said), marked);
     }
 
-    /// The memfd a `retry` holds while it supervises a child names that child, and nothing
-    /// else reads as such a name.
+    /// The memfds a `retry` holds while it supervises a child, and while it ends it, say that
+    /// child and how, and nothing else reads as such a name.
     #[test]
-    fn a_supervised_child_is_read_from_the_memfds_name() {
-        for supervising in [
-            Supervising {
+    fn a_supervised_child_is_read_from_the_memfds_names() {
+        let said = |name: String| said_by(&format!("/memfd:{name} (deleted)"));
+        for (pid, attempt) in [(4242, true), (7, false)] {
+            let supervising = Supervising {
+                pid,
+                attempt,
+                ending: None,
+            };
+            let expected = Some(Said::Supervising(supervising));
+            assert_eq!(said(supervision_name(pid, attempt)), expected);
+        }
+        let adopting = Adopting {
+            attempt: 3,
+            since: 0,
+        };
+        for ending in [
+            Ending {
                 pid: 4242,
-                attempt: true,
+                adopting: None,
             },
-            Supervising {
-                pid: 7,
-                attempt: false,
+            Ending {
+                pid: 4242,
+                adopting: Some(adopting),
             },
         ] {
-            let link = format!("/memfd:{} (deleted)", supervision_name(supervising));
-            assert_eq!(supervision_of(&link), Some(supervising));
+            assert_eq!(said(ending_name(ending)), Some(Said::Ending(ending)));
         }
         for link in [
             "/memfd:retry-attempt-12",
@@ -991,41 +1154,81 @@ mod tests {
             "/memfd:retry-attempt-0 (deleted)",
             "/memfd:retry-attempt--3 (deleted)",
             "/memfd:retry-attempt-x (deleted)",
+            "/memfd:retry-attempt-12-3 (deleted)",
+            "/memfd:retry-ending-12-3 (deleted)",
+            "/memfd:retry-ending-12-0-5 (deleted)",
+            "/memfd:retry-ending-12-3-5-6 (deleted)",
+            "/memfd:retry-ending-12-3-x (deleted)",
+            "/memfd:retry-ending- (deleted)",
+            "/memfd:retry-ending-99999999999-3-5 (deleted)",
             "/memfd:other-attempt-12 (deleted)",
             "/tmp/retry-attempt-12 (deleted)",
             "anon_inode:[pidfd]",
             "pipe:[123]",
         ] {
-            assert_eq!(supervision_of(link), None, "{link}");
+            assert_eq!(said_by(link), None, "{link}");
         }
     }
 
     /// What a process says it supervises is read in its descriptors, among the lowest numbers
-    /// only: one past them is not looked for.
+    /// only: one past them is not looked for; and how it ends it, where it says it of that
+    /// child.
     #[test]
     fn what_a_process_supervises_is_read_in_its_lowest_descriptors() {
         use std::io::BufRead;
         // A child process, so that what the other tests of this process hold is not in the way.
         let script = "import os, sys
-name = sys.argv[1]
-held = [os.open('/dev/null', os.O_RDONLY) for _ in range(int(sys.argv[2]))]
-fd = os.memfd_create(name, os.MFD_CLOEXEC if sys.argv[3] == 'own' else 0)
-print(fd, flush=True)
+held = [os.open('/dev/null', os.O_RDONLY) for _ in range(int(sys.argv[1]))]
+for name in sys.argv[3:]:
+    os.memfd_create(name, os.MFD_CLOEXEC if sys.argv[2] == 'own' else 0)
+print('ready', flush=True)
 sys.stdin.read()";
-        let name = supervision_name(Supervising {
+        let supervising = supervision_name(4242, true);
+        let adopting = Some(Adopting {
+            attempt: 2,
+            since: 77,
+        });
+        let ending = |pid| ending_name(Ending { pid, adopting });
+        let expected = |ending: Option<Ending>| {
+            Some(Supervising {
+                pid: 4242,
+                attempt: true,
+                ending,
+            })
+        };
+        let said_ending = Some(Ending {
             pid: 4242,
-            attempt: true,
+            adopting,
         });
         // One not closed on exec could have been handed across it: not its own.
         let cases = [
-            (0, "own", true),
-            (SUPERVISION_SCANNED + 10, "own", false),
-            (0, "inherited", false),
+            (0, "own", vec![supervising.clone()], expected(None)),
+            (
+                SUPERVISION_SCANNED + 10,
+                "own",
+                vec![supervising.clone()],
+                None,
+            ),
+            (0, "inherited", vec![supervising.clone()], None),
+            (
+                0,
+                "own",
+                vec![ending(4242), supervising.clone()],
+                expected(said_ending),
+            ),
+            (
+                0,
+                "own",
+                vec![supervising.clone(), ending(4243)],
+                expected(None),
+            ),
+            (0, "own", vec![ending(4242)], None),
         ];
-        for (held, whose, found) in cases {
+        for (held, whose, names, found) in cases {
             // python3 is on every machine the tests run on (CI starts with it): missing, this fails.
             let mut child = std::process::Command::new("python3")
-                .args(["-c", script, &name, &held.to_string(), whose])
+                .args(["-c", script, &held.to_string(), whose])
+                .args(&names)
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
@@ -1034,14 +1237,10 @@ sys.stdin.read()";
             std::io::BufReader::new(child.stdout.take().unwrap())
                 .read_line(&mut line)
                 .unwrap();
-            let expected = Supervising {
-                pid: 4242,
-                attempt: true,
-            };
             assert_eq!(
                 supervised_by(child.id() as i32),
-                found.then_some(expected),
-                "{held} held first, {whose}"
+                found,
+                "{held} held first, {whose}: {names:?}"
             );
             drop(child.stdin.take());
             child.wait().unwrap();
@@ -1161,6 +1360,58 @@ sys.stdin.read()";
             walk_nested(&between, &|pid| pid == 210, &mut Relayed::default()),
             relayed_among(&found, &[])
         );
+    }
+
+    /// What a nested `retry` signals itself once its attempt's shell is gone (it died of the
+    /// nested one's own signal, and was collected) is found by what that one said as it began
+    /// ending it: the group, and what it adopts since; where it said nothing (the attempt ended
+    /// on its own), nothing is its.
+    #[test]
+    fn what_a_nested_retry_ends_is_its_own_once_its_attempt_is_gone() {
+        // nested_table without 211: 212 and 213 were re-parented to the nested retry.
+        let gone: Vec<Entry> = nested_table()
+            .into_iter()
+            .filter(|entry| entry.pid != 211)
+            .map(|entry| match entry.parent {
+                211 => Entry {
+                    parent: 210,
+                    ..entry
+                },
+                _ => entry,
+            })
+            .collect();
+        let found = [200, 208, 209, 210, 212, 213, 214, 215, 216, 217, 220];
+        let walk = |ending| {
+            let mut table = table(&gone, &NESTED_MARKS, &[]);
+            let supervising = Supervising {
+                pid: 211,
+                attempt: true,
+                ending,
+            };
+            table
+                .given
+                .as_mut()
+                .unwrap()
+                .supervised
+                .insert(210, supervising);
+            walk_nested(&table, &|pid| pid == 210, &mut Relayed::default())
+        };
+        let adopting = Some(Adopting {
+            attempt: 2,
+            since: 53,
+        });
+        assert_eq!(
+            walk(Some(Ending { pid: 211, adopting })),
+            relayed_among(&found, &[212, 213, 214])
+        );
+        assert_eq!(
+            walk(Some(Ending {
+                pid: 211,
+                adopting: None
+            })),
+            relayed_among(&found, &[212])
+        );
+        assert_eq!(walk(None), relayed_among(&found, &[]));
     }
 
     /// What a nested `retry` was once found to signal stays its own, look after look: its

@@ -6,9 +6,11 @@
 //! to end: that is `supervise`'s.
 
 use std::collections::BTreeSet;
+use std::os::fd::OwnedFd;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use rustix::fs::MemfdFlags;
 use rustix::process::Pid;
 
 use super::target::SignalTarget;
@@ -180,6 +182,9 @@ pub(super) struct Stragglers<'a> {
     /// The ended ones (not yet collected) the last look found, the child's group and the child
     /// too: their children were re-parented before the next look began.
     ended: BTreeSet<sweep::Known>,
+    /// Held until the grace is over, so that a `retry` above this one knows what is left of
+    /// the child is this one's to signal, once the child is gone (see `sweep::ending_name`).
+    _ending_said: Option<OwnedFd>,
     /// When the grace ends: a look meanwhile is cut short then, so SIGKILL is not late.
     kill_at: Option<Instant>,
     /// SIGKILL was sent, with rounds of it until then: whatever is found from now on gets it
@@ -206,13 +211,29 @@ impl<'a> Stragglers<'a> {
             Supervisee::Attempt(number) => Some(number),
             Supervisee::Hook => None,
         };
+        let started = match target {
+            SignalTarget::Group(_) if sweep::proc_is_ours() => {
+                sweep::entry_of(root).map(|entry| entry.start)
+            }
+            _ => None,
+        };
+        let ending_said = match target {
+            SignalTarget::Group(_) => {
+                let ending = sweep::Ending {
+                    pid: root,
+                    adopting: attempt
+                        .zip(started)
+                        .map(|(attempt, since)| sweep::Adopting { attempt, since }),
+                };
+                rustix::fs::memfd_create(sweep::ending_name(ending), MemfdFlags::CLOEXEC).ok()
+            }
+            SignalTarget::Process(_) => None,
+        };
         let mut stragglers = Stragglers {
             root,
             cgroup: lookout.cgroup,
             since: match target {
-                SignalTarget::Group(_) if sweep::proc_is_ours() => {
-                    sweep::entry_of(root).map(|entry| entry.start)
-                }
+                SignalTarget::Group(_) if sweep::proc_is_ours() => started,
                 SignalTarget::Group(_) if lookout.cgroup.is_some() => Some(0),
                 _ => None,
             },
@@ -223,6 +244,7 @@ impl<'a> Stragglers<'a> {
             signalled: BTreeSet::new(),
             relayed: sweep::Relayed::default(),
             ended: BTreeSet::new(),
+            _ending_said: ending_said,
             kill_at,
             killed: None,
         };

@@ -116,12 +116,11 @@ impl Supervisor<'_> {
         // Held while the child is supervised, so that a `retry` above this one knows which of
         // this one's children it is (see `sweep::supervision_name`): what this one signals
         // itself, that one does not. Without it, that one signals them too.
-        let supervising = sweep::Supervising {
-            pid: child.id() as libc::pid_t,
-            attempt: matches!(lookout.supervisee, Supervisee::Attempt(_)),
-        };
         let _said = rustix::fs::memfd_create(
-            sweep::supervision_name(supervising),
+            sweep::supervision_name(
+                child.id() as libc::pid_t,
+                matches!(lookout.supervisee, Supervisee::Attempt(_)),
+            ),
             rustix::fs::MemfdFlags::CLOEXEC,
         );
         let mut supervision = Supervision {
@@ -235,8 +234,11 @@ impl<'s> Supervision<'s> {
     /// again, SIGKILL.
     fn on_shutdown(&mut self, signal: i32, from_terminal: bool, from_retry: bool) {
         let target = self.target;
-        if self.interrupted.is_some() && from_retry {
-            // The same request again, from a `retry` above this one (see `Signal::Shutdown`).
+        if from_retry && (self.interrupted.is_some() || self.timed_out.is_some()) {
+            // The same request again, from a `retry` above this one (see `Signal::Shutdown`),
+            // or one that comes while this one ends the child already, for its own time-out:
+            // the child has had a terminating signal, and hears none again.
+            self.interrupted.get_or_insert(signal);
         } else if self.interrupted.is_some() {
             // A second request (Ctrl-C again): no more grace.
             let stragglers = self.stragglers(signal);

@@ -933,7 +933,49 @@ fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
         ),
     ];
     for (shape, script) in &shapes {
-        each_hears_it_once(shape, script, "ready", (libc::SIGTERM, "TERM"), &["heard"]);
+        each_hears_it_once(
+            shape,
+            script,
+            &Made("ready"),
+            (libc::SIGTERM, "TERM"),
+            &["heard"],
+        );
+    }
+}
+
+/// A nested `retry` that is ending its attempt already (asked by a signal of its own, or for
+/// its own time-out) when the outer one is signalled: its command, which has heard the nested
+/// one's signal, hears none again, from either, and its cleanup runs; also once the attempt's
+/// shell has died of that signal and is gone, when what is left of the attempt is still the
+/// nested one's to end. Whichever way the sweep takes.
+#[test]
+fn a_command_a_nested_retry_is_ending_already_hears_no_second_signal() {
+    if !has_python() {
+        return missing("python3", "a nested retry ending its attempt");
+    }
+    let command_line = "python3 command.py heard ready TERM";
+    // The attempt signals its nested retry itself (a kill from no retry) once the command is
+    // ready; the time-out is long enough for python to be ready, tens of times over.
+    let signalled = format!(
+        "exec \"$0\" --kill-after 20s -r 0 -- sh -c '{command_line} & until [ -e ready ]; do sleep 0.01; done; kill -TERM $PPID; wait'"
+    );
+    let timed_out = "exec \"$0\" --timeout 3s --kill-after 20s -r 0 --";
+    let shapes = [
+        ("signalled, its attempt's shell dies of it", signalled),
+        (
+            "timed out, its attempt's shell dies of it",
+            format!("{timed_out} sh -c '{command_line} & wait'"),
+        ),
+        ("timed out", format!("{timed_out} {command_line}")),
+    ];
+    for (shape, script) in &shapes {
+        each_hears_it_once(
+            shape,
+            script,
+            &Heard("heard"),
+            (libc::SIGTERM, "TERM"),
+            &["heard"],
+        );
     }
 }
 
@@ -946,7 +988,13 @@ fn a_nested_retry_under_nohup_leaves_sighup_to_the_outer_one() {
         return missing("python3", "a nested retry under nohup");
     }
     let script = "exec nohup \"$0\" --kill-after 20s -r 0 -- python3 command.py heard ready HUP";
-    each_hears_it_once("nohup", script, "ready", (libc::SIGHUP, "HUP"), &["heard"]);
+    each_hears_it_once(
+        "nohup",
+        script,
+        &Made("ready"),
+        (libc::SIGHUP, "HUP"),
+        &["heard"],
+    );
 }
 
 /// A worker that a nested `retry`'s earlier attempt's leftover starts while its next attempt
@@ -971,7 +1019,7 @@ fn a_worker_an_earlier_nested_attempt_left_hears_the_signal_from_the_outer_retry
     each_hears_it_once(
         "a worker",
         &script,
-        "worker-ready",
+        &Made("worker-ready"),
         (libc::SIGTERM, "TERM"),
         &["heard", "worker"],
     );
@@ -992,32 +1040,55 @@ fn a_daemon_a_nested_retrys_hook_started_hears_the_signal_from_the_outer_retry()
     each_hears_it_once(
         "a hook",
         &script,
-        "ready",
+        &Made("ready"),
         (libc::SIGTERM, "TERM"),
         &["daemon"],
     );
 }
 
+/// When the signal is sent to `retry` in `each_hears_it_once`.
+enum Ready<'a> {
+    /// Once the file is made.
+    Made(&'a str),
+    /// Once the command whose file this is (see `HEARS_A_SIGNAL`) has heard the signal, from a
+    /// nested `retry`.
+    Heard(&'a str),
+}
+use Ready::{Heard, Made};
+
 /// Runs `retry --timeout 60s --kill-after 20s -r 0 -- sh -c SCRIPT retry` (timed, for a cgroup
 /// of each attempt's where there are cgroups) beside `command.py` and `daemon.py`, each way of
-/// the sweep; once the file `ready` is made, sends it `signal` (with its name, as `command.py`
-/// takes it): `retry` ends by it, and the command of each of `heard` heard it once and cleaned
-/// up. `shape` names the case in what a failure says.
-fn each_hears_it_once(shape: &str, script: &str, ready: &str, signal: (i32, &str), heard: &[&str]) {
+/// the sweep; once `ready`, sends it `signal` (with its name, as `command.py` takes it): `retry`
+/// ends by it, and the command of each of `heard` heard it once and cleaned up. `shape` names
+/// the case in what a failure says.
+fn each_hears_it_once(
+    shape: &str,
+    script: &str,
+    ready: &Ready<'_>,
+    signal: (i32, &str),
+    heard: &[&str],
+) {
     let (signal, name) = signal;
     for (way, env) in WAYS {
         let r = retry();
         r.write("command.py", HEARS_A_SIGNAL);
         r.write("daemon.py", DAEMON_IN_ITS_OWN_GROUP);
-        let ready = r.path(ready);
+        let (file, condition) = match *ready {
+            Made(file) => (r.path(file), "is made"),
+            Heard(file) => (r.path(file), "says the signal was heard"),
+        };
+        let is_ready = || match ready {
+            Made(_) => file.exists(),
+            Heard(_) => {
+                fs::read_to_string(&file).is_ok_and(|text| text.lines().any(|line| line == name))
+            }
+        };
         let heard: Vec<_> = heard.iter().map(|file| (*file, r.path(file))).collect();
         let r = r
             .args(["--timeout", "60s", "--kill-after", "20s", "-r", "0", "--"])
             .args(["sh", "-c", script, BIN]);
         let mut child = Running(r.std_command().envs(env.iter().copied()).spawn().unwrap());
-        eventually(&format!("{way}: {} is made", ready.display()), || {
-            ready.exists()
-        });
+        eventually(&format!("{way}: {} {condition}", file.display()), is_ready);
         send(&child.0, signal);
         assert_eq!(
             shell_status(wait_bounded(&mut child.0)),
