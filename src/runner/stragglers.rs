@@ -392,6 +392,21 @@ impl<'a> Stragglers<'a> {
         !settled
     }
 
+    /// Another `retry` passed `signal` on while the child is being ended with `self.signal`:
+    /// the same one again is no news, and another one the child's group and every one found
+    /// hear too (that `retry` leaves them to this one, see `sweep::Relayed`).
+    pub(super) fn pass_on(&mut self, target: SignalTarget, signal: i32) {
+        if signal == self.signal || self.killed.is_some() {
+            return;
+        }
+        target.terminate(signal);
+        for followed in &self.living {
+            if !self.relayed.contains(&followed.known) {
+                followed.signal(&[signal, libc::SIGCONT]);
+            }
+        }
+    }
+
     /// SIGKILL to every one, again until none is found (one that forks as it is killed has
     /// children the last look did not see, and a killed one forks no more) or until `until`
     /// (the first time it is asked: later calls keep to it); whether any may still be left.
@@ -462,6 +477,9 @@ pub(super) fn clear_group(
                 ..
             }) => {
                 asked.get_or_insert(signal);
+                if let Some(stragglers) = &mut stragglers {
+                    stragglers.pass_on(target, signal);
+                }
             }
             Some(Signal::Shutdown { signal, .. }) => {
                 kill(&mut stragglers);

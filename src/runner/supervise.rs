@@ -234,11 +234,12 @@ impl<'s> Supervision<'s> {
     /// again, SIGKILL.
     fn on_shutdown(&mut self, signal: i32, from_terminal: bool, from_retry: bool) {
         let target = self.target;
-        if from_retry && (self.interrupted.is_some() || self.timed_out.is_some()) {
-            // The same request again, from a `retry` above this one (see `Signal::Shutdown`),
-            // or one that comes while this one ends the child already, for its own time-out:
-            // the child has had a terminating signal, and hears none again.
+        if let (true, Some(stragglers)) = (from_retry, &mut self.stragglers) {
+            // This one ends the child already (asked, or for its own time-out), and a `retry`
+            // above it passed `signal` on (see `Signal::Shutdown`): no request to hurry, and
+            // the child hears it only if it is not the signal it had.
             self.interrupted.get_or_insert(signal);
+            stragglers.pass_on(target, signal);
         } else if self.interrupted.is_some() {
             // A second request (Ctrl-C again): no more grace.
             let stragglers = self.stragglers(signal);

@@ -947,7 +947,8 @@ fn a_nested_retry_passes_the_signal_on_and_its_command_hears_it_once() {
 /// its own time-out) when the outer one is signalled: its command, which has heard the nested
 /// one's signal, hears none again, from either, and its cleanup runs; also once the attempt's
 /// shell has died of that signal and is gone, when what is left of the attempt is still the
-/// nested one's to end. Whichever way the sweep takes.
+/// nested one's to end. A command that did not hear the nested one's signal (it ignores it)
+/// hears the outer one's, once. Whichever way the sweep takes.
 #[test]
 fn a_command_a_nested_retry_is_ending_already_hears_no_second_signal() {
     if !has_python() {
@@ -960,22 +961,35 @@ fn a_command_a_nested_retry_is_ending_already_hears_no_second_signal() {
         "exec \"$0\" --kill-after 20s -r 0 -- sh -c '{command_line} & until [ -e ready ]; do sleep 0.01; done; kill -TERM $PPID; wait'"
     );
     let timed_out = "exec \"$0\" --timeout 3s --kill-after 20s -r 0 --";
+    // The command, a job of the attempt's shell, ignores SIGINT (as a non-interactive shell
+    // starts its jobs): it hears only the outer one's SIGTERM, which the nested retry passes on.
+    let by_sigint = format!(
+        "exec \"$0\" --timeout 3s --kill-signal INT --kill-after 20s -r 0 -- sh -c 'trap \"touch ending; exit 130\" INT; {command_line} & wait'"
+    );
     let shapes = [
-        ("signalled, its attempt's shell dies of it", signalled),
+        (
+            "signalled, its attempt's shell dies of it",
+            signalled,
+            Heard("heard"),
+        ),
         (
             "timed out, its attempt's shell dies of it",
             format!("{timed_out} sh -c '{command_line} & wait'"),
+            Heard("heard"),
         ),
-        ("timed out", format!("{timed_out} {command_line}")),
+        (
+            "timed out",
+            format!("{timed_out} {command_line}"),
+            Heard("heard"),
+        ),
+        (
+            "timed out with SIGINT, its command hearing none",
+            by_sigint,
+            Made("ending"),
+        ),
     ];
-    for (shape, script) in &shapes {
-        each_hears_it_once(
-            shape,
-            script,
-            &Heard("heard"),
-            (libc::SIGTERM, "TERM"),
-            &["heard"],
-        );
+    for (shape, script, ready) in &shapes {
+        each_hears_it_once(shape, script, ready, (libc::SIGTERM, "TERM"), &["heard"]);
     }
 }
 
