@@ -72,7 +72,7 @@ fn keys_of(command: &clap::Command) -> Vec<String> {
 
 /// One key of one table, spelled as command-line arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
+struct KeyArgs {
     key: String,
     /// `["--base", "1s"]`, `["--invert"]`, or nothing for a flag set to false.
     args: Vec<OsString>,
@@ -89,7 +89,7 @@ struct Entry {
 /// otherwise be made wherever the run starts).
 const PATH_KEYS: &[&str] = &["state", "metrics-file", "report"];
 
-impl Entry {
+impl KeyArgs {
     /// The entry's arguments, with a path's leading `~` (alone or before `/`) read as `home`.
     fn arguments(&self, home: Option<&Path>) -> Result<Vec<OsString>, ConfigError> {
         let [flag, value] = self.args.as_slice() else {
@@ -172,8 +172,8 @@ fn is_hook_key(key: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct ConfigFile {
     name: String,
-    defaults: Vec<Entry>,
-    profiles: BTreeMap<String, Vec<Entry>>,
+    defaults: Vec<KeyArgs>,
+    profiles: BTreeMap<String, Vec<KeyArgs>>,
     /// Some table sets a hook.
     hooks: bool,
 }
@@ -280,7 +280,7 @@ impl ConfigFile {
         cli_keys: &[String],
         home: Option<&Path>,
     ) -> Result<Vec<OsString>, ConfigError> {
-        let mut merged: Vec<Entry> = self.defaults.clone();
+        let mut merged: Vec<KeyArgs> = self.defaults.clone();
         if let Some(profile) = profile {
             let entries = self.profiles.get(profile).ok_or_else(|| {
                 let names: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
@@ -371,7 +371,7 @@ fn table_entries(
     label: &str,
     keys: &[String],
     at: &dyn Fn(usize) -> String,
-) -> Result<Vec<Entry>, ConfigError> {
+) -> Result<Vec<KeyArgs>, ConfigError> {
     let mut entries = Vec::new();
     for (key, value) in table {
         let name = key.get_ref().as_ref();
@@ -388,7 +388,7 @@ fn table_entries(
         let context = format!("{value_at}: key '{name}' in {label}");
         let args = entry_args(arg, name, value.get_ref(), &context)?;
         let takes_value = arg.get_action().takes_values();
-        entries.push(Entry {
+        entries.push(KeyArgs {
             key: name.to_string(),
             args,
             key_offset: key.span().start,
@@ -507,15 +507,15 @@ fn entry_args(
 /// Fails when one table sets a setting in two spellings (`retries` and `attempts`), pointing
 /// at whichever was written last.
 fn check_one_spelling(
-    entries: &[Entry],
+    entries: &[KeyArgs],
     label: &str,
     at: &dyn Fn(usize) -> String,
 ) -> Result<(), ConfigError> {
     // The table comes sorted by key, not in the order written.
-    let mut written: Vec<&Entry> = entries.iter().collect();
+    let mut written: Vec<&KeyArgs> = entries.iter().collect();
     written.sort_by_key(|entry| entry.key_offset);
     for group in GROUPS {
-        let set: Vec<&&Entry> = written
+        let set: Vec<&&KeyArgs> = written
             .iter()
             .filter(|entry| group.contains(&entry.key.as_str()))
             .collect();
@@ -548,7 +548,7 @@ fn check_one_spelling(
 /// parse, and only when that fails, key by key to name the culprit.
 fn check_values(
     command: &mut clap::Command,
-    entries: &[Entry],
+    entries: &[KeyArgs],
     label: &str,
 ) -> Result<(), ConfigError> {
     // A path's `~` is checked as expanded: the home it stands for is known only when the file

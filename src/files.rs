@@ -32,7 +32,7 @@ pub(crate) enum Use {
 /// anything it keeps: a number that was closed at the start and that `retry` later gives a
 /// file of its own (a pipe, a state file) is never taken for the user's.
 #[derive(Default)]
-pub(crate) struct Inherited {
+pub(crate) struct InheritedFds {
     held: Vec<(RawFd, OwnedFd)>,
     room: Option<WaitForRoom>,
 }
@@ -44,11 +44,11 @@ pub(crate) struct Inherited {
 /// `retry` from ending.
 pub(crate) type WaitForRoom = Rc<dyn Fn(BorrowedFd<'_>) -> bool>;
 
-impl Inherited {
+impl InheritedFds {
     /// Holds the descriptors that `paths` name and that are open. To be called before `retry`
     /// opens anything it keeps (0 to 2 are open by then: `process::prepare` put /dev/null on
     /// any that was closed).
-    pub(crate) fn hold<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Inherited {
+    pub(crate) fn hold<'a>(paths: impl IntoIterator<Item = &'a Path>) -> InheritedFds {
         let named: Vec<RawFd> = paths
             .into_iter()
             .filter_map(|path| match located::locate(path, Way::AsIs) {
@@ -77,12 +77,12 @@ impl Inherited {
                 held.push((fd, copy));
             }
         }
-        Inherited { held, room: None }
+        InheritedFds { held, room: None }
     }
 
     /// Writes through the held descriptors only as they have room (`room`).
-    pub(crate) fn waiting_for_room(self, room: WaitForRoom) -> Inherited {
-        Inherited {
+    pub(crate) fn waiting_for_room(self, room: WaitForRoom) -> InheritedFds {
+        InheritedFds {
             room: Some(room),
             ..self
         }
@@ -399,7 +399,7 @@ fn of_another(uid: u32) -> io::Error {
 /// open, so that the file is read and written there whatever is swapped in on the way later.
 /// A path that names one of the descriptors `retry` was started with is that descriptor, as
 /// `inherited` holds it; one that was closed then cannot be written.
-pub(crate) fn writable(path: &Path, how: Use, inherited: &Inherited) -> io::Result<WriteTarget> {
+pub(crate) fn writable(path: &Path, how: Use, inherited: &InheritedFds) -> io::Result<WriteTarget> {
     let unreachable = match located::locate(path, Way::AsIs) {
         Ok(at) => {
             let found = judge(&at, at.found.clone(), how)?;
@@ -559,7 +559,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.prom");
-        let target = writable(&path, Use::Replace, &Inherited::default()).unwrap();
+        let target = writable(&path, Use::Replace, &InheritedFds::default()).unwrap();
         fs::write(&path, "theirs").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
         std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
@@ -577,7 +577,7 @@ mod tests {
     fn lines_go_only_to_the_file_found_or_a_new_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
-        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
+        let target = writable(&path, Use::Append, &InheritedFds::default()).unwrap();
         let bashrc = dir.path().join("bashrc");
         fs::write(&bashrc, "export PATH\n").unwrap();
         fs::hard_link(&bashrc, &path).unwrap();
@@ -586,7 +586,7 @@ mod tests {
         assert_eq!(fs::read_to_string(&bashrc).unwrap(), "export PATH\n");
         fs::remove_file(&path).unwrap();
         fs::write(&path, "theirs\n").unwrap();
-        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
+        let target = writable(&path, Use::Append, &InheritedFds::default()).unwrap();
         // (Kept under another name, so that its inode number is not the next file's.)
         fs::rename(&path, dir.path().join("moved")).unwrap();
         let precious = dir.path().join("precious");
@@ -595,7 +595,7 @@ mod tests {
         let error = append(&target, "attempts=1\n").unwrap_err();
         assert!(error.to_string().contains("took its name"), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "mine\n");
-        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
+        let target = writable(&path, Use::Append, &InheritedFds::default()).unwrap();
         append(&target, "attempts=1\n").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "mine\nattempts=1\n");
     }
@@ -606,8 +606,8 @@ mod tests {
     fn a_file_made_by_another_appender_since_the_look_takes_the_lines_too() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
-        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
-        let other = writable(&path, Use::Append, &Inherited::default()).unwrap();
+        let target = writable(&path, Use::Append, &InheritedFds::default()).unwrap();
+        let other = writable(&path, Use::Append, &InheritedFds::default()).unwrap();
         append(&other, "attempts=2\n").unwrap();
         append(&target, "attempts=1\n").unwrap();
         assert_eq!(
@@ -628,7 +628,7 @@ mod tests {
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
         let path = dir.path().join("out.txt");
         fs::write(&path, "").unwrap();
-        let target = writable(&path, Use::Append, &Inherited::default()).unwrap();
+        let target = writable(&path, Use::Append, &InheritedFds::default()).unwrap();
         fs::remove_file(&path).unwrap();
         fs::write(&path, "theirs\n").unwrap();
         std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();

@@ -27,7 +27,7 @@ use crate::text::plain_error;
 
 /// What `retry`'s own stdin is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+enum StdinKind {
     /// A regular file, and the offset to rewind it to.
     File(u64),
     /// A pipe or a socket: what one attempt reads, the next does not see.
@@ -35,26 +35,26 @@ enum Kind {
     Other,
 }
 
-fn inspect() -> Kind {
+fn inspect() -> StdinKind {
     use rustix::fs::FileType;
     let stdin = io::stdin();
     let Ok(stat) = rustix::fs::fstat(&stdin) else {
-        return Kind::Other;
+        return StdinKind::Other;
     };
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => match rustix::fs::tell(&stdin) {
-            Ok(offset) => Kind::File(offset),
-            Err(_) => Kind::Other,
+            Ok(offset) => StdinKind::File(offset),
+            Err(_) => StdinKind::Other,
         },
-        FileType::Fifo | FileType::Socket => Kind::Stream,
-        _ => Kind::Other,
+        FileType::Fifo | FileType::Socket => StdinKind::Stream,
+        _ => StdinKind::Other,
     }
 }
 
 /// Gives each attempt its stdin.
 pub(crate) struct Input {
     mode: StdinMode,
-    kind: Kind,
+    kind: StdinKind,
     replay: Option<Arc<Replay>>,
 }
 
@@ -69,7 +69,7 @@ impl Input {
 
     /// Whether later attempts see only what earlier ones left unread (the `auto` warning).
     pub(crate) fn shared_stream(&self) -> bool {
-        self.mode == StdinMode::Auto && self.kind == Kind::Stream
+        self.mode == StdinMode::Auto && self.kind == StdinKind::Stream
     }
 
     /// Why replayed stdin stays in memory past the spool's bound, if it does.
@@ -92,7 +92,7 @@ impl Input {
             StdinMode::Inherit => (Stdio::inherit(), None),
             StdinMode::Null => (Stdio::null(), None),
             StdinMode::Auto => {
-                if let (Kind::File(offset), true) = (self.kind, number > 1) {
+                if let (StdinKind::File(offset), true) = (self.kind, number > 1) {
                     // A failure leaves it where it is.
                     let _ = rustix::fs::seek(io::stdin(), rustix::fs::SeekFrom::Start(offset));
                 }

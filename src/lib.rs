@@ -106,7 +106,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
         return print_stdout(&text::without_secrets(&plan));
     }
     // Before `retry` opens anything it keeps (the state, its signal pipe).
-    let inherited = files::Inherited::hold(
+    let inherited = files::InheritedFds::hold(
         settings
             .report
             .iter()
@@ -261,7 +261,7 @@ struct Ended {
 fn write_files(
     settings: &Settings,
     ended: &Ended,
-    inherited: &files::Inherited,
+    inherited: &files::InheritedFds,
     logger: &mut Logger,
 ) {
     // A file size limit (`ulimit -f`) that these files pass is a write that fails, said as
@@ -318,7 +318,7 @@ fn exit_status(exit: Exit) -> u8 {
 fn write_metrics(
     target: &MetricsTarget,
     ended: &Ended,
-    inherited: &files::Inherited,
+    inherited: &files::InheritedFds,
     logger: &mut Logger,
 ) {
     let finished = &ended.finished;

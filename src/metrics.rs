@@ -108,7 +108,7 @@ pub(crate) fn write(
     job: &str,
     figures: &Figures,
     nonce: u64,
-    inherited: &files::Inherited,
+    inherited: &files::InheritedFds,
 ) -> io::Result<()> {
     let target = files::writable(path, files::Use::Replace, inherited)?;
     let earlier = files::read_target(&target, EARLIER_MAX)
@@ -228,7 +228,7 @@ mod tests {
             "job",
             &figures(true),
             1,
-            &files::Inherited::default(),
+            &files::InheritedFds::default(),
         )
         .unwrap();
         write(
@@ -236,7 +236,7 @@ mod tests {
             "job",
             &figures(false),
             2,
-            &files::Inherited::default(),
+            &files::InheritedFds::default(),
         )
         .unwrap();
         let text = fs::read_to_string(&path).unwrap();
@@ -254,7 +254,7 @@ mod tests {
                 "job",
                 &figures(true),
                 3,
-                &files::Inherited::default()
+                &files::InheritedFds::default()
             )
             .is_err()
         );

@@ -107,7 +107,7 @@ pub(crate) fn write(
     path: &Path,
     format: ReportFormat,
     summary: &Summary<'_>,
-    inherited: &files::Inherited,
+    inherited: &files::InheritedFds,
 ) -> io::Result<()> {
     match format {
         ReportFormat::Json => {

@@ -83,7 +83,7 @@ const CHANGED: [i32; 10] = [
 ];
 
 /// What `retry` was started with, of what it changes for itself.
-struct Inherited {
+struct InheritedSignals {
     /// The signal mask, all 64 signals, as the kernel keeps it: glibc's calls leave out its
     /// own signals 32 and 33, which a parent may have blocked all the same.
     mask: u64,
@@ -103,7 +103,7 @@ type KernelAction = [usize; 4];
 /// The kernel's sigset size, in bytes, for the raw calls below.
 const KERNEL_SIGSET: usize = 8;
 
-static INHERITED: OnceLock<Inherited> = OnceLock::new();
+static INHERITED: OnceLock<InheritedSignals> = OnceLock::new();
 
 /// Records the signal mask and the dispositions of `CHANGED` and `GLIBC_OWN` as `retry` was
 /// started with them, for every child to start with again (`restore_inherited`): thirteen
@@ -122,7 +122,7 @@ pub(crate) fn record_inherited() {
                 KERNEL_SIGSET,
             );
         }
-        Inherited {
+        InheritedSignals {
             mask,
             ignored: CHANGED.map(ignored),
             glibc_ignored: GLIBC_OWN.map(|signal| {

@@ -33,7 +33,7 @@ use crate::poll::{self, Wait};
 
 /// One process, as /proc/PID/stat gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
+pub(crate) struct ProcessEntry {
     pub(crate) pid: libc::pid_t,
     pub(crate) parent: libc::pid_t,
     pub(crate) group: libc::pid_t,
@@ -48,14 +48,14 @@ pub(crate) struct Entry {
 
 /// Reads the line of /proc/PID/stat: the process's name (field 2, in parentheses) may hold
 /// any byte, parentheses and spaces too, so the fields are counted from its last `)`.
-pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<Entry> {
+pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<ProcessEntry> {
     let close = line.iter().rposition(|&byte| byte == b')')?;
     let rest = std::str::from_utf8(&line[close + 1..]).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     // Fields 3 (state), 4 (ppid), 5 (pgrp), ... 20 (num_threads), 22 (starttime): index =
     // field - 3.
     let threads = fields.get(17)?.parse().ok()?;
-    Some(Entry {
+    Some(ProcessEntry {
         pid,
         parent: fields.get(1)?.parse().ok()?,
         group: fields.get(2)?.parse().ok()?,
@@ -83,7 +83,7 @@ pub(crate) struct Lineage<'a> {
 
 /// Whose a process is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
+enum Whose {
     /// The ended attempt's.
     Attempts,
     /// An earlier attempt's or a hook's: below what `retry` held before the attempt started.
@@ -97,18 +97,23 @@ impl Lineage<'_> {
     /// kind. Every one of the attempt's started since `root` did: a process with `root`'s
     /// number that started at another time is another process, whose children are not the
     /// attempt's.
-    fn kind(&self, entry: &Entry, parent: Option<Kind>, earlier: &BTreeSet<Known>) -> Kind {
+    fn kind(
+        &self,
+        entry: &ProcessEntry,
+        parent: Option<Whose>,
+        earlier: &BTreeSet<Known>,
+    ) -> Whose {
         if earlier.contains(&(entry.pid, entry.start)) {
-            return Kind::Earlier;
+            return Whose::Earlier;
         }
         match parent {
-            Some(Kind::Earlier) => Kind::Earlier,
-            Some(Kind::Attempts) if entry.start >= self.since => Kind::Attempts,
-            Some(_) => Kind::Other,
-            None if entry.pid == self.root && entry.start == self.since => Kind::Attempts,
-            None if entry.pid == self.root || self.spared.contains(&entry.pid) => Kind::Other,
-            None if entry.start >= self.since && (self.adopted)(entry.pid) => Kind::Attempts,
-            None => Kind::Other,
+            Some(Whose::Earlier) => Whose::Earlier,
+            Some(Whose::Attempts) if entry.start >= self.since => Whose::Attempts,
+            Some(_) => Whose::Other,
+            None if entry.pid == self.root && entry.start == self.since => Whose::Attempts,
+            None if entry.pid == self.root || self.spared.contains(&entry.pid) => Whose::Other,
+            None if entry.start >= self.since && (self.adopted)(entry.pid) => Whose::Attempts,
+            None => Whose::Other,
         }
     }
 }
@@ -119,7 +124,7 @@ pub(crate) type Known = (libc::pid_t, u64);
 
 /// Where a walk reads processes.
 trait Source {
-    fn entry(&self, pid: libc::pid_t) -> Option<Entry>;
+    fn entry(&self, pid: libc::pid_t) -> Option<ProcessEntry>;
     /// The children of `pid` (which has `threads` threads); `None` when there is no list.
     fn children(&self, pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>>;
     /// Its environment (NUL-separated `NAME=VALUE`s); empty where it cannot be read.
@@ -132,7 +137,7 @@ trait Source {
 struct Proc;
 
 impl Source for Proc {
-    fn entry(&self, pid: libc::pid_t) -> Option<Entry> {
+    fn entry(&self, pid: libc::pid_t) -> Option<ProcessEntry> {
         entry_of(pid)
     }
 
@@ -153,19 +158,19 @@ impl Source for Proc {
 /// /proc where the kernel keeps no lists of children (the rest read there too), and the tests'
 /// tables (with the rest they give).
 struct Table {
-    entries: Vec<Entry>,
-    given: Option<Given>,
+    entries: Vec<ProcessEntry>,
+    given: Option<Fixture>,
 }
 
 /// What a test's table gives of its processes besides their entries.
 #[derive(Default)]
-struct Given {
+struct Fixture {
     environs: BTreeMap<libc::pid_t, Vec<u8>>,
     supervised: BTreeMap<libc::pid_t, Supervising>,
 }
 
 impl Source for Table {
-    fn entry(&self, pid: libc::pid_t) -> Option<Entry> {
+    fn entry(&self, pid: libc::pid_t) -> Option<ProcessEntry> {
         self.entries.iter().find(|entry| entry.pid == pid).copied()
     }
 
@@ -208,7 +213,7 @@ pub(crate) fn walk(
     earlier: &mut BTreeSet<Known>,
     relayed: &mut Relayed,
     until: Option<Instant>,
-    found: &mut dyn FnMut(&Entry, bool),
+    found: &mut dyn FnMut(&ProcessEntry, bool),
 ) -> bool {
     match Proc.children(lineage.own, 2) {
         Some(children) => walk_in(&Proc, children, lineage, earlier, relayed, until, found),
@@ -231,10 +236,10 @@ fn walk_in(
     earlier: &mut BTreeSet<Known>,
     relayed: &mut Relayed,
     until: Option<Instant>,
-    found: &mut dyn FnMut(&Entry, bool),
+    found: &mut dyn FnMut(&ProcessEntry, bool),
 ) -> bool {
     let mut seen = BTreeSet::from([lineage.own]);
-    let mut to_visit: Vec<(libc::pid_t, Option<(Kind, Entry)>)> =
+    let mut to_visit: Vec<(libc::pid_t, Option<(Whose, ProcessEntry)>)> =
         children.into_iter().map(|pid| (pid, None)).collect();
     while let Some((pid, parent)) = to_visit.pop() {
         if until.is_some_and(|until| Instant::now() >= until) {
@@ -248,19 +253,20 @@ fn walk_in(
         };
         let kind = lineage.kind(&entry, parent.map(|(kind, _)| kind), earlier);
         match kind {
-            Kind::Attempts => {
+            Whose::Attempts => {
                 let parent = parent.map(|(_, parent)| parent);
                 found(&entry, relayed.judge(&entry, parent.as_ref(), source));
             }
-            Kind::Earlier => {
+            Whose::Earlier => {
                 earlier.insert((entry.pid, entry.start));
             }
-            Kind::Other => continue,
+            Whose::Other => continue,
         }
         let children = source.children(pid, entry.threads).unwrap_or_default();
         // A nested `retry` is noted before its attempt's processes, below it, are judged.
-        if kind == Kind::Attempts && !children.is_empty() && (lineage.nested)(pid) {
-            let entries: Vec<Entry> = children.iter().filter_map(|&c| source.entry(c)).collect();
+        if kind == Whose::Attempts && !children.is_empty() && (lineage.nested)(pid) {
+            let entries: Vec<ProcessEntry> =
+                children.iter().filter_map(|&c| source.entry(c)).collect();
             relayed.note(&entry, &entries, source);
         }
         to_visit.extend(
@@ -457,11 +463,11 @@ pub(crate) fn runs_this_program(pid: libc::pid_t) -> bool {
 /// `supervised_by`), where that leads a group of its own, read as it is now. Not one in its own
 /// group (under `--foreground` its attempt is there, and hears from whoever signals that
 /// group). Once that child is gone, and the nested `retry` gives what is left of it the rest of
-/// its grace, as that one said it began ending it (`Ending`); none if it said nothing: the
+/// its grace, as that one said it began ending it (`EndingChild`); none if it said nothing: the
 /// child ended on its own, and what it left the nested `retry` never signals.
 fn attempt_of(
-    nested: &Entry,
-    children: &[Entry],
+    nested: &ProcessEntry,
+    children: &[ProcessEntry],
     supervising: Supervising,
     environ: &dyn Fn(libc::pid_t) -> Vec<u8>,
 ) -> Option<NestedAttempt> {
@@ -501,14 +507,14 @@ fn attempt_of(
 pub(crate) struct Supervising {
     pub(crate) pid: libc::pid_t,
     pub(crate) attempt: bool,
-    pub(crate) ending: Option<Ending>,
+    pub(crate) ending: Option<EndingChild>,
 }
 
 /// How a `retry` ending the child it supervises (`pid`) takes what that child left, as it says
 /// it in the name of a second memfd (`ending_name`), held until its grace is over: the child
 /// may be gone by then, and /proc no longer shows when it started or what its number was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Ending {
+pub(crate) struct EndingChild {
     pub(crate) pid: libc::pid_t,
     /// What it adopts besides the child's group, if anything: re-parented processes marked
     /// with `attempt` (or not marked) started after `since` (see `Relayed::judge`).
@@ -535,7 +541,7 @@ pub(crate) fn supervision_name(pid: libc::pid_t, attempt: bool) -> String {
 /// The name of the memfd a `retry` holds from when it begins ending its child to the end of
 /// that child's grace (`retry-ending-PID`, or `retry-ending-PID-ATTEMPT-SINCE` where it adopts
 /// what is re-parented to it).
-pub(crate) fn ending_name(ending: Ending) -> String {
+pub(crate) fn ending_name(ending: EndingChild) -> String {
     match ending.adopting {
         Some(Adopting { attempt, since }) => {
             format!("retry-ending-{}-{attempt}-{since}", ending.pid)
@@ -560,7 +566,7 @@ fn supervised_by(pid: libc::pid_t) -> Option<Supervising> {
     for descriptor in descriptors.flatten().take(SUPERVISION_SCANNED) {
         let Some(said) = std::fs::read_link(descriptor.path())
             .ok()
-            .and_then(|link| said_by(link.to_str()?))
+            .and_then(|link| retry_memfd(link.to_str()?))
         else {
             continue;
         };
@@ -576,8 +582,8 @@ fn supervised_by(pid: libc::pid_t) -> Option<Supervising> {
             continue;
         }
         match said {
-            Said::Supervising(said) => supervising = supervising.or(Some(said)),
-            Said::Ending(said) => ending = ending.or(Some(said)),
+            RetryMemfd::Supervising(said) => supervising = supervising.or(Some(said)),
+            RetryMemfd::Ending(said) => ending = ending.or(Some(said)),
         }
     }
     let mut supervising: Supervising = supervising?;
@@ -587,14 +593,14 @@ fn supervised_by(pid: libc::pid_t) -> Option<Supervising> {
 
 /// What a memfd's name says, one of `retry`'s.
 #[derive(Debug, PartialEq, Eq)]
-enum Said {
+enum RetryMemfd {
     Supervising(Supervising),
-    Ending(Ending),
+    Ending(EndingChild),
 }
 
 /// What a descriptor's link text (`/memfd:NAME (deleted)`) says, if NAME is a
 /// `supervision_name` or an `ending_name`.
-fn said_by(link: &str) -> Option<Said> {
+fn retry_memfd(link: &str) -> Option<RetryMemfd> {
     let name = link
         .strip_prefix("/memfd:retry-")?
         .strip_suffix(" (deleted)")?;
@@ -602,7 +608,7 @@ fn said_by(link: &str) -> Option<Said> {
     let number = |text: &str| text.parse().ok().filter(|&number: &u64| number > 0);
     let pid = |text: &str| number(text).and_then(|pid| libc::pid_t::try_from(pid).ok());
     match kind {
-        "attempt" | "hook" => Some(Said::Supervising(Supervising {
+        "attempt" | "hook" => Some(RetryMemfd::Supervising(Supervising {
             pid: pid(rest)?,
             attempt: kind == "attempt",
             ending: None,
@@ -618,7 +624,7 @@ fn said_by(link: &str) -> Option<Said> {
                 }),
                 _ => return None,
             };
-            Some(Said::Ending(Ending {
+            Some(RetryMemfd::Ending(EndingChild {
                 pid: ending_pid,
                 adopting,
             }))
@@ -671,7 +677,7 @@ impl Relayed {
 
     /// Notes `nested`, with `children`, a `retry` that passes the terminating signal on, the
     /// first time it is seen running an attempt.
-    fn note(&mut self, nested: &Entry, children: &[Entry], source: &dyn Source) {
+    fn note(&mut self, nested: &ProcessEntry, children: &[ProcessEntry], source: &dyn Source) {
         let known = (nested.pid, nested.start);
         if self.attempts.contains_key(&known) {
             return;
@@ -691,7 +697,12 @@ impl Relayed {
     /// held before its attempt started (a job of the shell that exec'd it, which may carry
     /// the same `RETRY_ATTEMPT`) it never signals, and may have started in the attempt's tick;
     /// a daemon of the attempt's that did too is sent the signal by both.
-    fn judge(&mut self, entry: &Entry, parent: Option<&Entry>, source: &dyn Source) -> bool {
+    fn judge(
+        &mut self,
+        entry: &ProcessEntry,
+        parent: Option<&ProcessEntry>,
+        source: &dyn Source,
+    ) -> bool {
         let known = (entry.pid, entry.start);
         let adopted = |attempt: &NestedAttempt| {
             entry.start > attempt.since
@@ -718,7 +729,7 @@ impl Relayed {
 
     /// `note` and `judge` over `listed`, the processes of an attempt's cgroup as /proc shows
     /// them now, of which those `passes_on(signal)` tells are nested `retry`s.
-    pub(crate) fn judge_listed(&mut self, listed: &[Entry], signal: i32) {
+    pub(crate) fn judge_listed(&mut self, listed: &[ProcessEntry], signal: i32) {
         self.judge_in(listed, &|pid| passes_on(pid, signal), &Proc);
     }
 
@@ -726,12 +737,12 @@ impl Relayed {
     /// more is found theirs.
     fn judge_in(
         &mut self,
-        listed: &[Entry],
+        listed: &[ProcessEntry],
         nested: &dyn Fn(libc::pid_t) -> bool,
         source: &dyn Source,
     ) {
         for nested in listed.iter().filter(|entry| nested(entry.pid)) {
-            let children: Vec<Entry> = source
+            let children: Vec<ProcessEntry> = source
                 .children(nested.pid, nested.threads)
                 .unwrap_or_default()
                 .into_iter()
@@ -804,7 +815,7 @@ pub(crate) fn proc_is_ours() -> bool {
 }
 
 /// The process `pid` as /proc shows it now, if it is there.
-pub(crate) fn entry_of(pid: libc::pid_t) -> Option<Entry> {
+pub(crate) fn entry_of(pid: libc::pid_t) -> Option<ProcessEntry> {
     let line = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(pid, &line)
 }
@@ -837,7 +848,7 @@ fn children_of(pid: libc::pid_t, threads: u64) -> Option<Vec<libc::pid_t>> {
 }
 
 /// Every process /proc shows that could be read.
-fn every_process() -> Vec<Entry> {
+fn every_process() -> Vec<ProcessEntry> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -854,8 +865,8 @@ mod tests {
 
     use super::*;
 
-    fn entry(pid: i32, parent: i32, group: i32, start: u64) -> Entry {
-        Entry {
+    fn entry(pid: i32, parent: i32, group: i32, start: u64) -> ProcessEntry {
+        ProcessEntry {
             pid,
             parent,
             group,
@@ -866,15 +877,19 @@ mod tests {
     }
 
     /// A process that leads a group of its own.
-    fn leader(pid: i32, parent: i32, start: u64) -> Entry {
+    fn leader(pid: i32, parent: i32, start: u64) -> ProcessEntry {
         entry(pid, parent, pid, start)
     }
 
     /// `entries`, with the `RETRY_ATTEMPT` each of `marks` gives a process (no other
     /// environment can be read), and the child each of `supervised` says it supervises, an
     /// attempt or not (a hook).
-    fn table(entries: &[Entry], marks: &[(i32, u64)], supervised: &[(i32, i32, bool)]) -> Table {
-        let mut given = Given::default();
+    fn table(
+        entries: &[ProcessEntry],
+        marks: &[(i32, u64)],
+        supervised: &[(i32, i32, bool)],
+    ) -> Table {
+        let mut given = Fixture::default();
         for &(pid, number) in marks {
             let environ = format!("HOME=/\0RETRY_ATTEMPT={number}\0");
             given.environs.insert(pid, environ.into_bytes());
@@ -896,7 +911,7 @@ mod tests {
     /// What a walk over `table` finds of the attempt `root` (started at `since`) of retry 100,
     /// whose helper 500 is spared, in the order found.
     fn left_behind(
-        table: &[Entry],
+        table: &[ProcessEntry],
         root: i32,
         since: u64,
         earlier: &mut BTreeSet<Known>,
@@ -975,10 +990,10 @@ mod tests {
         let all = [200, 201, 202, 203, 300, 301];
         assert_eq!(left_behind(&table, 200, 50, &mut none(), &ours), all);
         // Once the attempt is gone, its children are re-parented to retry.
-        let after: Vec<Entry> = table
+        let after: Vec<ProcessEntry> = table
             .iter()
             .filter(|e| e.pid != 200)
-            .map(|e| Entry {
+            .map(|e| ProcessEntry {
                 parent: if e.parent == 200 { 100 } else { e.parent },
                 ..*e
             })
@@ -1047,14 +1062,15 @@ mod tests {
             213 => b"RETRY_ATTEMPT=3\0".to_vec(),
             _ => Vec::new(),
         };
-        let attempt_of = |children: &[Entry], pid: i32, attempt: bool, ending: Option<Ending>| {
-            let supervising = Supervising {
-                pid,
-                attempt,
-                ending,
+        let attempt_of =
+            |children: &[ProcessEntry], pid: i32, attempt: bool, ending: Option<EndingChild>| {
+                let supervising = Supervising {
+                    pid,
+                    attempt,
+                    ending,
+                };
+                attempt_of(&nested, children, supervising, &environ)
             };
-            attempt_of(&nested, children, supervising, &environ)
-        };
         let running = |group, since, adopts| {
             Some(NestedAttempt {
                 group,
@@ -1100,7 +1116,7 @@ mod tests {
             since: 80,
         });
         let ending = |adopting| {
-            Some(Ending {
+            Some(EndingChild {
                 pid: 9999,
                 adopting,
             })
@@ -1114,7 +1130,7 @@ mod tests {
             running(9999, u64::MAX, Adopts::Nothing)
         );
         // While the child is there, it is read as it is now.
-        let said = Some(Ending { pid: 213, adopting });
+        let said = Some(EndingChild { pid: 213, adopting });
         assert_eq!(attempt_of(&children, 213, true, said), marked);
     }
 
@@ -1122,14 +1138,14 @@ mod tests {
     /// child and how, and nothing else reads as such a name.
     #[test]
     fn a_supervised_child_is_read_from_the_memfds_names() {
-        let said = |name: String| said_by(&format!("/memfd:{name} (deleted)"));
+        let said = |name: String| retry_memfd(&format!("/memfd:{name} (deleted)"));
         for (pid, attempt) in [(4242, true), (7, false)] {
             let supervising = Supervising {
                 pid,
                 attempt,
                 ending: None,
             };
-            let expected = Some(Said::Supervising(supervising));
+            let expected = Some(RetryMemfd::Supervising(supervising));
             assert_eq!(said(supervision_name(pid, attempt)), expected);
         }
         let adopting = Adopting {
@@ -1137,16 +1153,16 @@ mod tests {
             since: 0,
         };
         for ending in [
-            Ending {
+            EndingChild {
                 pid: 4242,
                 adopting: None,
             },
-            Ending {
+            EndingChild {
                 pid: 4242,
                 adopting: Some(adopting),
             },
         ] {
-            assert_eq!(said(ending_name(ending)), Some(Said::Ending(ending)));
+            assert_eq!(said(ending_name(ending)), Some(RetryMemfd::Ending(ending)));
         }
         for link in [
             "/memfd:retry-attempt-12",
@@ -1166,7 +1182,7 @@ mod tests {
             "anon_inode:[pidfd]",
             "pipe:[123]",
         ] {
-            assert_eq!(said_by(link), None, "{link}");
+            assert_eq!(retry_memfd(link), None, "{link}");
         }
     }
 
@@ -1188,15 +1204,15 @@ sys.stdin.read()";
             attempt: 2,
             since: 77,
         });
-        let ending = |pid| ending_name(Ending { pid, adopting });
-        let expected = |ending: Option<Ending>| {
+        let ending = |pid| ending_name(EndingChild { pid, adopting });
+        let expected = |ending: Option<EndingChild>| {
             Some(Supervising {
                 pid: 4242,
                 attempt: true,
                 ending,
             })
         };
-        let said_ending = Some(Ending {
+        let said_ending = Some(EndingChild {
             pid: 4242,
             adopting,
         });
@@ -1249,7 +1265,7 @@ sys.stdin.read()";
     }
 
     /// retry 100's attempt 200, a shell running a nested retry (210) whose attempt 2 runs.
-    fn nested_table() -> Vec<Entry> {
+    fn nested_table() -> Vec<ProcessEntry> {
         vec![
             entry(100, 1, 100, 10),
             // The attempt: a shell, with a nested retry in its group, and a child leading a
@@ -1299,7 +1315,7 @@ sys.stdin.read()";
         };
         let mut found = Vec::new();
         let children = table.children(100, 2).unwrap();
-        let mut record = |entry: &Entry, relayed| found.push((entry.pid, relayed));
+        let mut record = |entry: &ProcessEntry, relayed| found.push((entry.pid, relayed));
         let whole = walk_in(
             table,
             children,
@@ -1369,11 +1385,11 @@ sys.stdin.read()";
     #[test]
     fn what_a_nested_retry_ends_is_its_own_once_its_attempt_is_gone() {
         // nested_table without 211: 212 and 213 were re-parented to the nested retry.
-        let gone: Vec<Entry> = nested_table()
+        let gone: Vec<ProcessEntry> = nested_table()
             .into_iter()
             .filter(|entry| entry.pid != 211)
             .map(|entry| match entry.parent {
-                211 => Entry {
+                211 => ProcessEntry {
                     parent: 210,
                     ..entry
                 },
@@ -1401,11 +1417,11 @@ sys.stdin.read()";
             since: 53,
         });
         assert_eq!(
-            walk(Some(Ending { pid: 211, adopting })),
+            walk(Some(EndingChild { pid: 211, adopting })),
             relayed_among(&found, &[212, 213, 214])
         );
         assert_eq!(
-            walk(Some(Ending {
+            walk(Some(EndingChild {
                 pid: 211,
                 adopting: None
             })),
@@ -1465,7 +1481,7 @@ sys.stdin.read()";
     fn what_a_nested_retry_signals_is_found_in_a_list_in_any_order() {
         let entries = nested_table();
         let source = table(&entries, &NESTED_MARKS, &NESTED_SUPERVISED);
-        let mut listed: Vec<Entry> = entries[1..].to_vec();
+        let mut listed: Vec<ProcessEntry> = entries[1..].to_vec();
         listed.sort_by_key(|entry| std::cmp::Reverse(entry.start));
         let mut relayed = Relayed::default();
         relayed.judge_in(&listed, &|pid| pid == 210, &source);

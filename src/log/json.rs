@@ -70,7 +70,7 @@ enum Fields<'a> {
     Start(Start<'a>),
     Delay(Delay),
     AttemptStart(AttemptStart),
-    Attempt(Attempt),
+    Attempt(AttemptFields),
     Retry(Retry),
     Reset(Reset),
     HintIgnored(HintIgnored<'a>),
@@ -109,7 +109,7 @@ struct AttemptStart {
 }
 
 #[derive(Serialize)]
-struct Attempt {
+struct AttemptFields {
     attempt: u64,
     max_attempts: Option<u64>,
     exit_code: u8,
@@ -425,7 +425,7 @@ fn success_objects<'a>(event: &'a Event<'a>, last_status_exits: bool) -> Objects
             needed,
             next,
         } => {
-            let attempt = Attempt {
+            let attempt = AttemptFields {
                 streak: Some(streak),
                 needed: Some(needed),
                 ..attempt(count, end, ran, "success", None)
@@ -583,8 +583,8 @@ fn attempt(
     ran: Duration,
     outcome: &'static str,
     reason: Option<String>,
-) -> Attempt {
-    Attempt {
+) -> AttemptFields {
+    AttemptFields {
         attempt: count.attempt,
         max_attempts: count.max_attempts,
         exit_code: end.status(),
@@ -604,7 +604,7 @@ fn attempt(
 /// `attempt`'s object, followed by the `retry` object that announces the next attempt when a
 /// wait follows, with the hint it heeded (`hint_ms`, as read; null when there was none).
 fn with_retry<'a>(
-    attempt: Attempt,
+    attempt: AttemptFields,
     number: u64,
     next: Option<Duration>,
     hint: Option<HintUse>,

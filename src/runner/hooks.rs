@@ -24,7 +24,7 @@ use crate::start;
 
 /// What the hooks of a run hand on, and where.
 #[derive(Default)]
-pub(super) struct Hooks {
+pub(super) struct HookValueStore {
     /// What `--on-retry` hooks handed on to later attempts.
     pub(super) values: HookValues,
     /// The directory of the files `--on-retry` hooks write values to, once made: private (mode
@@ -33,7 +33,7 @@ pub(super) struct Hooks {
     values_dir: Option<tempfile::TempDir>,
 }
 
-impl Hooks {
+impl HookValueStore {
     /// Runs `hook` to its end, under the run's deadline, as `supervisor` ends children;
     /// `lookout` tells what it leaves behind. `Err` holds a shutdown signal received meanwhile.
     pub(super) fn run(

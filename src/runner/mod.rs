@@ -25,7 +25,7 @@ use std::ffi::OsStr;
 use std::io;
 use std::time::{Duration, Instant, SystemTime};
 
-use self::hooks::Hooks;
+use self::hooks::HookValueStore;
 use self::release::HeldOutput;
 use self::spawn::{Spawned, Spawner};
 use self::stragglers::{Supervisee, Sweeper};
@@ -60,7 +60,7 @@ pub(crate) struct Runner<'a> {
     warnings: Warnings,
     /// Copies of earlier attempts' output still running (see `plumbing::Leftover`).
     leftovers: Vec<Leftover>,
-    hooks: Hooks,
+    hooks: HookValueStore,
 }
 
 impl<'a> Runner<'a> {
@@ -80,7 +80,7 @@ impl<'a> Runner<'a> {
             output: HeldOutput::new(settings),
             warnings: Warnings::default(),
             leftovers: Vec::new(),
-            hooks: Hooks::default(),
+            hooks: HookValueStore::default(),
         }
     }
 

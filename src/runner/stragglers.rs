@@ -219,7 +219,7 @@ impl<'a> Stragglers<'a> {
         };
         let ending_said = match target {
             SignalTarget::Group(_) => {
-                let ending = sweep::Ending {
+                let ending = sweep::EndingChild {
                     pid: root,
                     adopting: attempt
                         .zip(started)
@@ -325,7 +325,7 @@ impl<'a> Stragglers<'a> {
         // A nested `retry` without a cgroup of its own has its attempt here: what it signals
         // itself is found first.
         if ours {
-            let entries: Vec<sweep::Entry> = listed
+            let entries: Vec<sweep::ProcessEntry> = listed
                 .iter()
                 .filter_map(|&pid| sweep::entry_of(pid))
                 .collect();

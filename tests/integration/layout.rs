@@ -590,3 +590,83 @@ fn lengths_are_counted_in_code_not_in_strings_or_comments() {
         ]
     );
 }
+
+/// The names of the types `text` defines in its production code (before its `#[cfg(test)]
+/// mod`): each `struct`, `enum`, `trait`, `union` and `type` alias, with its line.
+fn type_names(text: &str) -> Vec<(String, usize)> {
+    let code = code_only(text);
+    let mut found = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        if line.trim() == "#[cfg(test)]" {
+            let next = code.lines().nth(number + 1).unwrap_or("");
+            if next.split_whitespace().any(|word| word == "mod") {
+                break;
+            }
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words
+            .iter()
+            .position(|w| matches!(*w, "struct" | "enum" | "trait" | "union" | "type"))
+        else {
+            continue;
+        };
+        if !words[..at]
+            .iter()
+            .all(|w| *w == "pub" || w.starts_with("pub("))
+        {
+            continue;
+        }
+        if let Some(name) = words.get(at + 1) {
+            let name = name
+                .split(['<', '(', '{', ';', ':', '='])
+                .next()
+                .unwrap_or(name);
+            found.push((name.to_string(), number + 1));
+        }
+    }
+    found
+}
+
+/// One name, one type: no two types of `src/`'s production code, in any modules, share a
+/// name, so that a name read anywhere (in a log, a review, a search) says which type it is.
+#[test]
+fn no_two_types_share_a_name() {
+    let mut files = Vec::new();
+    collect_rust_files(&Path::new(ROOT).join("src"), &mut files);
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut count = 0;
+    for file in files {
+        let name = file.file_name().and_then(|name| name.to_str());
+        if matches!(name, Some("tests.rs" | "test_support.rs")) {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+        for (name, line) in type_names(&text) {
+            count += 1;
+            seen.entry(name)
+                .or_default()
+                .push(format!("{relative}:{line}"));
+        }
+    }
+    assert!(count > 100, "the walk saw the types: {count}");
+    let shared: Vec<String> = seen
+        .into_iter()
+        .filter(|(_, places)| places.len() > 1)
+        .map(|(name, places)| format!("{name}: {}", places.join(", ")))
+        .collect();
+    assert!(
+        shared.is_empty(),
+        "types that share a name:\n{}",
+        shared.join("\n")
+    );
+}
+
+#[test]
+fn type_names_are_read_from_code_only() {
+    let text = "/// struct Doc\npub(crate) struct A<'a> {\n    s: &'a str,\n}\nenum B { X }\n\
+                type C = u8;\npub trait D: Sized {}\nlet s = \"struct E\";\nimpl F for G {}\n\
+                #[cfg(test)]\nmod tests {\n    struct H;\n}\n";
+    let names: Vec<String> = type_names(text).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["A", "B", "C", "D"]);
+}
