@@ -718,6 +718,22 @@ const OTHER_TOOLS_FLAGS: &[(&str, Option<&str>)] = &[
     ("retry-on", Some("retry-on-exit")),
     ("exit-codes", Some("retry-on-exit")),
     ("retry-codes", Some("retry-on-exit")),
+    ("retry-on-exit-code", Some("retry-on-exit")),
+    ("retry-on-exit-codes", Some("retry-on-exit")),
+    ("stop-on-exit-code", Some("stop-on-exit")),
+    ("stop-on-exit-codes", Some("stop-on-exit")),
+    ("base-delay", Some("base")),
+    ("exponential", Some("backoff")),
+    ("json", Some("log-format")),
+    ("maxtries", Some("attempts")),
+    // A plan of the run, not a random start-up wait (--splay is one letter away).
+    ("plan", Some("dry-run")),
+    ("name", Some("label")),
+    ("tag", Some("label")),
+    ("replay", Some("stdin")),
+    // A time for the run or for each attempt: which one is not for a guess to say, and
+    // --times (one letter away) is a count.
+    ("time", None),
 ];
 
 /// The flag (`--name`) that an unknown option (`--interval`, `--retires=3`, `-n`) most likely
@@ -733,10 +749,14 @@ pub fn meant_flag(unknown: &str) -> Option<String> {
         return None;
     }
     let command = <Cli as clap::CommandFactory>::command();
-    let longs: Vec<&str> = command
+    // Debian's options last: a near spelling that is as close to one of `retry`'s own
+    // (`--delas`: `--delays` or `--delay`) leads to that one, not to Debian's defaults.
+    let (debians, own): (Vec<&str>, Vec<&str>) = command
         .get_arguments()
         .filter_map(|arg| arg.get_long())
-        .collect();
+        .chain(["help", "version"])
+        .partition(|long| debian::OPTIONS.contains(long));
+    let longs: Vec<&str> = own.into_iter().chain(debians).collect();
     // The start of one flag alone (`--mes`, as Debian's getopt would take it), else a near
     // spelling.
     let mut starting = longs
@@ -891,6 +911,28 @@ mod tests {
             ("--maxtimes", Some("--attempts")),
             ("--mes=hi", Some("--message")),
             ("--forev", Some("--forever")),
+            // A near spelling of one of retry's own is not led to Debian's option beside it;
+            // a swap of two letters is one slip.
+            ("--delyas", Some("--delays")),
+            ("--delas", Some("--delays")),
+            ("--delasy", Some("--delays")),
+            ("--pslay", Some("--splay")),
+            ("--hlp", Some("--help")),
+            ("--hep", Some("--help")),
+            ("--hlep", Some("--help")),
+            ("--versoin", Some("--version")),
+            ("--plan", Some("--dry-run")),
+            ("--name", Some("--label")),
+            ("--replay", Some("--stdin")),
+            ("--time", None),
+            ("--retry-on-exit-code", Some("--retry-on-exit")),
+            ("--stop-on-exit-code", Some("--stop-on-exit")),
+            ("--base-delay", Some("--base")),
+            ("--exponential", Some("--backoff")),
+            ("--json", Some("--log-format")),
+            ("--maxtries", Some("--attempts")),
+            ("--mesage", Some("--message")),
+            ("--tims", Some("--times")),
         ] {
             assert_eq!(meant_flag(unknown).as_deref(), meant, "{unknown}");
         }

@@ -56,6 +56,9 @@ pub fn duration(text: &str) -> Result<Duration, String> {
         Some(fix) => format!("invalid duration '{text}'; {fix}"),
         None => {
             let why = match error {
+                humantime::DurationError::UnknownUnit { unit, value, .. } if unit.is_empty() => {
+                    format!("no unit after the last number, {value}")
+                }
                 humantime::DurationError::UnknownUnit { unit, .. } => {
                     format!("unknown unit '{unit}'")
                 }
@@ -572,7 +575,8 @@ pub fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
 }
 
 /// The candidate `suggestion` would offer for `word`. A word that negates (`no-retry-on-exit`,
-/// `unforever`) is never led to a candidate that does not: that is its opposite.
+/// `unforever`) is never led to a candidate that does not: that is its opposite. Of candidates
+/// equally near, the first in `candidates` is taken.
 pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let close = |distance: usize, candidate: &str| {
         distance <= 2.max(candidate.len() / 4) && distance * 2 <= candidate.len()
@@ -586,7 +590,7 @@ pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
         .filter(|candidate| close(length.abs_diff(candidate.chars().count()), candidate))
         .map(|candidate| (edit_distance(word, candidate), candidate))
         .filter(|&(distance, candidate)| close(distance, candidate))
-        .min()
+        .min_by_key(|&(distance, _)| distance)
         .map(|(_, candidate)| *candidate)
 }
 
@@ -601,16 +605,24 @@ fn negation(word: &str) -> Option<&'static str> {
         .find(|prefix| word.starts_with(prefix))
 }
 
+/// The edits from `a` to `b`: a letter put in, taken out, changed, or two beside each other
+/// swapped (`--delyas`), each one slip (the optimal string alignment distance).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    let mut before: Vec<usize> = Vec::new();
     let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
+    for (i, ca) in a.iter().enumerate() {
         let mut current = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+            let substitution = previous[j] + usize::from(ca != cb);
+            let mut best = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+            if i > 0 && j > 0 && *ca == b[j - 1] && a[i - 1] == *cb {
+                best = best.min(before[j - 1] + 1);
+            }
+            current.push(best);
         }
-        previous = current;
+        before = std::mem::replace(&mut previous, current);
     }
     previous[b.len()]
 }
@@ -853,6 +865,8 @@ mod tests {
         for (bad, why) in [
             ("1x", "(unknown unit 'x')"),
             ("1mo", "(unknown unit 'mo')"),
+            ("1h1", "(no unit after the last number, 1)"),
+            ("1m30", "(no unit after the last number, 30)"),
             ("abc", "(not a number with a unit)"),
             ("99999999999999999999999s", "(too large)"),
             ("", "empty duration"),
@@ -1034,7 +1048,11 @@ mod tests {
 
     #[test]
     fn edit_distances_and_suggestions() {
-        assert_eq!(edit_distance("retires", "retries"), 2);
+        // Two letters beside each other swapped are one slip.
+        assert_eq!(edit_distance("retires", "retries"), 1);
+        assert_eq!(edit_distance("delyas", "delays"), 1);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("abc", "ca"), 3);
         assert_eq!(edit_distance("base", "base"), 0);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("abc", ""), 3);
@@ -1052,6 +1070,9 @@ mod tests {
             Some("did you mean 'decorrelated'?".into())
         );
         assert_eq!(suggestion("decoxxxxated", &long), None);
+        // Of candidates equally near, the first is taken, whatever their alphabetical order.
+        assert_eq!(nearest("delas", &["delays", "delay"]), Some("delays"));
+        assert_eq!(nearest("delas", &["delay", "delays"]), Some("delay"));
         assert_eq!(
             suggestion("retires", &["retries", "base"]),
             Some("did you mean 'retries'?".into())

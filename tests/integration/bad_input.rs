@@ -64,6 +64,8 @@ fn a_duration_error_lists_the_units_and_corrects_the_case() {
     for value in ["1x", "abc", "10 parsecs"] {
         misuse(&["--base", value], "units: ms, s, m, h");
     }
+    // A number left without its unit is said to be that, not an unknown unit ''.
+    misuse(&["--timeout", "1m30"], "no unit after the last number, 30");
 }
 
 #[test]
@@ -245,6 +247,15 @@ fn an_unknown_flag_suggests_the_one_meant_or_none() {
         ("--no-retry", None),
         ("--max-times", Some("--attempts")),
         ("--mes=hi", Some("--message")),
+        // A slip in one of retry's own flags never leads to Debian's option beside it, which
+        // would bring Debian's defaults with it.
+        ("--delyas", Some("--delays")),
+        ("--delas", Some("--delays")),
+        ("--pslay", Some("--splay")),
+        ("--hlp", Some("--help")),
+        ("--plan", Some("--dry-run")),
+        ("--name", Some("--label")),
+        ("--time", None),
     ] {
         let word = unknown.split('=').next().unwrap();
         let expected = match meant {
