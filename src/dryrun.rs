@@ -439,13 +439,19 @@ fn rows(settings: &Settings) -> (Vec<Row>, Option<String>) {
         let (row, last) = retry_row(settings, n, draws.as_mut(), &mut elapsed);
         rows.push(row);
         if last && let Some(limit) = settings.max_time {
+            // A deadline within the margin leaves the last chance no earlier start than now.
+            let start = limit.saturating_sub(LAST_CHANCE_MARGIN);
+            let starts = if start.is_zero() {
+                "at once".to_string()
+            } else {
+                format!("by {}", human(start))
+            };
             let footer = format!(
-                "--max-time {} allows at most {} attempts: the last starts by {}, {} before \
+                "--max-time {} allows at most {} attempts: the last starts {starts}, {} before \
                  it (or twice the longest attempt, when attempts take longer)",
                 human(limit),
                 n + 1,
-                human(limit.saturating_sub(LAST_CHANCE_MARGIN)),
-                human(LAST_CHANCE_MARGIN),
+                human(limit - start),
             );
             return (rows, Some(footer));
         }
@@ -729,6 +735,13 @@ mod tests {
                  before it"
             ),
             "{text}"
+        );
+        let soon = plan_for(&["--forever", "--max-time", "50ms"]);
+        assert!(
+            soon.contains(
+                "--max-time 50ms allows at most 2 attempts: the last starts at once, 50ms before it"
+            ),
+            "{soon}"
         );
         let one = plan_for(&["--jitter", "none", "--base", "2s", "--max-time", "1s"]);
         assert!(
