@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::deadline::{Fit, WaitKind};
+use crate::deadline::{Fit, LAST_CHANCE_MARGIN, WaitKind};
 use crate::ending::Ending;
 use crate::fleet::Gate;
 use crate::http;
@@ -321,12 +321,23 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
     /// The wait after a retryable failure whose schedule says `delay`: longer when the attempt
     /// asked for more (`hint`), by the hint (cut to `--retry-after-max`) and a random spread of
     /// up to a tenth of it, so that a fleet told the same time does not come back together.
+    /// Where the hint ends before `--max-time`, the spread stays within what is left, the last
+    /// chance's margin kept: a spread added for the fleet's sake never ends a run that the
+    /// server's own wait leaves time in.
     fn hinted(&mut self, delay: Duration, hint: Option<AskedWait>) -> (Duration, Option<HintUse>) {
         let Some(asked) = hint else {
             return (delay, None);
         };
         let most = self.settings.retry_after_max;
-        let spread = self.delays.up_to(http::spread_limit(asked.wait, most));
+        let mut limit = http::spread_limit(asked.wait, most);
+        if let Some(deadline) = self.max_time.deadline() {
+            let left = deadline.saturating_duration_since(self.clock.now());
+            let hint = asked.wait.min(most);
+            if hint < left {
+                limit = limit.min((left - hint).saturating_sub(LAST_CHANCE_MARGIN));
+            }
+        }
+        let spread = self.delays.up_to(limit);
         let wait = http::hinted_wait(delay, asked.wait, most, spread);
         let used = HintUse {
             asked: asked.wait,

@@ -1715,6 +1715,28 @@ fn a_hint_past_max_time_ends_the_run_at_once() {
     );
 }
 
+/// A hint that ends before `--max-time` keeps the run going whatever the spread draws: the
+/// spread stays within the time left, 100 ms kept for the attempt; the hint is waited whole.
+#[test]
+fn the_spread_never_carries_a_hint_that_fits_past_max_time() {
+    let fail = [exited(1, 0)];
+    for seed in 0..64 {
+        let seed = seed.to_string();
+        let out = run_with_hints(
+            &["-r", "1", "--max-time", "1500ms", "--seed", &seed],
+            &fail,
+            &[retry_after(1)],
+            None,
+        );
+        assert_eq!(out.slept.len(), 1, "seed {seed}: {}", out.output);
+        assert!(
+            out.slept[0] >= ms(1000) && out.slept[0] <= ms(1400),
+            "seed {seed}: {:?}",
+            out.slept
+        );
+    }
+}
+
 /// The spread is drawn from the seeded generator: the same seed, the same wait.
 #[test]
 fn the_spread_is_reproducible_with_a_seed() {
