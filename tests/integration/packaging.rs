@@ -316,7 +316,7 @@ fn tarball_holds_one_folder_of_the_binary_manual_completions_and_licences(arch: 
     assert!(third_party.contains("GNU LESSER GENERAL PUBLIC LICENSE"));
     let libc = match arch.emulator {
         None => "Debian's libc6-dev ",
-        Some(_) => "Debian's libc6-dev-arm64-cross ",
+        Some(_) => "Debian's libc6-dev:arm64 ",
     };
     assert!(third_party.contains(libc), "the C library linked: {libc}");
 }
@@ -450,6 +450,32 @@ fn the_arm64_binary_is_a_static_pie() {
         !elf.contains("INTERP") && !elf.contains("(NEEDED)"),
         "{elf}"
     );
+}
+
+/// The version line of the glibc linked into `arch`'s shipped binary (`GNU C Library (Debian
+/// GLIBC 2.36-9+deb12u14)`).
+fn glibc_in_shipped(arch: &Arch) -> Option<String> {
+    let dist = arch.dist("the glibc in the shipped binary")?;
+    let (_dir, unpacked) = unpack_tarball(arch, &dist);
+    let binary = fs::read(unpacked.join("retry")).unwrap();
+    let marker = b"GNU C Library (";
+    let at = binary
+        .windows(marker.len())
+        .position(|window| window == marker)
+        .expect("the binary names its C library");
+    let end = binary[at..].iter().position(|&b| b == b')').unwrap();
+    Some(String::from_utf8_lossy(&binary[at..at + end + 1]).into_owned())
+}
+
+/// Both binaries link the same glibc, Debian's current one with its security fixes: the arm64
+/// one from libc6-dev:arm64, not the cross compiler's own libc6-dev-arm64-cross (2.36-8 in
+/// Debian 12, without the later fixes to the resolver a Redis host name goes through).
+#[test]
+fn both_binaries_link_the_same_glibc() {
+    let (Some(x86_64), Some(arm64)) = (glibc_in_shipped(&X86_64), glibc_in_shipped(&ARM64)) else {
+        return;
+    };
+    assert_eq!(arm64, x86_64);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -954,4 +980,24 @@ fn the_readmes_install_lines_put_the_manual_and_completions_where_they_are_found
     if let Some(candidates) = fish {
         assert!(candidates.starts_with("--attempts\t"), "{candidates:?}");
     }
+}
+
+/// The release workflow's build runs other people's code (rustup's installer, apt, every crate's
+/// build script): it gets a read-only token that its checkout does not keep, and only the job
+/// that publishes may write.
+#[test]
+fn only_the_publishing_job_may_write() {
+    let workflow =
+        fs::read_to_string(Path::new(ROOT).join(".github/workflows/release.yml")).unwrap();
+    let (top, jobs) = workflow.split_once("\njobs:\n").unwrap();
+    assert!(top.ends_with("permissions:\n  contents: read"), "{top}");
+    let (dist, release) = jobs.split_once("\n  release:\n").unwrap();
+    assert!(!dist.contains("write"), "{dist}");
+    assert!(release.contains("contents: write"), "{release}");
+    let checkouts = workflow.matches("uses: actions/checkout@").count();
+    assert_eq!(
+        workflow.matches("persist-credentials: false").count(),
+        checkouts,
+        "every checkout drops its token"
+    );
 }
