@@ -537,6 +537,24 @@ fn items(text: &str) -> Vec<(String, usize, usize)> {
     found
 }
 
+/// Each source file of `src/` with its path from the repository's root, but the modules that
+/// are tests whole (declared under `#[cfg(test)]`).
+fn production_sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    collect_rust_files(&Path::new(ROOT).join("src"), &mut files);
+    files
+        .into_iter()
+        .filter(|file| {
+            let name = file.file_name().and_then(|name| name.to_str());
+            !matches!(name, Some("tests.rs" | "test_support.rs"))
+        })
+        .map(|file| {
+            let text = fs::read_to_string(&file).unwrap();
+            (file.strip_prefix(ROOT).unwrap().display().to_string(), text)
+        })
+        .collect()
+}
+
 /// No production function over 80 lines and no `impl` block over 300, but those that
 /// CONTRIBUTING.md names, each with the reason it stays long: what is longer is split into
 /// named steps, so that each can be read, and tested, on its own.
@@ -547,18 +565,9 @@ fn no_function_or_impl_block_is_longer_than_it_can_be_read() {
         .split("### Long functions kept\n")
         .nth(1)
         .map_or("", |section| section.split("\n#").next().unwrap_or(""));
-    let mut files = Vec::new();
-    collect_rust_files(&Path::new(ROOT).join("src"), &mut files);
     let mut too_long = Vec::new();
     let mut seen = 0;
-    for file in files {
-        // Modules that are tests whole (declared under `#[cfg(test)]`).
-        let name = file.file_name().and_then(|name| name.to_str());
-        if matches!(name, Some("tests.rs" | "test_support.rs")) {
-            continue;
-        }
-        let text = fs::read_to_string(&file).unwrap();
-        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+    for (relative, text) in production_sources() {
         for (name, line, length) in items(&text) {
             seen += 1;
             let limit = if name.starts_with("impl") { 300 } else { 80 };
@@ -631,17 +640,9 @@ fn type_names(text: &str) -> Vec<(String, usize)> {
 /// name, so that a name read anywhere (in a log, a review, a search) says which type it is.
 #[test]
 fn no_two_types_share_a_name() {
-    let mut files = Vec::new();
-    collect_rust_files(&Path::new(ROOT).join("src"), &mut files);
     let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut count = 0;
-    for file in files {
-        let name = file.file_name().and_then(|name| name.to_str());
-        if matches!(name, Some("tests.rs" | "test_support.rs")) {
-            continue;
-        }
-        let text = fs::read_to_string(&file).unwrap();
-        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+    for (relative, text) in production_sources() {
         for (name, line) in type_names(&text) {
             count += 1;
             seen.entry(name)
