@@ -1,13 +1,14 @@
 //! The random draws of a run: the generator and how a draw becomes a number in a range.
 //!
-//! `--seed N` promises the same delays in every release, so both are written here rather than
-//! taken from a dependency, which may change its algorithm or its range conversion in any
-//! release. The generator is SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom
+//! `--seed N` promises the same delays in every release with the same minor version (the same
+//! major version from 1.0), so both are written here rather than taken from a dependency,
+//! which may change its algorithm or its range conversion in any release. The generator is SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom
 //! number generators", OOPSLA 2014): one 64-bit word of state, a fixed increment and a fixed
 //! finaliser, statistically sound for spreading waits (it is not for secrets). Pure: no
 //! clock, no entropy; the seed comes from the caller.
 
-/// A seeded stream of draws. The same seed gives the same draws, in every release.
+/// A seeded stream of draws. The same seed gives the same draws, in every release with the
+/// same minor version.
 #[derive(Clone, Debug)]
 pub struct Draws {
     state: u64,

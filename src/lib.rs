@@ -267,10 +267,7 @@ fn write_files(
     // A file size limit (`ulimit -f`) that these files pass is a write that fails, said as
     // such, not a SIGXFSZ that ends `retry` with the run's status lost. Every attempt and hook
     // has ended: none inherits this.
-    // SAFETY: signal(2) with SIG_IGN on a signal no handler of `retry`'s uses.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-    }
+    signals::ignore(libc::SIGXFSZ);
     if let Some(target) = &settings.metrics {
         write_metrics(target, ended, inherited, logger);
     }

@@ -8,6 +8,7 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::outcome::MISUSE;
 use crate::poll::{self, Wait};
+use crate::signals;
 use crate::text;
 
 /// What `retry` needs of the Rust runtime's start-up, which main.rs skips: SIGPIPE ignored (see
@@ -17,7 +18,7 @@ use crate::text;
 /// fails itself: never by a signal or a status that would read as the command's own end.
 pub(crate) fn prepare() {
     // First: every child starts with what `retry` was started with, before anything changes it.
-    crate::signals::record_inherited();
+    signals::record_inherited();
     crate::spool::give_freed_memory_back();
     std::panic::set_hook(Box::new(|info| {
         let what = info
@@ -36,10 +37,7 @@ pub(crate) fn prepare() {
         );
         std::process::exit(i32::from(MISUSE));
     }));
-    // SAFETY: signal(2) with a disposition, before any thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    signals::ignore(libc::SIGPIPE);
     let Ok(streams) = poll::poll([0, 1, 2].map(|fd| (fd, 0)), Wait::Not) else {
         return;
     };

@@ -6,6 +6,8 @@
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 
+use rustix::process::{Pid, WaitOptions, waitpid};
+
 use crate::plumbing;
 
 /// Makes `retry` the reaper of its attempts' orphans (Linux's child subreaper): a process whose
@@ -27,20 +29,23 @@ pub(crate) fn reap_orphans(running: Option<&Child>) {
     loop {
         // (libc's waitid(2): rustix's does not give the pid it found.)
         // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) with WNOWAIT | WNOHANG only
-        // looks at the next ended child, and waitpid(2) with WNOHANG on that pid returns at once.
-        unsafe {
+        // looks at the next ended child, and reads its pid.
+        let pid = unsafe {
             let mut info: libc::siginfo_t = std::mem::zeroed();
             let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
             if libc::waitid(libc::P_ALL, 0, &mut info, flags) != 0 {
                 return;
             }
-            let pid = info.si_pid();
-            if pid == 0 || Some(pid) == running {
-                return;
-            }
-            if libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid {
-                plumbing::collected(pid);
-            }
+            info.si_pid()
+        };
+        if Some(pid) == running {
+            return;
+        }
+        let Some(ended) = Pid::from_raw(pid) else {
+            return;
+        };
+        if let Ok(Some((collected, _))) = waitpid(Some(ended), WaitOptions::NOHANG) {
+            plumbing::collected(collected.as_raw_nonzero().get());
         }
     }
 }

@@ -54,6 +54,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
+use rustix::process::{Resource, Rlimit, setrlimit};
 use signal_hook::consts::{
     SIGCHLD, SIGHUP, SIGINT, SIGPIPE, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2, SIGWINCH,
 };
@@ -494,6 +495,16 @@ fn lineage(pid: i32) -> Option<(i32, i32, i32)> {
     Some((next()?, next()?, next()?))
 }
 
+/// Ignores `signal` from now on, in `retry` and in what it starts after: SIGPIPE from the
+/// start (a write to a closed pipe is an error to say, not a death), SIGXFSZ once the
+/// attempts have ended (a file past `ulimit -f` is a write that fails).
+pub fn ignore(signal: i32) {
+    // SAFETY: signal(2) with SIG_IGN on a signal no handler of `retry`'s uses.
+    unsafe {
+        libc::signal(signal, libc::SIG_IGN);
+    }
+}
+
 /// Stops `retry` as SIGTSTP's default action would have; returns once it is continued.
 pub fn stop_self() {
     // SAFETY: raise(3) with a valid signal; SIGSTOP cannot be caught, so this returns only after
@@ -507,13 +518,13 @@ pub fn stop_self() {
 /// sees a death by that signal (and a bash loop around Ctrl-C stops too). No core file is
 /// written for SIGQUIT. Falls back to exiting 128 + N.
 pub fn exit_by(signal: i32) -> ! {
-    // SAFETY: plain libc calls on this process with valid arguments; nothing else runs after.
+    let no_core = Rlimit {
+        current: Some(0),
+        maximum: Some(0),
+    };
+    let _ = setrlimit(Resource::Core, no_core);
+    // SAFETY: signal(2) on this process with a valid signal; nothing else runs after.
     unsafe {
-        let no_core = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
         libc::signal(signal, libc::SIG_DFL);
     }
     unblock(signal);

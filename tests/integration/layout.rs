@@ -63,18 +63,6 @@ fn deepest_module(path: &[String], known: &BTreeSet<Vec<String>>) -> Vec<String>
         .unwrap_or_default()
 }
 
-/// The top-level graph: a module below a folder counts as the folder's.
-fn top_level(graph: &Graph) -> Graph {
-    let top = |module: &str| module.split("::").next().unwrap_or(module).to_string();
-    let mut folded = Graph::new();
-    for (module, imports) in graph {
-        let from = top(module);
-        let edges = folded.entry(from.clone()).or_default();
-        edges.extend(imports.iter().map(|m| top(m)).filter(|m| *m != from));
-    }
-    folded
-}
-
 fn collect_rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("readable directory") {
         let path = entry.expect("an entry").path();
@@ -86,8 +74,8 @@ fn collect_rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
     }
 }
 
-/// The full paths, from the crate's root, of what the code of `module` (comments left out)
-/// names through `crate::`, `super::`, `self::` or one of its own modules' names, each name of
+/// The full paths, from the crate's root, of what the code of `module` (comments and strings
+/// left out) names through `crate::`, `super::`, `self::` or one of its own modules' names, each name of
 /// a `{a, b::c}` group apart. A `super::` inside an inline `mod tests { ... }` first leaves that
 /// block (rustfmt closes a block at the indent that opened it).
 fn named_paths(text: &str, module: &[String], known: &BTreeSet<Vec<String>>) -> Vec<Vec<String>> {
@@ -100,8 +88,7 @@ fn named_paths(text: &str, module: &[String], known: &BTreeSet<Vec<String>>) -> 
     let mut open_blocks: Vec<usize> = Vec::new();
     let mut code = String::new();
     let mut line_depths = Vec::new();
-    for line in text.lines() {
-        let line = line.split("//").next().unwrap_or("");
+    for line in code_only(text).lines() {
         let indent = line.len() - line.trim_start().len();
         if open_blocks.last() == Some(&indent) && line.trim() == "}" {
             open_blocks.pop();
@@ -253,19 +240,7 @@ fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
         .find_map(|node| visit(node, graph, &mut marks, &mut Vec::new()))
 }
 
-#[test]
-fn imports_among_top_level_modules_run_one_way() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let graph = top_level(&import_graph(&src));
-    // The walk saw the tree: the library's modules and their known edges are there.
-    assert!(graph["runner"].contains("driver"), "{graph:?}");
-    assert!(graph["settings"].contains("cli"), "{graph:?}");
-    if let Some(cycle) = find_cycle(&graph) {
-        panic!("an import cycle among src/ modules: {}", cycle.join(" -> "));
-    }
-}
-
-/// Inside a folder too: a folder's `mod.rs` and its files, and the files beside each other.
+/// Among all the files of `src/`, across folders too (the floors hold each folder apart).
 #[test]
 fn imports_among_all_modules_run_one_way() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -303,6 +278,13 @@ fn the_cycle_check_finds_a_cycle_and_reads_paths() {
         .into_iter()
         .collect();
     assert_eq!(names, ["a", "b", "c", "f"]);
+    // What follows `//` in a string is code; a path in a string or a comment is none.
+    let strings =
+        "let url = \"redis://h\"; let v = crate::f::g();\nlet s = \"crate::a\"; /* crate::b */\n";
+    let names: Vec<String> = imports_of(strings, &["m".to_string()], &flat)
+        .into_iter()
+        .collect();
+    assert_eq!(names, ["f"]);
     let graph = |edges: &[(&str, &str)]| {
         let mut graph = Graph::new();
         for (from, to) in edges {
@@ -473,48 +455,111 @@ fn code_only(text: &str) -> String {
     out
 }
 
-/// Each function and `impl` block of the production code of `text` (before its `#[cfg(test)]
-/// mod`): its first line's words up to the name, its line number and its length in lines.
-fn items(text: &str) -> Vec<(String, usize, usize)> {
-    let code = code_only(text);
-    let lines: Vec<&str> = code.lines().collect();
-    let production = lines
-        .windows(2)
-        .position(|pair| {
-            pair[0].trim() == "#[cfg(test)]" && pair[1].split_whitespace().any(|word| word == "mod")
-        })
-        .unwrap_or(lines.len());
-    let mut found = Vec::new();
-    for (start, line) in lines[..production].iter().enumerate() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let Some(at) = words
-            .iter()
-            .position(|w| *w == "fn" || *w == "impl" || w.starts_with("impl<"))
-        else {
-            continue;
-        };
-        let before_ok = words[..at].iter().all(|w| {
-            matches!(
-                *w,
-                "pub" | "const" | "unsafe" | "async" | "extern" | "default"
-            ) || w.starts_with("pub(")
-        });
-        if !before_ok {
+/// `text`'s production code: `code_only`, with every item under `#[cfg(test)]` (a test module
+/// to its closing brace, wherever in the file it stands, a `mod tests;` to its semicolon)
+/// blanked too, so that lines keep their numbers.
+fn production_code(text: &str) -> String {
+    const MARK: &str = "#[cfg(test)]";
+    let mut code: Vec<char> = code_only(text).chars().collect();
+    let mark: Vec<char> = MARK.chars().collect();
+    let mut at = 0;
+    while at + mark.len() <= code.len() {
+        if code[at..at + mark.len()] != mark[..] {
+            at += 1;
             continue;
         }
-        let name = match words[at] {
-            "fn" => words
-                .get(at + 1)
-                .map_or("", |w| w.split(['(', '<']).next().unwrap_or(w))
-                .to_string(),
-            _ => words[at..]
-                .join(" ")
-                .trim_end_matches('{')
-                .trim()
-                .to_string(),
+        let (mut depth, mut end) = (0usize, code.len() - 1);
+        for (i, c) in code.iter().enumerate().skip(at + mark.len()) {
+            match c {
+                ';' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for c in &mut code[at..=end] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+        at = end + 1;
+    }
+    code.into_iter().collect()
+}
+
+/// What an item's first line says after its attributes, its visibility (`pub`, `pub(crate)`,
+/// `pub(in a::b)`) and its qualifiers (`const`, `unsafe`, `async`, `extern "C"`, `default`).
+fn item_head(line: &str) -> &str {
+    let mut rest = line.trim_start();
+    loop {
+        let before = rest;
+        if rest.starts_with("#[") || rest.starts_with("pub(") {
+            let (open, close) = if rest.starts_with('#') {
+                ('[', ']')
+            } else {
+                ('(', ')')
+            };
+            let mut depth = 0;
+            for (i, c) in rest.char_indices() {
+                if c == open {
+                    depth += 1;
+                } else if c == close {
+                    depth -= 1;
+                    if depth == 0 {
+                        rest = &rest[i + 1..];
+                        break;
+                    }
+                }
+            }
+        }
+        for word in ["pub", "const", "unsafe", "async", "extern", "default"] {
+            if let Some(after) = rest.strip_prefix(word)
+                && after.starts_with(char::is_whitespace)
+            {
+                rest = after;
+            }
+        }
+        rest = rest.trim_start();
+        if rest == before {
+            return rest;
+        }
+    }
+}
+
+/// Each function and `impl` block of the production code of `text`: its first line's words
+/// from `fn` or `impl` up to the name, its line number and its length in lines.
+fn items(text: &str) -> Vec<(String, usize, usize)> {
+    let code = production_code(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let head = item_head(line);
+        let name = if let Some(after) = head.strip_prefix("fn ") {
+            after
+                .trim_start()
+                .split(['(', '<', ' '])
+                .next()
+                .unwrap_or("")
+                .to_string()
+        } else if head.starts_with("impl ") || head.starts_with("impl<") {
+            head.trim_end_matches('{').trim().to_string()
+        } else {
+            continue;
         };
         let (mut depth, mut opened) = (0i64, false);
-        for (end, body) in lines[start..production].iter().enumerate() {
+        for (end, body) in lines[start..].iter().enumerate() {
+            // On the first line, only what follows the head: an attribute's brackets are not
+            // the body's braces.
+            let body = if end == 0 { head } else { body };
             for c in body.chars() {
                 match c {
                     '{' => {
@@ -537,6 +582,26 @@ fn items(text: &str) -> Vec<(String, usize, usize)> {
     found
 }
 
+/// The type an inherent `impl` block adds methods to (`impl<T> Run<T>` -> `Run`); `None` for
+/// an `impl Trait for Type`, whose methods are the trait's.
+fn inherent_type(impl_head: &str) -> Option<String> {
+    let mut depth = 0;
+    let mut words = String::new();
+    for c in impl_head.strip_prefix("impl")?.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            _ if depth == 0 => words.push(c),
+            _ => {}
+        }
+    }
+    let words: Vec<&str> = words.split_whitespace().collect();
+    if words.contains(&"for") {
+        return None;
+    }
+    words.first().map(|name| name.to_string())
+}
+
 /// Each source file of `src/` with its path from the repository's root, but the modules that
 /// are tests whole (declared under `#[cfg(test)]`).
 fn production_sources() -> Vec<(String, String)> {
@@ -555,29 +620,47 @@ fn production_sources() -> Vec<(String, String)> {
         .collect()
 }
 
-/// No production function over 80 lines and no `impl` block over 300, but those that
-/// CONTRIBUTING.md names, each with the reason it stays long: what is longer is split into
-/// named steps, so that each can be read, and tested, on its own.
+/// No production function over 80 lines and no type with more than 300 lines of its own
+/// methods (its inherent `impl` blocks, in all files, added up), but those that CONTRIBUTING.md
+/// names, each with the reason it stays long: what is longer is split into named steps, so
+/// that each can be read, and tested, on its own.
 #[test]
-fn no_function_or_impl_block_is_longer_than_it_can_be_read() {
+fn no_function_or_type_is_longer_than_it_can_be_read() {
     let contributing = read("CONTRIBUTING.md");
     let kept = contributing
         .split("### Long functions kept\n")
         .nth(1)
         .map_or("", |section| section.split("\n#").next().unwrap_or(""));
     let mut too_long = Vec::new();
+    let mut methods: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
     let mut seen = 0;
     for (relative, text) in production_sources() {
         for (name, line, length) in items(&text) {
             seen += 1;
-            let limit = if name.starts_with("impl") { 300 } else { 80 };
+            if let Some(kind) = name.strip_prefix("impl").map(|_| inherent_type(&name)) {
+                if let Some(kind) = kind {
+                    let (total, places) = methods.entry(kind).or_default();
+                    *total += length;
+                    places.push(format!("{relative}:{line} ({length})"));
+                }
+                continue;
+            }
             let named = format!("`{relative}` `{name}`");
-            if length > limit && !kept.contains(&named) {
+            if length > 80 && !kept.contains(&named) {
                 too_long.push(format!("{named} (line {line}): {length} lines"));
             }
         }
     }
+    for (kind, (total, places)) in &methods {
+        if *total > 300 && !kept.contains(&format!("`impl {kind}`")) {
+            too_long.push(format!(
+                "`impl {kind}`: {total} lines in {}",
+                places.join(", ")
+            ));
+        }
+    }
     assert!(seen > 500, "the walk saw the functions: {seen}");
+    assert!(methods.contains_key("Runner"), "the walk saw the impls");
     assert!(
         too_long.is_empty(),
         "too long to read, and not in CONTRIBUTING's list:\n{}",
@@ -600,36 +683,56 @@ fn lengths_are_counted_in_code_not_in_strings_or_comments() {
     );
 }
 
-/// The names of the types `text` defines in its production code (before its `#[cfg(test)]
-/// mod`): each `struct`, `enum`, `trait`, `union` and `type` alias, with its line.
+/// A test module declared at the top of a file hides none of the production code below it;
+/// attributes and any visibility before `fn` are read past; `impl` blocks add up by type.
+#[test]
+fn no_item_hides_from_the_length_count() {
+    let text = "#[cfg(test)]\nmod tests;\n#[cfg(test)]\nmod inline {\n    fn t() {\n    }\n}\n\
+                #[inline] pub fn a() {\n}\npub(in crate::x) fn b() {\n}\n\
+                #[must_use] pub(crate) const unsafe fn c() {\n}\n\
+                impl<T: Clone> Run<T> {\n}\nimpl fmt::Display for Run<u8> {\n}\n\
+                #[cfg(test)]\nfn helper() {\n}\n";
+    let names: Vec<(String, usize)> = items(text)
+        .into_iter()
+        .map(|(name, line, _)| (name, line))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("a".to_string(), 8),
+            ("b".to_string(), 10),
+            ("c".to_string(), 12),
+            ("impl<T: Clone> Run<T>".to_string(), 14),
+            ("impl fmt::Display for Run<u8>".to_string(), 16),
+        ]
+    );
+    assert_eq!(
+        inherent_type("impl<T: Clone> Run<T>").as_deref(),
+        Some("Run")
+    );
+    assert_eq!(inherent_type("impl fmt::Display for Run<u8>"), None);
+    assert_eq!(inherent_type("impl<'a> Iterator for Lines<'a>"), None);
+}
+
+/// The names of the types `text` defines in its production code: each `struct`, `enum`,
+/// `trait`, `union` and `type` alias, with its line.
 fn type_names(text: &str) -> Vec<(String, usize)> {
-    let code = code_only(text);
+    let code = production_code(text);
     let mut found = Vec::new();
     for (number, line) in code.lines().enumerate() {
-        if line.trim() == "#[cfg(test)]" {
-            let next = code.lines().nth(number + 1).unwrap_or("");
-            if next.split_whitespace().any(|word| word == "mod") {
-                break;
-            }
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let Some(at) = words
-            .iter()
-            .position(|w| matches!(*w, "struct" | "enum" | "trait" | "union" | "type"))
-        else {
+        let head = item_head(line);
+        let Some((keyword, rest)) = head.split_once(char::is_whitespace) else {
             continue;
         };
-        if !words[..at]
-            .iter()
-            .all(|w| *w == "pub" || w.starts_with("pub("))
-        {
+        if !matches!(keyword, "struct" | "enum" | "trait" | "union" | "type") {
             continue;
         }
-        if let Some(name) = words.get(at + 1) {
-            let name = name
-                .split(['<', '(', '{', ';', ':', '='])
-                .next()
-                .unwrap_or(name);
+        let name = rest
+            .trim_start()
+            .split(['<', '(', '{', ';', ':', '=', ' '])
+            .next()
+            .unwrap_or("");
+        if !name.is_empty() {
             found.push((name.to_string(), number + 1));
         }
     }
@@ -667,7 +770,185 @@ fn no_two_types_share_a_name() {
 fn type_names_are_read_from_code_only() {
     let text = "/// struct Doc\npub(crate) struct A<'a> {\n    s: &'a str,\n}\nenum B { X }\n\
                 type C = u8;\npub trait D: Sized {}\nlet s = \"struct E\";\nimpl F for G {}\n\
-                #[cfg(test)]\nmod tests {\n    struct H;\n}\n";
+                #[cfg(test)]\nmod tests {\n    struct H;\n}\n#[derive(Debug)] pub(in crate::x) struct I;\n";
     let names: Vec<String> = type_names(text).into_iter().map(|(name, _)| name).collect();
-    assert_eq!(names, ["A", "B", "C", "D"]);
+    assert_eq!(names, ["A", "B", "C", "D", "I"]);
+}
+
+/// CONTRIBUTING.md's floors: for `src/` and each sub-folder, lists of the modules, the top
+/// floor first. Folder ("" for `src/`, `driver/` for `src/driver/`) -> module -> floor.
+fn documented_floors(contributing: &str) -> BTreeMap<String, BTreeMap<String, usize>> {
+    let mut floors: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in contributing.lines() {
+        if let Some(rest) = line.strip_prefix("Floors of `src/") {
+            let folder = rest.split('`').next().unwrap_or("").to_string();
+            floors.entry(folder.clone()).or_default();
+            current = Some(folder);
+            continue;
+        }
+        let Some(folder) = &current else { continue };
+        if line.trim().is_empty() || line.starts_with("   ") {
+            continue;
+        }
+        let Some((number, item)) = line.split_once(". ") else {
+            current = None;
+            continue;
+        };
+        let Ok(floor) = number.parse::<usize>() else {
+            current = None;
+            continue;
+        };
+        let mut rest = item;
+        while let Some(after) = rest.strip_prefix('`') {
+            let Some((name, after)) = after.split_once('`') else {
+                break;
+            };
+            let listed = floors.get_mut(folder).expect("the folder's entry");
+            assert!(
+                listed.insert(name.to_string(), floor).is_none(),
+                "CONTRIBUTING.md lists `src/{folder}` `{name}` twice"
+            );
+            rest = after
+                .strip_prefix(", ")
+                .or_else(|| after.strip_prefix(" and "))
+                .unwrap_or(after);
+        }
+    }
+    floors
+}
+
+/// The edges of `graph` among the modules of one folder of `src/` (`""`, `driver/`), named as
+/// CONTRIBUTING.md names them: a folder's `mod.rs` is `mod`. Test-only modules are left out.
+fn folder_graph(graph: &Graph, folder: &str) -> Graph {
+    let name = |module: &str| -> Option<String> {
+        if folder.is_empty() {
+            let top = module.split("::").next().unwrap_or(module);
+            return (!matches!(top, "main" | "test_support")).then(|| top.to_string());
+        }
+        let prefix = folder.trim_end_matches('/');
+        if module == prefix {
+            return Some("mod".to_string());
+        }
+        let file = module.strip_prefix(prefix)?.strip_prefix("::")?;
+        (!file.contains("::") && file != "tests").then(|| file.to_string())
+    };
+    let mut within = Graph::new();
+    for (module, imports) in graph {
+        let Some(from) = name(module) else { continue };
+        let edges = within.entry(from.clone()).or_default();
+        edges.extend(
+            imports
+                .iter()
+                .filter_map(|m| name(m))
+                .filter(|m| *m != from),
+        );
+    }
+    within
+}
+
+/// Each module on its floor, as CONTRIBUTING.md lists them, and every import going down: the
+/// layout a newcomer reads is the one the code has.
+#[test]
+fn every_module_imports_only_the_floors_below_its_own() {
+    let src = Path::new(ROOT).join("src");
+    let graph = import_graph(&src);
+    let documented = documented_floors(&read("CONTRIBUTING.md"));
+    let mut folders: BTreeSet<String> = fs::read_dir(&src)
+        .expect("src/")
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| path.is_dir())
+        .map(|path| format!("{}/", path.file_name().unwrap().to_string_lossy()))
+        .collect();
+    folders.insert(String::new());
+    assert_eq!(
+        documented.keys().cloned().collect::<BTreeSet<_>>(),
+        folders,
+        "CONTRIBUTING.md lists the floors of src/ and of each folder in it"
+    );
+    let mut wrong = Vec::new();
+    for (folder, floors) in &documented {
+        let within = folder_graph(&graph, folder);
+        let modules: BTreeSet<&String> = within.keys().collect();
+        let listed: BTreeSet<&String> = floors.keys().collect();
+        for missing in modules.difference(&listed) {
+            wrong.push(format!("`src/{folder}` `{missing}` is on no floor"));
+        }
+        for unknown in listed.difference(&modules) {
+            wrong.push(format!(
+                "`src/{folder}` `{unknown}` is listed but is no module"
+            ));
+        }
+        for (from, imports) in &within {
+            for to in imports {
+                if let (Some(high), Some(low)) = (floors.get(from), floors.get(to))
+                    && low <= high
+                {
+                    wrong.push(format!(
+                        "`src/{folder}` `{from}` (floor {high}) imports `{to}` (floor {low})"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "CONTRIBUTING.md's floors and the code disagree:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_floors_are_read_from_their_lists() {
+    let text = "Floors of `src/`, the top one first:\n\n1. `lib`: the wiring,\n   over `x`.\n\
+                2. `cli`, `settings` and `log`: more.\n\nFloors of `src/driver/`:\n\n\
+                1. `mod`: in.\nA paragraph `after`.\n";
+    let floors = documented_floors(text);
+    let top: Vec<(&str, usize)> = floors[""].iter().map(|(m, f)| (m.as_str(), *f)).collect();
+    assert_eq!(top, [("cli", 2), ("lib", 1), ("log", 2), ("settings", 2)]);
+    assert_eq!(floors["driver/"].len(), 1);
+    let mut graph = Graph::new();
+    graph.insert("driver".into(), ["driver::run".into(), "cli".into()].into());
+    graph.insert("driver::run".into(), BTreeSet::new());
+    graph.insert("driver::tests".into(), ["driver".into()].into());
+    graph.insert("main".into(), BTreeSet::new());
+    let inside = folder_graph(&graph, "driver/");
+    assert_eq!(inside.len(), 2);
+    assert!(inside["mod"].contains("run"));
+    let top = folder_graph(&graph, "");
+    assert_eq!(top.keys().collect::<Vec<_>>(), ["driver"]);
+    assert_eq!(top["driver"].iter().collect::<Vec<_>>(), ["cli"]);
+}
+
+/// `unsafe` code only in the files CONTRIBUTING.md's "System calls" names, each under the
+/// reason rustix or std has no safe way for it.
+#[test]
+fn unsafe_code_is_only_where_contributing_says() {
+    let contributing = read("CONTRIBUTING.md");
+    let section = contributing
+        .split("### System calls\n")
+        .nth(1)
+        .and_then(|section| section.split("\n#").next())
+        .expect("CONTRIBUTING.md has a System calls section");
+    let mut unnamed = Vec::new();
+    let mut seen = 0;
+    for (relative, text) in production_sources() {
+        let code = production_code(&text);
+        if !code
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|w| w == "unsafe")
+        {
+            continue;
+        }
+        seen += 1;
+        let file = relative.strip_prefix("src/").unwrap_or(&relative);
+        if !section.contains(&format!("`{file}`")) {
+            unnamed.push(relative);
+        }
+    }
+    assert!(seen > 5, "the walk saw the unsafe code: {seen}");
+    assert!(
+        unnamed.is_empty(),
+        "unsafe code in files CONTRIBUTING.md's System calls does not name: {unnamed:?}"
+    );
 }
