@@ -55,14 +55,12 @@ fn did(output: &Output, dir: &Path) -> Did {
 
 /// Runs `program ARGS` in a fresh directory with `stdin`, within `BOUND`.
 fn run_in_fresh_dir(program: &Path, args: &[String], stdin: &str) -> Did {
-    let dir = tempfile::tempdir().unwrap();
-    // Ours or Debian's, the same way: the builder's clean environment, no config file.
-    let mut command = Command::new(program);
-    clean_environment(&mut command);
-    let mut child = command
+    // Ours or Debian's, the same way: as the builder starts `retry`, and no config file.
+    let r = retry();
+    let mut child = r
+        .std_command_of(program)
         .args(args)
-        .current_dir(dir.path())
-        .env("XDG_CONFIG_HOME", dir.path().join("no-config"))
+        .env("XDG_CONFIG_HOME", r.path("no-config"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -99,7 +97,7 @@ fn run_in_fresh_dir(program: &Path, args: &[String], stdin: &str) -> Did {
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
     };
-    did(&output, dir.path())
+    did(&output, r.dir.path())
 }
 
 /// Command lines written for Debian's `retry`, each with the stdin it is given: every option,

@@ -347,10 +347,27 @@ fn no_escape_bytes_when_stderr_is_not_a_terminal() {
         .stderr(predicate::str::contains("\r").not());
 }
 
+/// A run under a terminal starts as the builder's runs do: in the test's directory, with
+/// `$HOME` below it, so a developer's own config file (`quiet = true`, say) never reaches it.
+#[test]
+fn a_terminal_run_starts_in_the_tests_directory_and_home() {
+    let r = retry();
+    let screen = under_pty(&r, &["sh", "-c", "pwd; echo \"home=$HOME\""], &[], &[]).expect("sh");
+    let dir = r.dir.path().display().to_string();
+    assert!(screen.contains(&format!("{dir}\r\n")), "{screen}");
+    assert!(screen.contains(&format!("home={dir}/home")), "{screen}");
+}
+
 /// Runs `retry ARGS` (words as a shell reads them) under a pseudo-terminal, with extra
 /// environment.
 fn under_terminal(args: &str, env: &[(&str, &str)]) -> String {
-    under_pty(&["sh", "-c", &format!("'{BIN}' {args}")], &[], env).expect("sh")
+    under_pty(
+        &retry(),
+        &["sh", "-c", &format!("'{BIN}' {args}")],
+        &[],
+        env,
+    )
+    .expect("sh")
 }
 
 const LONG_WAIT: &str = "-r 1 --base 2100ms --jitter none --stdin null false";

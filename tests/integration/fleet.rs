@@ -16,7 +16,8 @@ use crate::support::*;
 /// `retry` itself), a Redis server of its own, stopped by pid when the test is done, or the
 /// shared Redis Cluster, the test's alone while it holds it.
 pub struct State {
-    _root: tempfile::TempDir,
+    /// The test's builder: its directory holds the state directory and the test's files.
+    r: Retry,
     dir: PathBuf,
     /// What `--state` says.
     location: String,
@@ -25,11 +26,11 @@ pub struct State {
 }
 
 fn state() -> State {
-    let root = tempfile::tempdir().unwrap();
-    let dir = root.path().join("state");
+    let r = retry();
+    let dir = r.path("state");
     State {
         location: dir.display().to_string(),
-        _root: root,
+        r,
         dir,
         _server: None,
         _cluster: None,
@@ -94,9 +95,9 @@ impl State {
         format!("--state={}", self.location)
     }
 
-    /// `retry --state DIR ARGS` with a clean environment.
+    /// `retry --state DIR ARGS`, in the test's directory.
     fn retry(&self, args: &[&str]) -> Retry {
-        retry().args([self.flag()]).args(args)
+        self.r.again().args([self.flag()]).args(args)
     }
 
     /// One run of `false` under the breaker flags `b`: with a threshold of 1, it opens.
@@ -183,7 +184,7 @@ fn count(dir: &Path) -> usize {
 
 on_every_store! {
     fn the_floor_alone_pays_for_exactly_n_retries_and_never_holds_back_a_first_attempt(s) {
-        let work = tempfile::tempdir().unwrap();
+        let work = s.r.dir.path();
         let budget = [
             "--budget",
             "api",
@@ -195,16 +196,16 @@ on_every_store! {
         let run = || {
             s.retry(&budget)
                 .args(["-r", "5", "--base", "1ms", "--"])
-                .args(counting(work.path(), 3))
+                .args(counting(work, 3))
                 .assert()
                 .code(3)
         };
         run().stderr(predicate::str::contains(
             "budget 'api' is spent; not retrying",
         ));
-        assert_eq!(count(work.path()), 3, "the first attempt and two retries");
+        assert_eq!(count(work), 3, "the first attempt and two retries");
         run();
-        assert_eq!(count(work.path()), 4, "a first attempt is never held back");
+        assert_eq!(count(work), 4, "a first attempt is never held back");
         let shown = s.show(&budget);
         assert_eq!(shown["budget"]["first_attempts"], 2);
         assert_eq!(shown["budget"]["retries"], 2);
@@ -213,7 +214,7 @@ on_every_store! {
 
 on_every_store! {
     fn each_first_attempt_earns_the_ratio(s) {
-        let work = tempfile::tempdir().unwrap();
+        let work = s.r.dir.path();
         let budget = [
             "--budget",
             "api",
@@ -228,16 +229,16 @@ on_every_store! {
         // 1 + 0.5 x 5 first attempts (this run's own too) = 3.5: three retries.
         s.retry(&budget)
             .args(["-r", "9", "--base", "1ms", "--"])
-            .args(counting(work.path(), 1))
+            .args(counting(work, 1))
             .assert()
             .code(1);
-        assert_eq!(count(work.path()), 4);
+        assert_eq!(count(work), 4);
     }
 }
 
 on_every_store! {
     fn a_spent_budget_is_whole_again_after_its_window(s) {
-        let work = tempfile::tempdir().unwrap();
+        let work = s.r.dir.path();
         let budget = [
             "--budget",
             "api",
@@ -249,18 +250,18 @@ on_every_store! {
         let run = || {
             s.retry(&budget)
                 .args(["-r", "9", "--base", "1ms", "--"])
-                .args(counting(work.path(), 1))
+                .args(counting(work, 1))
                 .assert()
                 .code(1);
         };
         run();
-        assert_eq!(count(work.path()), 3);
+        assert_eq!(count(work), 3);
         run();
-        assert_eq!(count(work.path()), 4, "spent within the window");
+        assert_eq!(count(work), 4, "spent within the window");
         // The window is kept in ten slices and the one the clock is in: at most 1.1 s.
         std::thread::sleep(Duration::from_millis(1150));
         run();
-        assert_eq!(count(work.path()), 7, "two retries again");
+        assert_eq!(count(work), 7, "two retries again");
     }
 }
 
@@ -301,7 +302,7 @@ on_every_store! {
     /// without it, as it should (its attempts from then on are neither paid nor counted): each
     /// run's JSON log tells which decisions it took with the state.
     fn a_hundred_concurrent_runs_share_one_budget(s) {
-        let work = tempfile::tempdir().unwrap();
+        let work = s.r.dir.path();
         let budget = [
             "--budget",
             "herd",
@@ -313,7 +314,7 @@ on_every_store! {
         let herd = s
             .retry(&budget)
             .args(["--log-format", "json", "-r", "3", "--base", "1ms", "--"])
-            .args(counting(work.path(), 1));
+            .args(counting(work, 1));
         let runs = concurrently(100, &herd);
         assert!(runs.iter().all(|run| run.status == 1));
         let (mut attempts, mut spent, mut refused, mut uncounted_first) = (0, 0, 0, 0);
@@ -333,7 +334,7 @@ on_every_store! {
                 }
             }
         }
-        assert_eq!(count(work.path()), attempts, "every attempt logged");
+        assert_eq!(count(work), attempts, "every attempt logged");
         let failed_open = runs.iter().filter(|run| run.failed_open()).count();
         let said = format!("{spent} paid retries, {refused} refused, {failed_open} runs failed open");
         let shown = s.show(&budget);
@@ -406,21 +407,21 @@ fn breaker(threshold: &str, cooldown: &str) -> Vec<String> {
 
 on_every_store! {
     fn an_open_breaker_ends_a_run_with_75_before_any_attempt(s) {
-        let work = tempfile::tempdir().unwrap();
+        let work = s.r.dir.path();
         let b = breaker("2", "1m");
         s.retry(&[])
             .args(&b)
             .args(["-r", "5", "--base", "1ms", "--"])
-            .args(counting(work.path(), 1))
+            .args(counting(work, 1))
             .assert()
             .code(1)
             .stderr(predicate::str::contains("breaker 'api' opened"));
         assert_eq!(
-            count(work.path()),
+            count(work),
             2,
             "open at the threshold: no third attempt"
         );
-        let hook = work.path().join("hook");
+        let hook = work.join("hook");
         s.retry(&[])
             .args(&b)
             .args([
@@ -431,13 +432,13 @@ on_every_store! {
                 ),
                 "--",
             ])
-            .args(counting(work.path(), 0))
+            .args(counting(work, 0))
             .assert()
             .code(75)
             .stderr(predicate::str::contains(
                 "giving up before the first attempt: breaker 'api' is open; next probe in",
             ));
-        assert_eq!(count(work.path()), 2, "no attempt ran");
+        assert_eq!(count(work), 2, "no attempt ran");
         assert_eq!(std::fs::read_to_string(&hook).unwrap(), "0 75\n");
         s.retry(&["--fail-exit", "1"])
             .args(&b)
@@ -513,16 +514,16 @@ on_every_store! {
     /// Among runs that ask at once when the cooldown is over, one probes; the others end as if the
     /// breaker were open.
     fn only_one_probe_runs_among_concurrent_runs(s) {
-        let work = tempfile::tempdir().unwrap();
+        let work = s.r.dir.path();
         let b = breaker("1", "200ms");
         s.fail_once(&b);
         std::thread::sleep(Duration::from_millis(220));
         // A --timeout makes the probe's lease outlast its sleep: --timeout and the grace.
-        let runs = s.concurrent_runs(10, &b, &["--timeout", "5s"], work.path(), "0.5");
+        let runs = s.concurrent_runs(10, &b, &["--timeout", "5s"], work, "0.5");
         // A run that waited past the state's bound runs its command without the breaker.
         let failed_open = runs.iter().filter(|run| run.failed_open()).count();
         assert!(failed_open < 10, "no run used the state");
-        assert_eq!(count(work.path()), 1 + failed_open, "{failed_open} failed open");
+        assert_eq!(count(work), 1 + failed_open, "{failed_open} failed open");
         let with = |code| runs.iter().filter(|run| run.status == code).count();
         assert_eq!(with(0), 1 + failed_open);
         assert_eq!(with(75), 9 - failed_open);
@@ -533,8 +534,8 @@ on_every_store! {
     /// A run whose attempt fails while another run's probe runs is answered as if the breaker were
     /// open: it ends at once with its status, without waiting for a retry it would be refused.
     fn a_retrying_run_ends_at_once_while_another_run_probes(s) {
-        let work = tempfile::tempdir().unwrap();
-        let at = |name: &str| work.path().join(name).display().to_string();
+        let work = s.r.dir.path();
+        let at = |name: &str| work.join(name).display().to_string();
         let (started, go) = (at("started"), at("go"));
         // Its first attempt starts while the breaker is closed, and fails once the probe runs.
         let mut waiting = s
@@ -628,7 +629,7 @@ on_every_store! {
     /// `--timeout` a probe's lease is that cooldown, so concurrent runs all go. The breaker still
     /// counts, and still closes on a success.
     fn a_breaker_with_no_cooldown_holds_no_run_back(s) {
-        let work = tempfile::tempdir().unwrap();
+        let work = s.r.dir.path();
         let b = breaker("1", "0s");
         s.fail_once(&b);
         assert_eq!(s.show(&b)["breaker"]["state"], "half-open");
@@ -637,13 +638,13 @@ on_every_store! {
         let mut rounds = 0;
         for _ in 0..5 {
             rounds += 1;
-            let runs = s.concurrent_runs(5, &b, &[], work.path(), "0.3");
+            let runs = s.concurrent_runs(5, &b, &[], work, "0.3");
             assert!(runs.iter().all(|run| run.status == 0));
             if runs.iter().any(|run| !run.failed_open()) {
                 break;
             }
         }
-        assert_eq!(count(work.path()), 5 * rounds);
+        assert_eq!(count(work), 5 * rounds);
         assert_eq!(s.show(&b)["breaker"]["state"], "closed", "after {rounds} rounds");
     }
 }
@@ -1113,7 +1114,7 @@ fn a_state_another_user_may_write_by_its_acl_is_misuse() {
     assert!(set_acl(&s.dir));
     let link = s.dir.with_file_name("link");
     std::os::unix::fs::symlink(&s.dir, &link).unwrap();
-    breaker_run_on(&link)
+    breaker_run_on(&s.r, &link)
         .code(125)
         .stderr(predicate::str::contains(
             "writable by another user (uid 65534, by its ACL)",
@@ -1401,12 +1402,12 @@ fn a_state_of_another_user_is_misuse() {
 #[test]
 fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
     use std::os::unix::fs::PermissionsExt;
-    let root = tempfile::tempdir().unwrap();
-    let open = root.path().join("open");
+    let r = retry();
+    let open = r.path("open");
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
     let state = open.join("jobs/api");
-    breaker_run_on(&state)
+    breaker_run_on(&r, &state)
         .code(125)
         .stderr(predicate::str::contains(format!(
             "state directory {} is reached through {}, which others may rearrange (mode 0777",
@@ -1415,7 +1416,7 @@ fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
         )));
     assert!(!open.join("jobs").exists(), "nothing made there");
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    breaker_run_on(&state).code(0).stderr("");
+    breaker_run_on(&r, &state).code(0).stderr("");
     assert!(state.join("api.state").exists());
 }
 
@@ -1424,13 +1425,13 @@ fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
 /// run fails open, saying so, as `mkdir -p` would refuse.
 #[test]
 fn a_state_through_a_link_to_nothing_is_not_made() {
-    let root = tempfile::tempdir().unwrap();
-    let mount = root.path().join("mnt");
+    let r = retry();
+    let mount = r.path("mnt");
     std::fs::create_dir(&mount).unwrap();
     for (link, target) in [("to-missing", "mnt/usb/state"), ("to-last", "mnt/state")] {
-        let link = root.path().join(link);
+        let link = r.path(link);
         std::os::unix::fs::symlink(target, &link).unwrap();
-        retry()
+        r.again()
             .args(["--state", link.to_str().unwrap(), "--breaker", "api"])
             .args(["-r", "0", "echo", "ran"])
             .assert()
@@ -1449,13 +1450,12 @@ fn a_state_through_a_link_to_nothing_is_not_made() {
 #[test]
 fn every_directory_above_the_state_counts() {
     use std::os::unix::fs::PermissionsExt;
-    let root = tempfile::tempdir().unwrap();
-    let open = root.path().join("open");
+    let r = retry();
+    let open = r.path("open");
     std::fs::create_dir_all(open.join("mine")).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let mut relative = retry()
-        .args(["--state", "st", "--breaker", "api", "-r", "0", "true"])
-        .command();
+    let mut relative = r.command();
+    relative.args(["--state", "st", "--breaker", "api", "-r", "0", "true"]);
     relative.current_dir(open.join("mine"));
     relative
         .assert()
@@ -1465,7 +1465,7 @@ fn every_directory_above_the_state_counts() {
             open.display()
         )));
     assert!(!open.join("mine/st").exists());
-    let shared = root.path().join("shared");
+    let shared = r.path("shared");
     std::fs::create_dir(&shared).unwrap();
     if !set_acl_with_a_writer(&shared, 65534) {
         missing(
@@ -1475,7 +1475,7 @@ fn every_directory_above_the_state_counts() {
         return;
     }
     let state = shared.join("st");
-    breaker_run_on(&state)
+    breaker_run_on(&r, &state)
         .code(125)
         .stderr(predicate::str::contains(format!(
             "is reached through {}, which others may rearrange (uid 65534 may write it, by its ACL)",
@@ -1484,7 +1484,7 @@ fn every_directory_above_the_state_counts() {
     assert!(!state.exists());
     // The sticky bit keeps them from renaming what is not theirs, whatever the ACL says.
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1775)).unwrap();
-    breaker_run_on(&state).code(0).stderr("");
+    breaker_run_on(&r, &state).code(0).stderr("");
 }
 
 /// Gives `path` a POSIX ACL that lets user `writer` write it (USER_OBJ rwx, USER writer rwx,
@@ -1517,8 +1517,8 @@ fn set_acl_with_a_writer(path: &Path, writer: u32) -> bool {
 }
 
 /// `retry --state STATE --breaker api -r 0 true`, asserted on.
-fn breaker_run_on(state: &Path) -> assert_cmd::assert::Assert {
-    retry()
+fn breaker_run_on(r: &Retry, state: &Path) -> assert_cmd::assert::Assert {
+    r.again()
         .args(["--state", state.to_str().unwrap(), "--breaker", "api"])
         .args(["-r", "0", "true"])
         .assert()

@@ -529,8 +529,8 @@ fn only_a_regular_file_is_replaced() {
 /// configured metrics file off.
 #[test]
 fn a_device_is_never_replaced() {
-    let dir = tempfile::tempdir().unwrap();
-    let at = dir.path().display();
+    let r = retry();
+    let at = r.dir.path().display();
     let script = format!(
         "mount -t tmpfs tmpfs '{at}' && mknod '{at}/null' c 1 3 && ln -s null '{at}/link' || exit 99
          for path in '{at}/null' '{at}/link'; do
@@ -540,7 +540,7 @@ fn a_device_is_never_replaced() {
          grep -c 'not a regular file' '{at}/said'
          exit 0"
     );
-    let Some(output) = in_mount_namespace(&script, &[], "a device at the metrics file") else {
+    let Some(output) = in_mount_namespace(&r, &script, &[], "a device at the metrics file") else {
         return;
     };
     assert_eq!(

@@ -48,9 +48,10 @@ exit 0
 
 #[test]
 fn no_path_that_is_not_a_regular_file_hangs_retry_or_is_written_through() {
-    let dir = tempfile::tempdir().unwrap();
-    let args = [dir.path().as_os_str(), std::ffi::OsStr::new(BIN)];
-    let Some(output) = in_mount_namespace(SCRIPT, &args, "paths that are not regular files") else {
+    let r = retry();
+    let args = [r.dir.path().as_os_str(), std::ffi::OsStr::new(BIN)];
+    let Some(output) = in_mount_namespace(&r, SCRIPT, &args, "paths that are not regular files")
+    else {
         return;
     };
     let said = String::from_utf8_lossy(&output.stdout);

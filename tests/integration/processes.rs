@@ -269,7 +269,8 @@ fn ctrl_c_reaches_the_attempt_once() {
             argv.push("--foreground");
         }
         argv.extend(["python3", "-c", COUNT_SIGINTS]);
-        let screen = under_pty(&argv, &[("ready", "\x03")], &[("NO_COLOR", "1")]).unwrap();
+        let screen =
+            under_pty(&retry(), &argv, &[("ready", "\x03")], &[("NO_COLOR", "1")]).unwrap();
         assert!(screen.contains("SIGINTs: 1"), "{foreground}: {screen}");
         assert!(
             screen.contains("retry: stopped by SIGINT"),
@@ -364,6 +365,7 @@ fn ctrl_c_stops_a_shell_loop_around_retry() {
         "for i in 1 2; do '{BIN}' -r 0 -- sh -c 'echo ready; sleep 5'; echo after-$i; done; echo loop-done"
     );
     let screen = under_pty(
+        &retry(),
         &["bash", "-c", &script],
         &[("ready", "\x03")],
         &[("NO_COLOR", "1")],
@@ -385,6 +387,7 @@ fn ctrl_z_then_fg_under_an_interactive_shell() {
             "'{BIN}' {foreground} -r 0 -- sh -c 'echo st\"\"arted; sleep 0.5; echo fin\"\"ished'\n"
         );
         let screen = under_pty(
+            &retry(),
             &["bash", "--norc", "--noprofile", "-i"],
             &[
                 ("", &command),

@@ -513,8 +513,8 @@ fn only_a_regular_file_takes_a_report() {
 /// or a symlink to one, takes no report in either format, and stays a device.
 #[test]
 fn a_device_takes_no_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let at = dir.path().display();
+    let r = retry();
+    let at = r.dir.path().display();
     let script = format!(
         "mount -t tmpfs tmpfs '{at}' && mknod '{at}/null' c 1 3 && ln -s null '{at}/link' || exit 99
          for path in '{at}/null' '{at}/link'; do
@@ -526,7 +526,7 @@ fn a_device_takes_no_report() {
          grep -c 'not a regular file' '{at}/said'
          exit 0"
     );
-    let Some(output) = in_mount_namespace(&script, &[], "a device at the report") else {
+    let Some(output) = in_mount_namespace(&r, &script, &[], "a device at the report") else {
         return;
     };
     assert_eq!(
@@ -614,8 +614,8 @@ fn a_replaced_report_keeps_its_permissions() {
 /// the next step's output to glue onto. (A small tmpfs in a private mount namespace.)
 #[test]
 fn a_full_disk_leaves_no_half_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let at = dir.path().display();
+    let r = retry();
+    let at = r.dir.path().display();
     let script = format!(
         "mount -t tmpfs -o size=64k tmpfs '{at}' || exit 99
          head -c 4071 /dev/zero | tr '\\0' x > '{at}/out' && echo >> '{at}/out'
@@ -624,7 +624,7 @@ fn a_full_disk_leaves_no_half_line() {
          wc -c < '{at}/out'; tail -c 1 '{at}/out' | od -An -c
          exit 0"
     );
-    let Some(output) = in_mount_namespace(&script, &[], "a full disk") else {
+    let Some(output) = in_mount_namespace(&r, &script, &[], "a full disk") else {
         return;
     };
     let said = String::from_utf8_lossy(&output.stdout);
@@ -996,6 +996,7 @@ fn a_report_to_a_descriptor_follows_the_commands_output() {
 #[test]
 fn a_report_to_stdout_on_a_terminal_is_printed() {
     let screen = under_pty(
+        &retry(),
         &[
             BIN,
             "-q",

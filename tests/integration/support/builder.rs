@@ -12,6 +12,7 @@ use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
+use std::sync::Arc;
 
 use assert_cmd::Command;
 use tempfile::TempDir;
@@ -35,13 +36,13 @@ pub const BIN: &str = match option_env!("RETRY_TEST_BIN") {
 /// `args` come before those of each command's own `.args`, so one builder serves every run of
 /// a test.
 pub struct Retry {
-    pub dir: TempDir,
+    pub dir: Arc<TempDir>,
     args: Vec<String>,
 }
 
 pub fn retry() -> Retry {
     Retry {
-        dir: tempfile::tempdir().expect("temporary directory"),
+        dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
         args: Vec::new(),
     }
 }
@@ -55,6 +56,14 @@ impl Retry {
         self.args
             .extend(args.into_iter().map(|a| a.as_ref().to_string()));
         self
+    }
+
+    /// Another builder of the same test: the same directory, and the words given so far.
+    pub fn again(&self) -> Retry {
+        Retry {
+            dir: Arc::clone(&self.dir),
+            args: self.args.clone(),
+        }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -345,16 +354,24 @@ impl Retry {
     /// `std_command`, as the last words of `wrapper`'s: `wrapper[0] wrapper[1..] retry ARGS`.
     pub fn std_command_under(&self, wrapper: &[&str]) -> std::process::Command {
         let (program, wrapper_args) = wrapper.split_first().unwrap_or((&BIN, &[]));
-        let mut command = std::process::Command::new(program);
+        let mut command = self.std_command_of(program);
         command.args(wrapper_args);
         if !wrapper.is_empty() {
             command.arg(BIN);
         }
+        command.args(&self.args);
+        command
+    }
+
+    /// `program` (a driver of a terminal, a namespace's shell, Debian's `retry`) started as the
+    /// builder starts `retry`: the clean environment, the test's directory, `$HOME` below it,
+    /// stdin from /dev/null; for a program that runs `retry` its own way, or runs instead.
+    pub fn std_command_of(&self, program: impl AsRef<OsStr>) -> std::process::Command {
+        let mut command = std::process::Command::new(program);
         clean_environment(&mut command);
         command
             .current_dir(self.dir.path())
             .env("HOME", self.path("home"))
-            .args(&self.args)
             .stdin(Stdio::null());
         command
     }
@@ -369,7 +386,7 @@ pub struct LimitRuns {
 
 /// Clears from `command`'s environment what would change what `retry` does: `RETRY_*`, the
 /// config's directory, `CI` and `NO_COLOR`, as a developer's shell may have them.
-pub fn clean_environment(command: &mut std::process::Command) {
+fn clean_environment(command: &mut std::process::Command) {
     for (key, _) in std::env::vars_os() {
         if is_ours(&key) {
             command.env_remove(&key);

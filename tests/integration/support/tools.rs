@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use super::builder::clean_environment;
+use super::builder::Retry;
 use super::wait::BOUND;
 
 /// Says that a test cannot check `what` for want of `tool`. In CI (`CI` set and not empty),
@@ -111,19 +111,18 @@ pub fn mount_namespace(setup: &str, what: &str) -> Option<Vec<String>> {
 /// Runs `sh -c script ARGS` in a private mount namespace (where a test may mount a tmpfs and make
 /// device nodes without touching the real ones) and returns its output; `None`, said by
 /// `missing` as needing what `what` names, when the script cannot run there (exit 99: no root,
-/// no `unshare`, no mount). A script exits 0 when it ran, whatever it found. A script that runs
-/// `retry` is given it as `$0` by the caller, in the builder's clean environment.
+/// no `unshare`, no mount). A script exits 0 when it ran, whatever it found. It runs as `r`'s
+/// runs do (`Retry::std_command_of`); a script that runs `retry` is given it as `$0`.
 pub fn in_mount_namespace(
+    r: &Retry,
     script: &str,
     args: &[&std::ffi::OsStr],
     what: &str,
 ) -> Option<std::process::Output> {
-    let mut command = std::process::Command::new("unshare");
-    clean_environment(&mut command);
-    let output = command
+    let output = r
+        .std_command_of("unshare")
         .args(["--mount", "sh", "-c", script, "sh"])
         .args(args)
-        .stdin(Stdio::null())
         .output()
         .ok()?;
     if output.status.code() != Some(0) {
@@ -172,10 +171,15 @@ sys.stdout.buffer.write(screen)
 print("\nstatus", os.waitstatus_to_exitcode(status))
 "#;
 
-/// Runs `argv` under a pseudo-terminal, in the builder's clean environment, typing each step's
+/// Runs `argv` under a pseudo-terminal as `r`'s runs start (`Retry::std_command_of`), typing each step's
 /// keys once the screen shows its text. Returns the screen, then a last line `status N` (N
 /// negative for a signal); `None` when `argv[0]` is not installed.
-pub fn under_pty(argv: &[&str], steps: &[(&str, &str)], env: &[(&str, &str)]) -> Option<String> {
+pub fn under_pty(
+    r: &Retry,
+    argv: &[&str],
+    steps: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> Option<String> {
     let program = std::process::Command::new(argv[0])
         .arg("--version")
         .stdout(Stdio::null())
@@ -185,8 +189,7 @@ pub fn under_pty(argv: &[&str], steps: &[(&str, &str)], env: &[(&str, &str)]) ->
         return None;
     }
     let steps = serde_json::to_string(steps).unwrap();
-    let mut command = std::process::Command::new("python3");
-    clean_environment(&mut command);
+    let mut command = r.std_command_of("python3");
     command.args(["-c", PTY_DRIVER, &steps]).args(argv);
     for (key, value) in env {
         command.env(key, value);
