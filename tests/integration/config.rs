@@ -322,8 +322,7 @@ fn an_unreadable_config_file_is_misuse() {
         .command()
         .env("RETRY_CONFIG", "/nonexistent/env.toml")
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains("/nonexistent/env.toml"));
+        .misuse("/nonexistent/env.toml");
 }
 
 /// A file saved in another encoding is named by the line of its first stray byte.
@@ -367,15 +366,13 @@ fn a_profile_without_a_config_file_is_misuse() {
     retry()
         .args(["--profile", "ci", "true"])
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains("profile 'ci'"));
+        .misuse("profile 'ci'");
     retry()
         .args(["true"])
         .command()
         .env("RETRY_PROFILE", "ci")
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains("profile 'ci'"));
+        .misuse("profile 'ci'");
 }
 
 #[test]
@@ -435,9 +432,7 @@ fn a_tilde_the_config_file_cannot_expand_is_misuse() {
         .env_remove("HOME")
         .args(["--config", config.to_str().unwrap(), "true"])
         .assert()
-        .code(125)
-        .stderr(
-            predicate::str::contains("c.toml:2").and(predicate::str::contains("$HOME is unset")),
-        );
+        .misuse("c.toml:2")
+        .stderr(predicate::str::contains("$HOME is unset"));
     assert!(!r.path("~").exists());
 }

@@ -341,9 +341,15 @@ fn not_found_is_retried_when_listed() {
 
 #[test]
 fn misuse_is_125() {
-    retry().args(["--retries", "x", "true"]).assert().code(125);
-    retry().args(["--no-such-flag", "true"]).assert().code(125);
-    retry().assert().code(125);
+    retry()
+        .args(["--retries", "x", "true"])
+        .assert()
+        .misuse("--retries");
+    retry()
+        .args(["--no-such-flag", "true"])
+        .assert()
+        .misuse("--no-such-flag");
+    retry().assert().misuse("no command given");
 }
 
 #[test]
@@ -424,7 +430,7 @@ fn fail_exit_does_not_touch_success_or_misuse() {
     retry()
         .args(["--fail-exit", "7", "--base", "bad", "true"])
         .assert()
-        .code(125);
+        .misuse("--base");
 }
 
 #[test]
@@ -432,11 +438,11 @@ fn fail_exit_range_is_checked() {
     retry()
         .args(["--fail-exit", "256", "true"])
         .assert()
-        .code(125);
+        .misuse("--fail-exit");
     retry()
         .args(["--fail-exit", "-1", "true"])
         .assert()
-        .code(125);
+        .misuse("--fail-exit");
     retry()
         .args(["--fail-exit", "0", "-r0", "false"])
         .assert()

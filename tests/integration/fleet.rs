@@ -1103,10 +1103,7 @@ fn a_state_another_user_may_write_by_its_acl_is_misuse() {
     }
     s.retry(&["--breaker", "api", "-r", "0", "true"])
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains(
-            "writable by another user (uid 65534, by its ACL)",
-        ));
+        .misuse("writable by another user (uid 65534, by its ACL)");
     // Named through a symlink of the user's own: the ACL read is the directory's, not the
     // link's.
     let s = state();
@@ -1114,11 +1111,7 @@ fn a_state_another_user_may_write_by_its_acl_is_misuse() {
     assert!(set_acl(&s.dir));
     let link = s.dir.with_file_name("link");
     std::os::unix::fs::symlink(&s.dir, &link).unwrap();
-    breaker_run_on(&s.r, &link)
-        .code(125)
-        .stderr(predicate::str::contains(
-            "writable by another user (uid 65534, by its ACL)",
-        ));
+    breaker_run_on(&s.r, &link).misuse("writable by another user (uid 65534, by its ACL)");
     let s = state();
     std::fs::create_dir(&s.dir).unwrap();
     let file = s.dir.join("api.state");
@@ -1126,11 +1119,10 @@ fn a_state_another_user_may_write_by_its_acl_is_misuse() {
     assert!(set_acl(&file));
     s.retry(&["--budget", "api", "-r", "0", "true"])
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains(format!(
+        .misuse(&format!(
             "state file {} is writable by another user",
             file.display()
-        )));
+        ));
 }
 
 /// `--show-state` of a record that does not parse says so (exit 1), rather than show the fresh
@@ -1334,8 +1326,7 @@ fn the_state_key_of_the_config_file_and_a_file_others_can_write() {
     r.command()
         .args([config_flag.as_str(), "true"])
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains("api.state is writable by others"));
+        .misuse("api.state is writable by others");
 }
 
 /// A state directory or file that belongs to another user (not root) is misuse, as one that
@@ -1354,25 +1345,18 @@ fn a_state_of_another_user_is_misuse() {
     std::os::unix::fs::chown(&s.dir, Some(nobody), None).unwrap();
     s.retry(&["--budget", "api", "true"])
         .assert()
-        .code(125)
-        .stderr(
-            predicate::str::contains("belongs to another user")
-                .and(predicate::str::contains(s.dir.display().to_string())),
-        );
+        .misuse("belongs to another user")
+        .stderr(predicate::str::contains(s.dir.display().to_string()));
     std::os::unix::fs::chown(&s.dir, Some(0), None).unwrap();
     let file = s.dir.join("api.state");
     std::fs::write(&file, "theirs").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::os::unix::fs::chown(&file, Some(nobody), None).unwrap();
     for names in [["--budget", "api"], ["--breaker", "api"]] {
-        s.retry(&names)
-            .args(["true"])
-            .assert()
-            .code(125)
-            .stderr(predicate::str::contains(format!(
-                "state file {} belongs to another user",
-                file.display()
-            )));
+        s.retry(&names).args(["true"]).assert().misuse(&format!(
+            "state file {} belongs to another user",
+            file.display()
+        ));
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "theirs");
     // A directory of this user's, reached through a symlink of theirs: they chose it.
@@ -1386,8 +1370,7 @@ fn a_state_of_another_user_is_misuse() {
         .args([format!("--state={}", link.display())])
         .args(["--breaker", "api", "-r", "0", "false"])
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains("a symlink of another user"));
+        .misuse("a symlink of another user");
     assert_eq!(
         std::fs::read_dir(&mine).unwrap().count(),
         0,
@@ -1407,13 +1390,11 @@ fn a_state_under_a_directory_anyone_may_rearrange_is_misuse() {
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
     let state = open.join("jobs/api");
-    breaker_run_on(&r, &state)
-        .code(125)
-        .stderr(predicate::str::contains(format!(
-            "state directory {} is reached through {}, which others may rearrange (mode 0777",
-            state.display(),
-            open.display()
-        )));
+    breaker_run_on(&r, &state).misuse(&format!(
+        "state directory {} is reached through {}, which others may rearrange (mode 0777",
+        state.display(),
+        open.display()
+    ));
     assert!(!open.join("jobs").exists(), "nothing made there");
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
     breaker_run_on(&r, &state).code(0).stderr("");
@@ -1457,13 +1438,10 @@ fn every_directory_above_the_state_counts() {
     let mut relative = r.command();
     relative.args(["--state", "st", "--breaker", "api", "-r", "0", "true"]);
     relative.current_dir(open.join("mine"));
-    relative
-        .assert()
-        .code(125)
-        .stderr(predicate::str::contains(format!(
-            "is reached through {}, which others may rearrange (mode 0777",
-            open.display()
-        )));
+    relative.assert().misuse(&format!(
+        "is reached through {}, which others may rearrange (mode 0777",
+        open.display()
+    ));
     assert!(!open.join("mine/st").exists());
     let shared = r.path("shared");
     std::fs::create_dir(&shared).unwrap();
@@ -1475,12 +1453,10 @@ fn every_directory_above_the_state_counts() {
         return;
     }
     let state = shared.join("st");
-    breaker_run_on(&r, &state)
-        .code(125)
-        .stderr(predicate::str::contains(format!(
-            "is reached through {}, which others may rearrange (uid 65534 may write it, by its ACL)",
-            shared.display()
-        )));
+    breaker_run_on(&r, &state).misuse(&format!(
+        "is reached through {}, which others may rearrange (uid 65534 may write it, by its ACL)",
+        shared.display()
+    ));
     assert!(!state.exists());
     // The sticky bit keeps them from renaming what is not theirs, whatever the ACL says.
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1775)).unwrap();

@@ -262,7 +262,7 @@ fn dry_run_show_state_and_misuse_write_nothing() {
     r.command()
         .args([&metrics, "--jitter", "sideways", "true"])
         .assert()
-        .code(125);
+        .misuse("--jitter");
     assert!(!file.exists());
 }
 

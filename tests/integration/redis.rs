@@ -494,8 +494,7 @@ fn retry_state_refuses_an_unknown_scheme() {
         .command()
         .env("RETRY_STATE", "http://example.test")
         .assert()
-        .code(125)
-        .stderr(predicate::str::contains("unknown state scheme 'http'"));
+        .misuse("unknown state scheme 'http'");
     // Even a misused URL's password is never shown.
     retry()
         .args([
@@ -506,13 +505,8 @@ fn retry_state_refuses_an_unknown_scheme() {
             "true",
         ])
         .assert()
-        .code(125)
-        .stderr(
-            predicate::str::contains(
-                "invalid value for '--state <DIR|URL>': unknown state scheme 'http'",
-            )
-            .and(predicate::str::contains("hunter2").not()),
-        );
+        .misuse("invalid value for '--state <DIR|URL>': unknown state scheme 'http'")
+        .stderr(predicate::str::contains("hunter2").not());
 }
 
 /// A certificate authority (`ca.pem`) and a certificate it signed for 127.0.0.1
@@ -1094,8 +1088,7 @@ fn a_cluster_url_without_hosts_or_ports_is_misuse() {
             .command()
             .env("RETRY_STATE", url)
             .assert()
-            .code(125)
-            .stderr(predicate::str::contains("$RETRY_STATE"));
+            .misuse("$RETRY_STATE");
     }
     retry()
         .args([
@@ -1106,7 +1099,7 @@ fn a_cluster_url_without_hosts_or_ports_is_misuse() {
             "true",
         ])
         .assert()
-        .code(125)
+        .misuse("--state")
         .stderr(predicate::str::contains("hunter2").not());
 }
 
