@@ -105,8 +105,7 @@ impl State {
     /// the state's bound went on without it (it says so), and another is run, for up to
     /// `BOUND`, until one was counted.
     fn fail_once(&self, b: &[String]) {
-        let since = Instant::now();
-        loop {
+        poll_until("a failed run the state recorded", Duration::ZERO, || {
             let output = self
                 .retry(&["-r", "0"])
                 .args(b)
@@ -117,10 +116,8 @@ impl State {
             assert_eq!(output.status.code(), Some(1), "{output:?}");
             let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
             let ended = Ended { status: 1, stderr };
-            if !ended.failed_open() || since.elapsed() > BOUND {
-                break;
-            }
-        }
+            (!ended.failed_open()).then_some(())
+        });
     }
 
     /// `n` runs at once, each under the breaker flags `b` and `extra`, of a command that counts
@@ -156,15 +153,12 @@ impl State {
                 .output()
                 .unwrap()
         };
-        let since = Instant::now();
-        let mut output = ask();
-        loop {
-            let unavailable = String::from_utf8_lossy(&output.stderr).contains("state unavailable");
-            if output.status.success() || !unavailable || since.elapsed() > BOUND {
-                break;
-            }
-            output = ask();
-        }
+        let answered = |output: &std::process::Output| {
+            output.status.success()
+                || !String::from_utf8_lossy(&output.stderr).contains("state unavailable")
+        };
+        let output =
+            poll(BOUND, Duration::ZERO, || Some(ask()).filter(answered)).unwrap_or_else(ask);
         assert!(output.status.success(), "{output:?}");
         serde_json::from_slice(&output.stdout).unwrap()
     }

@@ -2,7 +2,6 @@
 
 use std::io::Write;
 use std::process::Stdio;
-use std::time::Duration;
 
 use predicates::prelude::*;
 
@@ -212,26 +211,44 @@ fn replay_holds_back_an_endless_producer() {
 }
 
 /// A parent may leave stdin non-blocking (the flag belongs to the open pipe, shared): replay
-/// waits for input that has not come yet instead of taking it for the end of the input.
+/// waits for input that has not come yet instead of taking it for the end of the input. The
+/// second line is written only once the first attempt has printed the first, so `retry` has
+/// found the pipe empty (EAGAIN) in between, however fast or slow the machine.
 #[test]
 fn replay_waits_for_a_non_blocking_stdin() {
-    use std::io::Write;
+    use std::io::{Read, Write};
     let (reader, mut writer) = std::io::pipe().unwrap();
     set_non_blocking(&reader);
-    let producer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        let _ = writer.write_all(b"hello\n");
-        std::thread::sleep(Duration::from_millis(100));
-        let _ = writer.write_all(b"world\n");
-    });
     let r = retry()
         .args(["-r", "1", "--base", "0", "--stdin", "replay"])
         .args(sh("cat; exit 1"));
-    let output = r.output_with_stdin(reader);
-    producer.join().unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    let mut child = r
+        .std_command()
+        .stdin(reader)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (first_line, seen) = std::sync::mpsc::channel();
+    let copied = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut chunk = [0; 64];
+        while let Ok(n @ 1..) = stdout.read(&mut chunk) {
+            all.extend_from_slice(&chunk[..n]);
+            if all.starts_with(b"hello\n") {
+                let _ = first_line.send(());
+            }
+        }
+        all
+    });
+    writer.write_all(b"hello\n").unwrap();
+    seen.recv_timeout(BOUND)
+        .expect("the first attempt prints the first line");
+    writer.write_all(b"world\n").unwrap();
+    drop(writer);
+    assert_eq!(shell_status(wait_bounded(&mut child)), 1);
     assert_eq!(
-        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&copied.join().unwrap()),
         "hello\nworld\nhello\nworld\n"
     );
 }

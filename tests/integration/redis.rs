@@ -920,19 +920,11 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
     let output = read_all_in_the_background(creating.stdout.take().unwrap());
     let errors = read_all_in_the_background(creating.stderr.take().unwrap());
     let password = cluster.password.as_deref();
-    let started = Instant::now();
-    let status = loop {
+    // Every half second: the meetings are paced, not the wait for the create's end. A bound
+    // on a hang, not on speed.
+    let ended = poll(3 * BOUND, Duration::from_millis(500), || {
         if let Some(status) = creating.try_wait().unwrap() {
-            break status;
-        }
-        // A bound on a hang, not on speed.
-        if started.elapsed() > 3 * BOUND {
-            let _ = creating.kill();
-            let _ = creating.wait();
-            panic!(
-                "redis-cli --cluster create did not end: {}",
-                String::from_utf8_lossy(&output.lock().unwrap())
-            );
+            return Some(status);
         }
         let waiting = String::from_utf8_lossy(&output.lock().unwrap())
             .contains("Waiting for the cluster to join");
@@ -941,7 +933,15 @@ fn cluster_with(password: Option<&str>, tls: bool) -> Option<Cluster> {
                 cluster.nodes[0].meet(password, *port, *bus_port);
             }
         }
-        std::thread::sleep(Duration::from_millis(500));
+        None
+    });
+    let Some(status) = ended else {
+        let _ = creating.kill();
+        let _ = creating.wait();
+        panic!(
+            "redis-cli --cluster create did not end: {}",
+            String::from_utf8_lossy(&output.lock().unwrap())
+        );
     };
     assert!(
         status.success(),

@@ -663,11 +663,12 @@ fn held_output_reaches_a_slow_reader_whole_within_the_grace() {
             "/dev/zero",
         ]);
     let (mut reader, writer) = std::io::pipe().unwrap();
-    let started = Instant::now();
     let mut child = r.spawn_with(writer, Stdio::null());
     eventually("the pipe fills while nothing reads", || pipe_full(&reader));
-    // The reader starts once the deadline has passed.
-    std::thread::sleep(Duration::from_millis(150).saturating_sub(started.elapsed()));
+    // The reader starts once the deadline has passed: `retry` started before the pipe filled,
+    // so its 100 ms are over 150 ms after that (a time that must have passed is slept past;
+    // lateness only passes it further).
+    std::thread::sleep(Duration::from_millis(150));
     let mut received = Vec::new();
     reader.read_to_end(&mut received).unwrap();
     assert_eq!(received.len(), SIZE);
