@@ -1181,7 +1181,7 @@ fn a_lock_held_for_ever_fails_open_within_a_second() {
     // One bounded wait (800 ms), then none: the run goes on without the state.
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(800), "{took:?}");
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took < 10 * Duration::from_millis(800), "{took:?}");
     let _ = holder.kill();
     let _ = holder.wait();
 }

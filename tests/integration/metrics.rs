@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -343,14 +343,6 @@ fn job_names_are_escaped_as_the_format_asks() {
         text.contains("retry_last_run_success{job=\"nightly \\\"db\\\" \\\\ backup\"} 1\n"),
         "{text}"
     );
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// GET /metrics from the exporter, or `None` while it does not answer yet.

@@ -18,6 +18,13 @@ use serde_json::Value;
 
 use crate::support::*;
 
+/// "A store that is down or silent delays a run by at most 1 s in all", with the tenfold margin
+/// a timing test keeps for a loaded machine. The second itself is `fleet::redis`'s bound on
+/// opening and deciding together, a deadline that every wait of the client is cut to; here,
+/// that a silent store holds a run for that bound and not for one wait per seed, step or
+/// attempt (100 silent seeds waited for one by one are 15 s).
+const A_SECOND_TENFOLD: Duration = Duration::from_secs(10);
+
 /// A redis-server of the test's own, stopped by its pid when dropped.
 pub struct Server {
     child: Child,
@@ -31,14 +38,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Starts a server with `args` besides its port; `None` (outside CI) without redis-server.
@@ -355,9 +354,8 @@ fn fails_open(url: &str, script: &str) -> String {
         .filter(|line| line.contains("state unavailable"))
         .collect();
     assert_eq!(said.len(), 1, "{stderr}");
-    // At most one connect and one reply time-out (0.4 s each): well under 1 s of delay; the
-    // bound here is generous for a loaded machine.
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    // At most one connect and one reply time-out (0.4 s each): well under 1 s of delay.
+    assert!(took < A_SECOND_TENFOLD, "{took:?}");
     stderr
 }
 
@@ -380,7 +378,7 @@ fn a_silent_server_fails_open_within_a_second() {
     });
     let started = Instant::now();
     fails_open(&format!("redis://127.0.0.1:{port}"), "echo ran; exit 1");
-    assert!(started.elapsed() < Duration::from_millis(1500));
+    assert!(started.elapsed() < A_SECOND_TENFOLD);
     drop(done);
 }
 
@@ -432,7 +430,7 @@ fn a_server_that_never_accepts_fails_open_within_a_second() {
         &format!("redis://127.0.0.1:{}", port.trim()),
         "echo ran; exit 1",
     );
-    assert!(started.elapsed() < Duration::from_millis(1500));
+    assert!(started.elapsed() < A_SECOND_TENFOLD);
     assert!(said.contains("timed out"), "{said}");
     let _ = listener.kill();
     let _ = listener.wait();
@@ -1224,7 +1222,7 @@ fn a_cluster_with_no_seed_answering_fails_open_within_a_second() {
         "echo ran; exit 1",
     );
     assert!(
-        started.elapsed() < Duration::from_millis(1500),
+        started.elapsed() < A_SECOND_TENFOLD,
         "{:?}",
         started.elapsed()
     );
@@ -1249,7 +1247,7 @@ fn a_hundred_silent_seeds_delay_a_run_by_at_most_a_second() {
         "echo ran; exit 1",
     );
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert!(took < A_SECOND_TENFOLD, "{took:?}");
     drop(listeners);
 }
 
@@ -1593,7 +1591,7 @@ fn a_silent_server_delays_a_run_by_at_most_a_second() {
         "echo ran; exit 1",
     );
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert!(took < A_SECOND_TENFOLD, "{took:?}");
     drop(listener);
 }
 

@@ -35,6 +35,17 @@ pub fn root(what: &str) -> bool {
     root
 }
 
+/// A loopback port free when asked, for a server a test starts (`redis-server`, node_exporter):
+/// free only until someone takes it, so a server that then fails to bind is started again on
+/// another.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a loopback port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
+
 /// Debian's own `retry` package (minfrin/retry), fetched with `apt-get download` into `dir`
 /// (never installed); `None` (outside CI) when it cannot be fetched, for `what`.
 pub fn debians_package(dir: &Path, what: &str) -> Option<PathBuf> {
