@@ -11,12 +11,10 @@ use crate::http::HintSource;
 use crate::log::Terminal;
 use crate::outcome::Limit;
 use crate::predicate::Matches;
-use crate::test_support::ms;
+use crate::test_support::{SharedBuffer, ms};
 use clap::Parser;
 use std::cell::Cell;
-use std::io::{self, Write};
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A clock that only moves when the fakes move it.
@@ -91,7 +89,7 @@ struct Script {
     /// What `end_by` was told, as a time left from when it was told.
     ends_in: Option<Duration>,
     /// What the logger had written, and how much of it when `end_by` was told.
-    said: Lines,
+    said: SharedBuffer,
     said_before_end_by: Option<usize>,
     /// The hint each attempt gives, by attempt (none past the end).
     hints: Vec<Option<AskedWait>>,
@@ -145,7 +143,7 @@ impl Execute for Script {
 
     fn end_by(&mut self, deadline: Instant) {
         self.ends_in = Some(deadline.duration_since(self.time.now()));
-        self.said_before_end_by = Some(self.said.0.lock().unwrap().len());
+        self.said_before_end_by = Some(self.said.len());
     }
 
     fn stdin_shared(&self) -> bool {
@@ -169,19 +167,6 @@ impl Execute for Script {
         } else {
             AttemptEnd::Exited(0)
         })
-    }
-}
-
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -252,7 +237,7 @@ fn run_through(
     .unwrap();
     let settings = Settings::resolve(cli).unwrap();
     let time = FakeTime::new();
-    let lines = Lines::default();
+    let lines = SharedBuffer::default();
     let mut script = Script {
         time: time.clone(),
         ends: ends.to_vec(),
@@ -297,7 +282,7 @@ fn run_through(
         gate,
         &mut logger,
     );
-    let output = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let output = lines.text();
     Observed {
         ran,
         slept: clock.slept,
@@ -1567,7 +1552,7 @@ proptest::proptest! {
 }
 
 /// A duration a user can type: milliseconds, or anything up to what `Duration` holds.
-fn any_duration() -> impl proptest::strategy::Strategy<Value = String> {
+fn any_duration_text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     prop_oneof![
         (0u64..5_000).prop_map(|ms| format!("{ms}ms")),
@@ -1579,11 +1564,11 @@ proptest::proptest! {
     /// No panic and an end, whatever the durations and the multiplier.
     #[test]
     fn extreme_values_end_without_panic(
-        base in any_duration(),
-        max in any_duration(),
-        max_time in any_duration(),
-        timeout in any_duration(),
-        splay in any_duration(),
+        base in any_duration_text(),
+        max in any_duration_text(),
+        max_time in any_duration_text(),
+        timeout in any_duration_text(),
+        splay in any_duration_text(),
         multiplier in proptest::sample::select(vec!["1", "1.5", "2", "1000000"]),
         jitter in proptest::sample::select(vec!["none", "full", "equal", "decorrelated", "1", "+18446744073709551615"]),
         backoff in proptest::sample::select(vec!["exponential", "constant", "linear", "fibonacci", "ethernet"]),

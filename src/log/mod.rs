@@ -308,25 +308,11 @@ mod tests {
     use crate::outcome::AttemptEnd;
     use crate::outcome::Limit;
     use crate::stdio::Stream;
-    use crate::test_support::ms;
+    use crate::test_support::{SharedBuffer, ms};
     use std::ffi::OsString;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
 
     fn render(verbosity: Verbosity, event: Event<'_>) -> String {
-        let out = Shared::default();
+        let out = SharedBuffer::default();
         Logger::new(
             verbosity,
             LogFormat::Text,
@@ -334,7 +320,7 @@ mod tests {
             Box::new(out.clone()),
         )
         .emit(&event);
-        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+        out.text()
     }
 
     #[test]
