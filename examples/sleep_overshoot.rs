@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use retry::clock::RealClock;
 use retry::driver::Sleep;
-use retry::signals::Events;
+use retry::signals::SignalQueue;
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let millis: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
     let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50);
-    let events = Events::listen().expect("signal handlers");
+    let events = SignalQueue::listen().expect("signal handlers");
     let mut clock = RealClock::new(&events);
     let target = Duration::from_millis(millis);
     let mut overshoots: Vec<f64> = (0..rounds)

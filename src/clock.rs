@@ -4,14 +4,14 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{Interrupted, Sleep};
 use crate::reaper;
-use crate::signals::{self, Events, Signal};
+use crate::signals::{self, Signal, SignalQueue};
 
 pub struct RealClock<'a> {
-    events: &'a Events,
+    events: &'a SignalQueue,
 }
 
 impl<'a> RealClock<'a> {
-    pub fn new(events: &'a Events) -> Self {
+    pub fn new(events: &'a SignalQueue) -> Self {
         RealClock { events }
     }
 }

@@ -142,7 +142,7 @@ impl Criteria {
 /// What a command line gives, among the settings that Debian's defaults stand in for: each
 /// `true` when given in any layer (the command line or a table of the config file).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Given {
+pub struct ExplicitChoices {
     /// One of the five options.
     pub debian: bool,
     /// `-t`, `--retries`, `--attempts` or `--forever`.
@@ -174,7 +174,7 @@ pub struct Defaults {
 
 /// The defaults that stand in for what `given` leaves unsaid: Debian's when one of its options
 /// is given, else none (`retry`'s own then hold).
-pub fn defaults(given: Given) -> Defaults {
+pub fn defaults(given: ExplicitChoices) -> Defaults {
     if !given.debian {
         return Defaults::default();
     }
@@ -304,10 +304,10 @@ mod tests {
 
     #[test]
     fn debians_defaults_stand_in_only_for_what_is_not_given() {
-        assert_eq!(defaults(Given::default()), Defaults::default());
-        let debian = Given {
+        assert_eq!(defaults(ExplicitChoices::default()), Defaults::default());
+        let debian = ExplicitChoices {
             debian: true,
-            ..Given::default()
+            ..ExplicitChoices::default()
         };
         assert_eq!(
             defaults(debian),
@@ -318,7 +318,7 @@ mod tests {
                 stdin_replay: true,
             }
         );
-        let given = Given {
+        let given = ExplicitChoices {
             limit: true,
             schedule: true,
             output: true,
@@ -326,7 +326,7 @@ mod tests {
             ..debian
         };
         assert_eq!(defaults(given), Defaults::default());
-        let ethernet = Given {
+        let ethernet = ExplicitChoices {
             ethernet: true,
             schedule: true,
             ..debian

@@ -31,7 +31,7 @@ impl StatusClass {
 
 /// Every line that may be an HTTP status line or a `Retry-After` header matches this pattern:
 /// a sieve of plain literals, which the regex engine finds with its vector search, so that a
-/// long body costs one scan at the speed of any literal pattern; `HttpSeen` then reads each
+/// long body costs one scan at the speed of any literal pattern; `HttpFindings` then reads each
 /// line it passes exactly. (Anchored at the line's start, with the optional blanks, it had no literal
 /// to search for and cost six times as much: BENCHMARKS.md.)
 pub(crate) const SIEVE: &str = r"HTTP/|(?i:retry-after:)";
@@ -136,7 +136,7 @@ pub(crate) struct Hint {
 /// and the last hint value that was none of the accepted forms. Each is kept with the instant it
 /// was read, so that what two streams said merges into the last of each.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct HttpSeen {
+pub(crate) struct HttpFindings {
     pub(crate) status: Option<(Instant, u16)>,
     pub(crate) hint: Option<(Instant, Hint)>,
     pub(crate) ignored: Option<(Instant, String)>,
@@ -160,7 +160,7 @@ impl HttpLines {
 /// The longest ignored value kept for `--verbose`.
 const IGNORED_SHOWN: usize = 80;
 
-impl HttpSeen {
+impl HttpFindings {
     /// Reads a line that may be a status line or a `Retry-After` header, as `lines` says.
     /// Interim (1xx) statuses are skipped.
     pub(crate) fn read_http_line(&mut self, at: Instant, line: &[u8], lines: HttpLines) {
@@ -199,7 +199,7 @@ impl HttpSeen {
     }
 
     /// Takes in what another stream said: the later of each.
-    pub(crate) fn merge(&mut self, other: &HttpSeen) {
+    pub(crate) fn merge(&mut self, other: &HttpFindings) {
         fn later<T: Clone>(mine: &mut Option<(Instant, T)>, theirs: &Option<(Instant, T)>) {
             if let Some((at, value)) = theirs
                 && mine.as_ref().is_none_or(|(mine, _)| at > mine)
@@ -401,7 +401,7 @@ mod tests {
             statuses: true,
             retry_after: true,
         };
-        let mut stdout = HttpSeen::default();
+        let mut stdout = HttpFindings::default();
         stdout.read_http_line(at(1), b"HTTP/1.1 302 Found", both);
         stdout.read_http_line(at(2), b"HTTP/1.1 100 Continue", both);
         stdout.read_http_line(at(3), b"Retry-After: 5", both);
@@ -413,7 +413,7 @@ mod tests {
         };
         assert_eq!(stdout.hint, Some((at(3), five)), "garbage is ignored");
         assert_eq!(stdout.ignored, Some((at(4), "soon".to_string())));
-        let mut stderr = HttpSeen::default();
+        let mut stderr = HttpFindings::default();
         stderr.read_http_line(at(5), b"< HTTP/2 503", both);
         stderr.read_custom_hint(at(0), b"9");
         let mut merged = stdout.clone();
@@ -449,9 +449,9 @@ mod tests {
             retry_after: true,
         };
         assert!(hints_only.any() && !HttpLines::default().any());
-        let mut seen = HttpSeen::default();
+        let mut seen = HttpFindings::default();
         seen.read_http_line(at(1), b"Retry-After: 5", statuses_only);
-        assert_eq!(seen, HttpSeen::default());
+        assert_eq!(seen, HttpFindings::default());
     }
 
     proptest! {

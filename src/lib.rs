@@ -72,7 +72,7 @@ use crate::report::Summary;
 use crate::runner::Runner;
 use crate::settings::StateAction;
 use crate::settings::{MetricsTarget, Settings};
-use crate::signals::Events;
+use crate::signals::SignalQueue;
 
 /// How `retry` ends: with a status, or by re-raising a signal it received.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
     if let Some(action) = settings.state_action {
         return act_on_state(&settings, store, action);
     }
-    let events = match Events::listen() {
+    let events = match SignalQueue::listen() {
         Ok(events) => Rc::new(events),
         Err(error) => return misuse(&format!("{error:#}")),
     };
@@ -164,7 +164,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Exit {
 /// resolve to. Help, the version, and misuse (said in one line) come back as the exit.
 fn read_command_line(args: &[OsString]) -> Result<Settings, Exit> {
     // Before anything can be refused: a password given in any shape is never echoed.
-    for word in args.iter().chain(std::env::var_os("RETRY_STATE").as_ref()) {
+    for word in args
+        .iter()
+        .chain(std::env::var_os(crate::fleet::STATE_VARIABLE).as_ref())
+    {
         text::note_secrets(&word.to_string_lossy());
     }
     // One parse of the command line serves the settings and, with a config file, which keys
@@ -184,7 +187,7 @@ fn read_command_line(args: &[OsString]) -> Result<Settings, Exit> {
 
 /// The logger of the run: stderr, written as the settings say, waiting for room together with
 /// the signals.
-fn logger(settings: &Settings, events: &Rc<Events>) -> Logger {
+fn logger(settings: &Settings, events: &Rc<SignalQueue>) -> Logger {
     Logger::new(
         settings.verbosity,
         settings.log_format,
@@ -211,7 +214,7 @@ impl<'a> Machinery<'a> {
         settings: &'a Settings,
         seed: u64,
         store: Option<StateStore>,
-        events: &'a Events,
+        events: &'a SignalQueue,
     ) -> Machinery<'a> {
         let delays = Delays::new(settings.schedule.clone(), Draws::seeded(seed));
         reaper::adopt_orphans();

@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 
-use crate::http::{HttpLines, HttpSeen};
+use crate::http::{HttpFindings, HttpLines};
 use crate::lines::{LineMatcher, Pattern};
 use crate::outcome::AttemptEnd;
 use crate::poll::{self, Wait};
 use crate::predicate::Matches;
 use crate::settings::OutputRules;
-use crate::signals::Events;
+use crate::signals::SignalQueue;
 use crate::spool::Spool;
 use crate::stdio::Stream;
 use crate::text::plain_error;
@@ -516,7 +516,7 @@ pub(crate) struct Drained {
     /// What the patterns matched (`status` aside: see `http_seen`).
     pub matches: Matches,
     /// What the HTTP lines and hints said.
-    pub http_seen: HttpSeen,
+    pub http_seen: HttpFindings,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
     pub write_errors: Vec<(Stream, String)>,
     /// The copies still running: a background process holds their pipe open.
@@ -712,7 +712,7 @@ struct Findings {
     retry_if: AtomicBool,
     stop_if: AtomicBool,
     /// What the HTTP lines and hints said.
-    http_seen: Mutex<HttpSeen>,
+    http_seen: Mutex<HttpFindings>,
 }
 
 impl Findings {
@@ -724,7 +724,7 @@ impl Findings {
         }
     }
 
-    fn http_seen(&self) -> std::sync::MutexGuard<'_, HttpSeen> {
+    fn http_seen(&self) -> std::sync::MutexGuard<'_, HttpFindings> {
         self.http_seen.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -847,7 +847,7 @@ pub(crate) enum ReaderWait {
 /// is shutting down, only while the reader keeps taking output.
 pub(crate) fn finish(
     watches: Vec<Watch>,
-    events: &Events,
+    events: &SignalQueue,
     reader_wait: ReaderWait,
     until: Option<Instant>,
 ) -> Result<Drained, i32> {
@@ -902,7 +902,7 @@ enum Drain {
     ReaderTooSlow,
 }
 
-fn drain(events: &Events, watch: &Watch, until: Option<Instant>) -> Result<Drain, i32> {
+fn drain(events: &SignalQueue, watch: &Watch, until: Option<Instant>) -> Result<Drain, i32> {
     let flow = &watch.flow;
     let started = Instant::now();
     let writing_before = flow.writing_nanos.load(Ordering::Relaxed);
@@ -951,7 +951,7 @@ fn more_to_come(watch: &Watch) -> bool {
 /// `moved` (its count of bytes) has stood still for `DRAIN_IDLE`, or `give_up` has passed. A
 /// shutdown signal meanwhile is returned instead.
 pub(crate) fn wait_while_flowing(
-    events: &Events,
+    events: &SignalQueue,
     done: BorrowedFd<'_>,
     moved: &AtomicU64,
     give_up: Option<Instant>,
@@ -977,7 +977,7 @@ pub(crate) fn wait_while_flowing(
 /// `Leftover::hand_over`), and waits until each has. As after an attempt, a reader downstream
 /// that takes its time is waited for, up to the run's limit (`events.readers_until()`), past
 /// which the rest of what a copy was writing is lost. A shutdown signal meanwhile is returned.
-pub(crate) fn hand_over(mut leftovers: Vec<Leftover>, events: &Events) -> Result<(), i32> {
+pub(crate) fn hand_over(mut leftovers: Vec<Leftover>, events: &SignalQueue) -> Result<(), i32> {
     for leftover in &mut leftovers {
         leftover.hand_over();
     }

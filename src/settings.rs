@@ -328,7 +328,7 @@ fn state_location(cli: &Cli) -> Result<Option<StateLocation>> {
     if let Some(state) = &cli.state {
         return Ok(Some(state.clone()));
     }
-    let Some(value) = crate::dirs::non_empty_env("RETRY_STATE") else {
+    let Some(value) = crate::dirs::non_empty_env(crate::fleet::STATE_VARIABLE) else {
         return Ok(None);
     };
     // No shell expands a `~` that reaches the environment this way (a CI file's `env:`, a
@@ -427,8 +427,8 @@ fn output_rules(cli: &mut Cli) -> (OutputRules, OutputRules) {
 }
 
 /// What a command line gives (in any layer) among the settings Debian's defaults stand in for.
-fn given(cli: &Cli) -> debian::Given {
-    debian::Given {
+fn given(cli: &Cli) -> debian::ExplicitChoices {
+    debian::ExplicitChoices {
         debian: cli.times.is_some()
             || cli.delay.is_some()
             || cli.until.is_some()

@@ -223,7 +223,7 @@ pub enum Signal {
     Relay(i32),
 }
 
-pub struct Events {
+pub struct SignalQueue {
     state: RefCell<State>,
 }
 
@@ -236,9 +236,9 @@ struct State {
     readers_until: Option<Instant>,
 }
 
-impl Events {
+impl SignalQueue {
     /// Installs the handlers. Signals that arrive from here on are queued until read.
-    pub fn listen() -> Result<Events> {
+    pub fn listen() -> Result<SignalQueue> {
         let (read, write) = UnixStream::pair().map_err(failed("cannot create the signal pipe"))?;
         read.set_nonblocking(true)
             .and_then(|()| write.set_nonblocking(true))
@@ -253,7 +253,7 @@ impl Events {
         // `timeout(1)`: a parent that blocks SIGTERM means it.
         // Threads inherit the mask: this runs before any other thread exists.
         unblock(SIGCHLD);
-        Ok(Events {
+        Ok(SignalQueue {
             state: RefCell::new(State {
                 delivery,
                 queued: VecDeque::new(),
@@ -352,14 +352,14 @@ impl Events {
 }
 
 /// `retry`'s stderr, for its own messages. Each write first waits for room together with the
-/// signals (`Events::wait_writable`), so a reader downstream that stops reading cannot keep a
+/// signals (`SignalQueue::wait_writable`), so a reader downstream that stops reading cannot keep a
 /// shutdown waiting; once `retry` is shutting down, a message with no room is dropped.
 pub struct Stderr {
-    events: Rc<Events>,
+    events: Rc<SignalQueue>,
 }
 
 impl Stderr {
-    pub fn new(events: Rc<Events>) -> Stderr {
+    pub fn new(events: Rc<SignalQueue>) -> Stderr {
         Stderr { events }
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::ending::Ending;
 use crate::fleet::{Admit, Gate, Outcome};
-use crate::log::{Event, GiveUp, Telling};
+use crate::log::{Event, GiveUp, Visibility};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::predicate::{Permanent, Verdict};
 use crate::report::AttemptRecord;
@@ -50,7 +50,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
                 if let Some(success) = self.tally.restarting_after() {
                     return self.end_restarts(attempt - 1, success, GiveUp::MaxTime);
                 }
-                return self.give_up(GiveUp::MaxTime, attempt - 1, Telling::Always);
+                return self.give_up(GiveUp::MaxTime, attempt - 1, Visibility::Always);
             }
             if let Some(end) = self.admit(attempt)? {
                 return Ok(end);
@@ -89,7 +89,8 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         if let Some(success) = self.tally.restarting_after() {
             return self.end_restarts(attempt - 1, success, reason).map(Some);
         }
-        self.give_up(reason, attempt - 1, Telling::Always).map(Some)
+        self.give_up(reason, attempt - 1, Visibility::Always)
+            .map(Some)
     }
 
     /// The random wait before the first attempt (`--splay`); the run's end when no time is
@@ -102,7 +103,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         let wait = self.delays.up_to(splay);
         if self.max_time.crossed_by(self.clock.now(), wait) {
             let reason = GiveUp::MaxTimeAhead { wait };
-            return self.give_up(reason, 0, Telling::Always).map(Some);
+            return self.give_up(reason, 0, Visibility::Always).map(Some);
         }
         self.logger.emit(&Event::Splay { wait });
         self.clock.sleep(wait)?;
@@ -192,14 +193,14 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         self.custody().gave_up_after_latest()?;
         // A command that cannot start was already said in a line of its own; a log still gets
         // the attempt's end and the run's.
-        let telling = if result.end.could_not_start() {
-            Telling::LogOnly
+        let visibility = if result.end.could_not_start() {
+            Visibility::LogOnly
         } else {
-            Telling::Always
+            Visibility::Always
         };
         let event = self.failure(count, result, None, None, false, false);
-        self.logger.tell(&event, telling);
+        self.logger.tell(&event, visibility);
         let reason = GiveUp::Permanent(rule);
-        self.give_up(reason, count.attempt, telling)
+        self.give_up(reason, count.attempt, visibility)
     }
 }

@@ -11,7 +11,7 @@ use crate::deadline::{Fit, LAST_CHANCE_MARGIN, WaitKind};
 use crate::ending::Ending;
 use crate::fleet::Gate;
 use crate::http;
-use crate::log::{Count, Event, GiveUp, HintUse, Logger, Telling};
+use crate::log::{Count, Event, GiveUp, HintUse, Logger, Visibility};
 use crate::settings::HookKind;
 
 use super::run::Run;
@@ -232,7 +232,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         }
         self.logger
             .emit(&self.between_event(count, result, between, None));
-        self.give_up(reason, count.attempt, Telling::Always)
+        self.give_up(reason, count.attempt, Visibility::Always)
             .map(Next::End)
     }
 
@@ -277,7 +277,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             }
             Fit::End => {
                 let reason = self.max_time.end_reason(self.clock.now(), wait);
-                let ending = self.give_up(reason, attempt, Telling::Always)?;
+                let ending = self.give_up(reason, attempt, Visibility::Always)?;
                 Ok(Some(Next::End(ending)))
             }
         }

@@ -13,7 +13,7 @@ use crate::cli::FailedOutput;
 use crate::ending::Ending;
 use crate::fleet::{Gate, GoOn};
 use crate::http::StatusClass;
-use crate::log::{Count, Event, GiveUp, HintUse, Logger, Telling, Why};
+use crate::log::{Count, Event, GiveUp, HintUse, Logger, Visibility, Why};
 use crate::outcome::AttemptEnd;
 use crate::predicate::CodeLimits;
 use crate::report::History;
@@ -138,7 +138,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
         &mut self,
         reason: GiveUp<'_>,
         attempts: u64,
-        telling: Telling,
+        visibility: Visibility,
     ) -> Result<Ending, Halt> {
         let ending = reason.ending();
         self.custody().gave_up()?;
@@ -151,7 +151,7 @@ impl<'a, E: Execute, S: Sleep, G: Gate + ?Sized> Run<'a, E, S, G> {
             total: self.total(),
             status,
         };
-        self.logger.tell(&event, telling);
+        self.logger.tell(&event, visibility);
         let last_status = last.map_or(status, AttemptEnd::status);
         self.hook(HookKind::Failure, attempts, last_status, None)?;
         Ok(ending)

@@ -20,6 +20,9 @@ pub enum StateLocation {
 /// What `--state` may be, for the messages that refuse it.
 const STATE_FORMS: &str = "the state is a directory, a Redis server (redis://, rediss://, unix://) or a Redis Cluster (redis+cluster://, rediss+cluster://)";
 
+/// The environment variable that says where the state lives when `--state` does not.
+pub(crate) const STATE_VARIABLE: &str = "RETRY_STATE";
+
 /// `--state`: a directory, or the URL of a Redis server. Any other scheme is misuse, and so is
 /// a known scheme without its `//` (`redis:host:6379`), which would otherwise be a directory of
 /// that name, and each host its own budget. (`./redis:x` is that directory.)

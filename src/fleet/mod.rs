@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use crate::dirs::xdg_base;
 use file::{FileStore, OpenError};
-pub(crate) use location::StateLocation;
 pub(crate) use location::parse as parse_state;
+pub(crate) use location::{STATE_VARIABLE, StateLocation};
 #[cfg(feature = "redis")]
 use redis::RedisStore;
 use rules::{Admission, BreakerRecord, BreakerState, millis};

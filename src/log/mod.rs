@@ -57,7 +57,7 @@ pub(crate) const COUNTDOWN_AFTER: Duration = Duration::from_secs(2);
 /// every run has its end: a text line may go without saying when another said it (the line
 /// saying that a command cannot be started says that its run ends).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Telling {
+pub enum Visibility {
     Always,
     LogOnly,
 }
@@ -116,9 +116,9 @@ impl Logger {
             .map_or_else(String::new, |label| format!("{label}: "))
     }
 
-    /// `emit`, or with `Telling::LogOnly`, only to a JSON log.
-    pub fn tell(&mut self, event: &Event<'_>, telling: Telling) {
-        if telling == Telling::Always || self.format == LogFormat::Json {
+    /// `emit`, or with `Visibility::LogOnly`, only to a JSON log.
+    pub fn tell(&mut self, event: &Event<'_>, visibility: Visibility) {
+        if visibility == Visibility::Always || self.format == LogFormat::Json {
             self.emit(event);
         }
     }

@@ -35,7 +35,7 @@ use crate::driver::{
     AskedWait, AttemptResult, AttemptSpec, Execute, Halt, HookSpec, Interrupted,
     InterruptedAttempt, OutputOf, Settle,
 };
-use crate::http::HttpSeen;
+use crate::http::HttpFindings;
 use crate::input::Feeder;
 use crate::log::{Event, Logger};
 use crate::outcome::AttemptEnd;
@@ -43,12 +43,12 @@ use crate::plumbing::{self, Drained, Leftover, ReaderWait, Watch};
 use crate::predicate::Matches;
 use crate::reaper::reap_orphans;
 use crate::settings::Settings;
-use crate::signals::Events;
+use crate::signals::SignalQueue;
 use crate::start;
 use crate::stdio::Stream;
 
 pub(crate) struct Runner<'a> {
-    events: &'a Events,
+    events: &'a SignalQueue,
     /// How each attempt starts: its command, its stdin, which of its streams are watched.
     spawner: Spawner<'a>,
     /// How the attempts and hooks are waited for and ended.
@@ -66,7 +66,7 @@ pub(crate) struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// A runner for the attempts and hooks of a run with `settings`, whose shutdown signals
     /// arrive through `events`.
-    pub(crate) fn new(settings: &'a Settings, events: &'a Events) -> Runner<'a> {
+    pub(crate) fn new(settings: &'a Settings, events: &'a SignalQueue) -> Runner<'a> {
         Runner {
             events,
             spawner: Spawner::new(settings),
@@ -309,7 +309,7 @@ fn spill_failures(output: &HeldOutput, input: &crate::input::Input) -> Vec<(Stre
 
 /// What the driver hears of an attempt that ran to its end: how it ended, what its output
 /// matched, and what it said in HTTP terms.
-fn result_of(supervised: &Supervised, matches: Matches, http_seen: HttpSeen) -> AttemptResult {
+fn result_of(supervised: &Supervised, matches: Matches, http_seen: HttpFindings) -> AttemptResult {
     let now = SystemTime::now();
     AttemptResult {
         end: supervised.end(),

@@ -17,7 +17,7 @@ use crate::log::{Event, Logger};
 use crate::outcome::AttemptEnd;
 use crate::plumbing::{self, Held, Kept, OwnStream, ReaderWait};
 use crate::settings::Settings;
-use crate::signals::Events;
+use crate::signals::SignalQueue;
 use crate::stdio::Stream;
 
 /// The run's held output, from when an attempt starts until it is released.
@@ -107,7 +107,7 @@ impl HeldOutput {
         &mut self,
         output_of: OutputOf,
         reader_wait: ReaderWait,
-        events: &Events,
+        events: &SignalQueue,
         warnings: &mut Warnings,
         logger: &mut Logger,
     ) -> Result<(), Halt> {
@@ -152,7 +152,7 @@ impl HeldOutput {
     pub(super) fn settle(
         &mut self,
         settle: Settle,
-        events: &Events,
+        events: &SignalQueue,
         warnings: &mut Warnings,
         logger: &mut Logger,
     ) -> Result<(), Halt> {
@@ -190,7 +190,7 @@ impl HeldOutput {
 /// thread, the copy runs here. Returns how the copy went, or the signal that cut the wait
 /// short.
 fn copy_out(
-    events: &Events,
+    events: &SignalQueue,
     reader_wait: ReaderWait,
     copy: impl Fn(&Progress) -> Result<(), CopyFailed> + Send + Sync + 'static,
 ) -> Result<Result<(), CopyFailed>, Halt> {

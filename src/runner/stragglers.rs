@@ -19,7 +19,7 @@ use crate::log::{Event, Logger};
 use crate::plumbing;
 use crate::reaper::reap_orphans;
 use crate::settings::Settings;
-use crate::signals::{Events, Signal};
+use crate::signals::{Signal, SignalQueue};
 use crate::sweep;
 
 /// What a supervised child is, which says whether signals meant for the command reach it, and
@@ -440,7 +440,7 @@ impl<'a> Stragglers<'a> {
 /// SIGCHLD, so this one rare path checks the group at growing intervals (1ms to 50ms)
 /// instead of waiting for an event.
 pub(super) fn clear_group(
-    events: &Events,
+    events: &SignalQueue,
     target: SignalTarget,
     kill_at: Instant,
     mut stragglers: Option<&mut Stragglers<'_>>,

@@ -15,7 +15,7 @@ use crate::log::{Event, Logger};
 use crate::outcome::{AttemptEnd, Limit};
 use crate::plumbing;
 use crate::reaper::{reap, reap_orphans};
-use crate::signals::{Events, Signal};
+use crate::signals::{Signal, SignalQueue};
 use crate::stdio::Stream;
 use crate::sweep;
 
@@ -23,7 +23,7 @@ use crate::sweep;
 /// where the attempt's go, the terminating signal and the grace before SIGKILL.
 #[derive(Clone, Copy)]
 pub(super) struct Supervisor<'a> {
-    pub(super) events: &'a Events,
+    pub(super) events: &'a SignalQueue,
     pub(super) foreground: bool,
     pub(super) kill_signal: i32,
     pub(super) kill_after: Duration,
@@ -296,7 +296,7 @@ impl<'s> Supervision<'s> {
 
     /// The child has ended with `status`, after running for `ran`: what is left of its group
     /// gets the rest of the grace, and what it left outside gets what the child got.
-    fn finish(mut self, events: &Events, status: ExitStatus, ran: Duration) -> Supervised {
+    fn finish(mut self, events: &SignalQueue, status: ExitStatus, ran: Duration) -> Supervised {
         match (self.phase, &mut self.stragglers) {
             (Phase::Terminating { kill_at }, stragglers) => {
                 if let Some(signal) =
