@@ -333,6 +333,27 @@ fn the_readme_is_short_and_ci_runs_its_test_command() {
     );
 }
 
+/// Every push and pull request runs what CI runs on a clean clone, and nothing there writes.
+#[test]
+fn the_ci_workflow_runs_ci_run_read_only() {
+    let workflow = read(".github/workflows/ci.yml");
+    assert!(
+        workflow
+            .lines()
+            .any(|line| line.trim() == "- run: bash .ci/run"),
+        "{workflow}"
+    );
+    assert!(
+        workflow.contains("\npermissions:\n  contents: read\n"),
+        "{workflow}"
+    );
+    assert!(!workflow.contains("write"), "{workflow}");
+    assert!(
+        workflow.contains("persist-credentials: false"),
+        "{workflow}"
+    );
+}
+
 /// The documents, and the sources' comments (rustdoc is a document too), say the rules
 /// themselves, never where they came from outside the repository.
 #[test]
