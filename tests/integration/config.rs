@@ -436,3 +436,20 @@ fn a_tilde_the_config_file_cannot_expand_is_misuse() {
         .stderr(predicate::str::contains("$HOME is unset"));
     assert!(!r.path("~").exists());
 }
+
+/// The builder's runs start from an empty environment but `PATH` and `HOME`: nothing of the
+/// developer's (`XDG_STATE_HOME`, which would hold the fleet's default state, `TMPDIR`,
+/// `TERM`, a locale) reaches `retry` or its attempts unless a test gives it.
+#[test]
+fn a_test_run_gets_only_the_environment_the_builder_gives() {
+    let r = retry();
+    let output = r.command().args(["-r", "0", "env"]).output().expect("env");
+    let names: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_string()))
+        .filter(|name| !name.starts_with("RETRY_"))
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"PATH".to_string()), "{names:?}");
+    assert!(names.contains(&"HOME".to_string()), "{names:?}");
+}

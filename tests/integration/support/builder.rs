@@ -1,5 +1,5 @@
 //! The one builder over the real binary: `retry()` gives a `Retry`, whose commands run `retry`
-//! with a clean environment (no `RETRY_*`, no config, no CI, no `NO_COLOR`), a private
+//! with an empty environment but `PATH` (nothing of the developer's reaches it), a private
 //! temporary directory as the working directory and `$HOME` below it, stdin from /dev/null
 //! unless the test gives one, and bounded waits. Every run of `retry` in the tests is one of
 //! its commands (a wrapper's last words, a std `Command` for stdio of the test's choosing, or
@@ -384,19 +384,14 @@ pub struct LimitRuns {
     pub could_not_start: Vec<std::process::Output>,
 }
 
-/// Clears from `command`'s environment what would change what `retry` does: `RETRY_*`, the
-/// config's directory, `CI` and `NO_COLOR`, as a developer's shell may have them.
+/// Starts `command`'s environment empty but for `PATH`: whatever a developer's shell or CI
+/// sets (`RETRY_*`, `XDG_STATE_HOME`, `XDG_CONFIG_HOME`, `TMPDIR`, `TERM`, `CI`, `NO_COLOR`,
+/// a locale) never reaches `retry`; a test gives what it means to.
 fn clean_environment(command: &mut std::process::Command) {
-    for (key, _) in std::env::vars_os() {
-        if is_ours(&key) {
-            command.env_remove(&key);
-        }
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
     }
-}
-
-fn is_ours(key: &OsStr) -> bool {
-    let key = key.to_string_lossy();
-    key.starts_with("RETRY_") || key == "CI" || key == "NO_COLOR" || key == "XDG_CONFIG_HOME"
 }
 
 /// `sh -c SCRIPT` as the command words.
