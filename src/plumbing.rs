@@ -513,10 +513,10 @@ struct Flow {
 /// What the copies of an ended attempt saw.
 #[derive(Debug, Default)]
 pub(crate) struct Drained {
-    /// What the patterns matched (`status` aside: see `http_seen`).
+    /// What the patterns matched (`status` aside: see `http_findings`).
     pub matches: Matches,
     /// What the HTTP lines and hints said.
-    pub http_seen: HttpFindings,
+    pub http_findings: HttpFindings,
     /// For each stream that could not be written (see `Flow::write_error`), its name and why.
     pub write_errors: Vec<(Stream, String)>,
     /// The copies still running: a background process holds their pipe open.
@@ -712,7 +712,7 @@ struct Findings {
     retry_if: AtomicBool,
     stop_if: AtomicBool,
     /// What the HTTP lines and hints said.
-    http_seen: Mutex<HttpFindings>,
+    http_findings: Mutex<HttpFindings>,
 }
 
 impl Findings {
@@ -724,8 +724,8 @@ impl Findings {
         }
     }
 
-    fn http_seen(&self) -> std::sync::MutexGuard<'_, HttpFindings> {
-        self.http_seen.lock().unwrap_or_else(|p| p.into_inner())
+    fn http_findings(&self) -> std::sync::MutexGuard<'_, HttpFindings> {
+        self.http_findings.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -812,10 +812,10 @@ fn collector<'a>(
         match hint {
             Some(hint) if index == hint_index => {
                 if let Some(text) = hint.capture(line) {
-                    findings.http_seen().read_custom_hint(at, text);
+                    findings.http_findings().read_custom_hint(at, text);
                 }
             }
-            _ => findings.http_seen().read_http_line(at, line, http),
+            _ => findings.http_findings().read_http_line(at, line, http),
         }
     }
 }
@@ -865,7 +865,7 @@ pub(crate) fn finish(
         drained.matches.until |= findings.until.load(Ordering::Acquire);
         drained.matches.retry_if |= findings.retry_if.load(Ordering::Acquire);
         drained.matches.stop_if |= findings.stop_if.load(Ordering::Acquire);
-        drained.http_seen.merge(&findings.http_seen());
+        drained.http_findings.merge(&findings.http_findings());
         if let Some(error) = watch.flow.write_error.get() {
             drained.write_errors.push((watch.stream, error.clone()));
         }

@@ -488,11 +488,9 @@ fn group_can_be_continued() -> bool {
 
 /// A process's parent, process group and session, from /proc.
 fn lineage(pid: i32) -> Option<(i32, i32, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid pgrp session ...": comm may hold anything but the last ')'.
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(1);
-    let mut next = || fields.next()?.parse().ok();
-    Some((next()?, next()?, next()?))
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let entry = crate::sweep::parse_stat(pid, &stat)?;
+    Some((entry.parent, entry.group, entry.session))
 }
 
 /// Ignores `signal` from now on, in `retry` and in what it starts after: SIGPIPE from the

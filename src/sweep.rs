@@ -37,6 +37,7 @@ pub(crate) struct ProcessEntry {
     pub(crate) pid: libc::pid_t,
     pub(crate) parent: libc::pid_t,
     pub(crate) group: libc::pid_t,
+    pub(crate) session: libc::pid_t,
     /// When it started, in clock ticks since boot.
     pub(crate) start: u64,
     /// Ended, not yet collected by its parent: a zombie whose threads have all ended (one
@@ -59,6 +60,7 @@ pub(crate) fn parse_stat(pid: libc::pid_t, line: &[u8]) -> Option<ProcessEntry> 
         pid,
         parent: fields.get(1)?.parse().ok()?,
         group: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
         zombie: *fields.first()? == "Z" && threads <= 1,
         threads,
@@ -870,6 +872,7 @@ mod tests {
             pid,
             parent,
             group,
+            session: group,
             start,
             zombie: false,
             threads: 1,

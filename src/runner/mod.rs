@@ -154,12 +154,12 @@ impl Execute for Runner<'_> {
         self.leftovers.retain(|leftover| !leftover.finished());
         let Drained {
             matches,
-            http_seen,
+            http_findings,
             leftovers,
             ..
         } = drained;
         self.leftovers.extend(leftovers);
-        Ok(result_of(&supervised, matches, http_seen))
+        Ok(result_of(&supervised, matches, http_findings))
     }
 
     fn release_output(&mut self, output_of: OutputOf, logger: &mut Logger) -> Result<(), Halt> {
@@ -309,21 +309,25 @@ fn spill_failures(output: &HeldOutput, input: &crate::input::Input) -> Vec<(Stre
 
 /// What the driver hears of an attempt that ran to its end: how it ended, what its output
 /// matched, and what it said in HTTP terms.
-fn result_of(supervised: &Supervised, matches: Matches, http_seen: HttpFindings) -> AttemptResult {
+fn result_of(
+    supervised: &Supervised,
+    matches: Matches,
+    http_findings: HttpFindings,
+) -> AttemptResult {
     let now = SystemTime::now();
     AttemptResult {
         end: supervised.end(),
         ran: supervised.ran,
         matches: Matches {
-            status: http_seen.status.map(|(_, status)| status),
+            status: http_findings.status.map(|(_, status)| status),
             ..matches
         },
         start_error: None,
-        hint: http_seen.hint.map(|(_, hint)| AskedWait {
+        hint: http_findings.hint.map(|(_, hint)| AskedWait {
             wait: hint.value.wait(now),
             source: hint.source,
         }),
-        ignored_hint: http_seen.ignored.map(|(_, value)| value),
+        ignored_hint: http_findings.ignored.map(|(_, value)| value),
     }
 }
 
