@@ -17,6 +17,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rustix::process::{Pid, WaitOptions, waitpid};
+
 use crate::poll::{self, Wait};
 use crate::sweep;
 
@@ -216,39 +218,46 @@ fn remove_when_empty(dir: &Path) {
         .filter_map(|dir| CString::new(dir.as_os_str().as_bytes()).ok())
         .collect();
     let events = events.as_raw_fd();
-    // SAFETY: between fork and _exit, the children call only async-signal-safe functions
-    // (fork, setsid, close_range, poll, rmdir, _exit) on memory made before the fork; the parent collects
-    // the first child, which exits at once.
+    // SAFETY: fork(2) in a process with other threads: the children call only
+    // async-signal-safe functions (fork, setsid, close_range, poll, rmdir, _exit; rustix's are
+    // raw system calls) on memory made before the fork; the parent collects the first child,
+    // which exits at once.
+    let child = unsafe { libc::fork() };
+    if let Some(first) = Pid::from_raw(child) {
+        let _ = waitpid(Some(first), WaitOptions::empty());
+        return;
+    }
+    if child < 0 {
+        return;
+    }
+    let _ = rustix::process::setsid();
+    // SAFETY: as above; the first child ends at once, the second goes on alone.
+    if unsafe { libc::fork() } != 0 {
+        // SAFETY: _exit(2) ends the first child at once, running nothing of `retry`'s.
+        unsafe { libc::_exit(0) };
+    }
+    // Holding none of `retry`'s pipes open, so that no reader waits for it.
+    let all = libc::c_uint::MAX;
+    // SAFETY: close_range(2) of this child's own descriptors but `events`.
     unsafe {
-        let child = libc::fork();
-        if child == 0 {
-            libc::setsid();
-            if libc::fork() != 0 {
-                libc::_exit(0);
-            }
-            // Holding none of `retry`'s pipes open, so that no reader waits for it.
-            let all = libc::c_uint::MAX;
-            libc::syscall(libc::SYS_close_range, 0, events - 1, 0);
-            libc::syscall(libc::SYS_close_range, events + 1, all, 0);
-            for _ in 0..60_000 {
-                // `cgroup.events` is modified, and so polls as such, when it empties.
-                let _ = poll::poll(
-                    [(events, libc::POLLPRI)],
-                    Wait::For(Duration::from_millis(1)),
-                );
-                for dir in &nested {
-                    libc::rmdir(dir.as_ptr());
-                }
-                if libc::rmdir(path.as_ptr()) == 0 {
-                    break;
-                }
-            }
-            libc::_exit(0);
+        libc::syscall(libc::SYS_close_range, 0, events - 1, 0);
+        libc::syscall(libc::SYS_close_range, events + 1, all, 0);
+    }
+    for _ in 0..60_000 {
+        // `cgroup.events` is modified, and so polls as such, when it empties.
+        let _ = poll::poll(
+            [(events, libc::POLLPRI)],
+            Wait::For(Duration::from_millis(1)),
+        );
+        for dir in &nested {
+            let _ = rustix::fs::rmdir(dir.as_c_str());
         }
-        if child > 0 {
-            libc::waitpid(child, std::ptr::null_mut(), 0);
+        if rustix::fs::rmdir(path.as_c_str()).is_ok() {
+            break;
         }
     }
+    // SAFETY: _exit(2) ends this child without running `retry`'s exit handlers.
+    unsafe { libc::_exit(0) }
 }
 
 /// The cgroups below `dir`, each before those below it (so the deepest come last).
