@@ -1036,21 +1036,12 @@ pub(crate) fn collected(pid: libc::pid_t) {
 
 /// The helper of `pass_on_in_a_process_of_its_own`.
 fn copy_to_the_end(source: RawFd, target: Option<RawFd>, keep: &[libc::c_uint; 2]) -> ! {
-    // SAFETY: prctl(2), sigaction(2), close_range(2), read(2), write(2) and _exit(2) on this
-    // process's own descriptors and signals; all async-signal-safe.
+    // Named apart from `retry` in ps(1) and pgrep(1).
+    let _ = rustix::thread::set_name(c"retry-output");
+    crate::signals::defaults_for_a_helper();
+    // SAFETY: close_range(2), read(2), write(2) and _exit(2) on this process's own
+    // descriptors; all async-signal-safe.
     unsafe {
-        // Named apart from `retry` in ps(1) and pgrep(1).
-        libc::prctl(libc::PR_SET_NAME, c"retry-output".as_ptr());
-        // The handlers were `retry`'s, whose loop does not run here: the helper takes the
-        // signals' default actions (Ctrl-C, a hangup end it), and a signal ignored before
-        // `retry` started stays ignored.
-        for signal in crate::signals::HANDLED {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(signal, std::ptr::null(), &mut current);
-            if current.sa_sigaction != libc::SIG_IGN {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-        }
         let mut from = 0;
         for &fd in keep.iter().chain(&[libc::c_uint::MAX]) {
             if fd > from {

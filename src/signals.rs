@@ -533,6 +533,20 @@ pub fn exit_by(signal: i32) -> ! {
     std::process::exit(128 + signal)
 }
 
+/// For the output helper, a child `retry` forks that runs no loop of its own: each signal
+/// `retry` handles goes back to its default action (Ctrl-C, a hangup end the helper), and a
+/// signal ignored now stays ignored. Only sigaction(2) calls: async-signal-safe, no allocation.
+pub(crate) fn defaults_for_a_helper() {
+    for signal in HANDLED {
+        if !ignored(signal) {
+            // SAFETY: signal(2) with SIG_DFL on a valid signal of this process.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
 /// Whether `signal` is set to be ignored now.
 fn ignored(signal: i32) -> bool {
     // SAFETY: sigaction(2) with a null new action only reads the current one into `current`.
