@@ -377,7 +377,7 @@ fn misuse_dry_run_and_state_actions_write_no_report() {
     r.command()
         .args([&report, "--retries", "x", "true"])
         .assert()
-        .code(125);
+        .misuse("--retries");
     let state = r.path("state");
     r.command()
         .args([
