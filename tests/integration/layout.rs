@@ -690,17 +690,24 @@ fn production_sources() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The text of CONTRIBUTING.md's `### TITLE` section, to the next heading; panics when there is
+/// none, so that a renamed heading cannot make a check read nothing.
+fn contributing_section(title: &str) -> String {
+    let contributing = read("CONTRIBUTING.md");
+    let section = contributing
+        .split(&format!("### {title}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("CONTRIBUTING.md has no section {title:?}"));
+    section.split("\n#").next().unwrap_or("").to_string()
+}
+
 /// No production function over 80 lines and no type with more than 300 lines of its own
 /// methods (its inherent `impl` blocks, in all files, added up), but those that CONTRIBUTING.md
 /// names, each with the reason it stays long: what is longer is split into named steps, so
 /// that each can be read, and tested, on its own.
 #[test]
 fn no_function_or_type_is_longer_than_it_can_be_read() {
-    let contributing = read("CONTRIBUTING.md");
-    let kept = contributing
-        .split("### Long functions kept\n")
-        .nth(1)
-        .map_or("", |section| section.split("\n#").next().unwrap_or(""));
+    let kept = contributing_section("Long functions kept");
     let mut too_long = Vec::new();
     let mut methods: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
     let mut seen = 0;
@@ -1023,12 +1030,7 @@ fn the_floors_are_read_from_their_lists() {
 /// reason rustix or std has no safe way for it.
 #[test]
 fn unsafe_code_is_only_where_contributing_says() {
-    let contributing = read("CONTRIBUTING.md");
-    let section = contributing
-        .split("### System calls\n")
-        .nth(1)
-        .and_then(|section| section.split("\n#").next())
-        .expect("CONTRIBUTING.md has a System calls section");
+    let section = contributing_section("System calls");
     let mut unnamed = Vec::new();
     let mut seen = 0;
     for (relative, text) in production_sources() {
